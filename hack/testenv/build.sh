@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Builds the local control plane (kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubectl, etcd, kwok, kwokctl, helm) from their Go modules at
+# the versions pinned in versions.env, into a cache outside the repository keyed
+# by those versions. A second run finds the cache and builds nothing.
+# Prints the cache's bin directory on the last line of stdout.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+cache_root="${OVERSEER_TESTENV_CACHE:-$HOME/.cache/overseer-testenv}"
+key="k8s-${KUBE_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}"
+out="$cache_root/$key/bin"
+binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl helm)
+
+log() { echo "testenv: $*" >&2; }
+
+all_built() {
+  local b
+  for b in "${binaries[@]}"; do [ -x "$out/$b" ] || return 1; done
+}
+
+if all_built; then
+  log "cache hit: $out"
+  echo "$out"
+  exit 0
+fi
+
+ensure_packages() {
+  local missing=()
+  command -v openssl >/dev/null || missing+=(openssl)
+  command -v tmux >/dev/null || missing+=(tmux)
+  command -v curl >/dev/null || missing+=(curl)
+  command -v unzip >/dev/null || missing+=(unzip)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    log "installing ${missing[*]}"
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+  fi
+}
+
+# Go from the machine when it is new enough, else the toolchain module from the proxy.
+ensure_go() {
+  local want="go${GO_VERSION}" have=""
+  if command -v go >/dev/null; then have="$(go env GOVERSION 2>/dev/null || true)"; fi
+  if [ -n "$have" ] && [ "$(printf '%s\n%s\n' "go1.26" "$have" | sort -V | head -1)" = "go1.26" ]; then
+    GO=go
+    return
+  fi
+  local dir="$cache_root/toolchain/$want"
+  if [ ! -x "$dir/bin/go" ]; then
+    log "fetching Go $GO_VERSION toolchain from the module proxy"
+    local tmp; tmp="$(mktemp -d)"
+    curl -fsSL -o "$tmp/go.zip" \
+      "https://proxy.golang.org/golang.org/toolchain/@v/v0.0.1-${want}.linux-amd64.zip"
+    unzip -q "$tmp/go.zip" -d "$tmp"
+    mkdir -p "$(dirname "$dir")"
+    rm -rf "$dir"
+    mv "$tmp/golang.org/toolchain@v0.0.1-${want}.linux-amd64" "$dir"
+    chmod +x "$dir/bin/"* "$dir/pkg/tool/"*/* 2>/dev/null || true
+    rm -rf "$tmp"
+  fi
+  GO="$dir/bin/go"
+}
+
+ensure_packages
+ensure_go
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
+mkdir -p "$out"
+work="$cache_root/$key/src"
+mkdir -p "$work"
+
+build_kube() {
+  local mod="$work/kube" minor="${KUBE_VERSION#*.}"; minor="${minor%%.*}"
+  local staging=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go
+    cloud-provider cluster-bootstrap code-generator component-base component-helpers
+    controller-manager cri-api cri-client cri-streaming csi-translation-lib
+    dynamic-resource-allocation endpointslice externaljwt kms kube-aggregator
+    kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics mount-utils
+    pod-security-admission streaming)
+  mkdir -p "$mod"
+  {
+    echo "module overseer.dev/testenv/kube"
+    echo
+    echo "go 1.26.0"
+    echo
+    echo "require k8s.io/kubernetes v${KUBE_VERSION}"
+    echo
+    echo "replace ("
+    local s
+    for s in "${staging[@]}"; do echo "	k8s.io/$s => k8s.io/$s v0.${KUBE_VERSION#*.}"; done
+    echo ")"
+  } >"$mod/go.mod"
+  cat >"$mod/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+  local ld="" p
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=v${KUBE_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor}"
+    ld+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  log "building Kubernetes v${KUBE_VERSION} (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)"
+  (cd "$mod" && "$GO" mod tidy -e >&2 2>&1 && \
+    "$GO" build -trimpath -tags selinux,notest -ldflags "-s -w$ld" -o "$out/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl >&2)
+}
+
+build_etcd() {
+  local mod="$work/etcd"
+  mkdir -p "$mod"
+  cat >"$mod/go.mod" <<GOMOD
+module overseer.dev/testenv/etcd
+
+go 1.26.0
+
+require go.etcd.io/etcd/server/v3 v${ETCD_VERSION}
+GOMOD
+  cat >"$mod/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import _ "go.etcd.io/etcd/server/v3"
+GO
+  log "building etcd v${ETCD_VERSION}"
+  (cd "$mod" && "$GO" mod tidy -e >&2 2>&1 && \
+    "$GO" build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3 >&2)
+}
+
+build_kwok() {
+  log "building kwok and kwokctl v${KWOK_VERSION}"
+  GOBIN="$out" "$GO" install -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=v${KWOK_VERSION}" \
+    "sigs.k8s.io/kwok/cmd/kwok@v${KWOK_VERSION}" "sigs.k8s.io/kwok/cmd/kwokctl@v${KWOK_VERSION}" >&2
+}
+
+build_helm() {
+  local minor="${KUBE_VERSION#*.}"; minor="${minor%%.*}"
+  log "building helm v${HELM_VERSION}"
+  GOBIN="$out" "$GO" install -trimpath -ldflags "-s -w \
+    -X helm.sh/helm/v3/internal/version.version=v${HELM_VERSION} \
+    -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 \
+    -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=${minor} \
+    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 \
+    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=${minor}" \
+    "helm.sh/helm/v3/cmd/helm@v${HELM_VERSION}" >&2
+}
+
+[ -x "$out/kube-apiserver" ] && [ -x "$out/kubectl" ] && [ -x "$out/kube-scheduler" ] && [ -x "$out/kube-controller-manager" ] || build_kube
+[ -x "$out/etcd" ] || build_etcd
+[ -x "$out/kwok" ] && [ -x "$out/kwokctl" ] || build_kwok
+[ -x "$out/helm" ] || build_helm
+
+all_built || { log "build incomplete in $out"; exit 1; }
+log "built into $out"
+echo "$out"

@@ -1,0 +1,291 @@
+//! The `Agent` kind: one long-running agent pod, optionally in the loop.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    EnvFromSource, EnvVar, LocalObjectReference, ResourceRequirements, Toleration, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::api::{RuntimeSpec, duration_or_off_schema, duration_schema, object_name_schema, role_schema};
+
+/// An agent CLI running in a pod; in the loop it must keep working until it
+/// declares itself done or blocked.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "overseer.dev",
+    version = "v1alpha1",
+    kind = "Agent",
+    namespaced,
+    status = "AgentStatus",
+    shortname = "ag",
+    category = "overseer",
+    cel,
+    printcolumn(name = "Role", type_ = "string", json_path = ".spec.role"),
+    printcolumn(name = "Runtime", type_ = "string", json_path = ".spec.runtime.name"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Activity", type_ = "string", json_path = ".status.activity.state"),
+    printcolumn(name = "Nudges", type_ = "integer", json_path = ".status.loop.nudges"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[x_kube(
+    validation = Rule::new("has(self.swarm) || (has(self.runtime.name) && has(self.runtime.image))")
+        .message("runtime.name and runtime.image are required unless the agent belongs to a swarm")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSpec {
+    /// The agent's role (builder, scout, guardian, reviewer, overseer, ...).
+    #[serde(default = "default_role")]
+    #[schemars(schema_with = "role_schema")]
+    pub role: String,
+    /// Swarm this agent belongs to; unset fields default from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "object_name_schema")]
+    pub swarm: Option<String>,
+    /// The agent CLI to run.
+    #[serde(default)]
+    pub runtime: RuntimeSpec,
+    /// The agent's task and instructions overlay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 65536))]
+    pub prompt: Option<String>,
+    /// Additions merged into the generated pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodOverlay>,
+    /// The loop: keep the agent working until it declares done or blocked.
+    #[serde(default, rename = "loop")]
+    pub loop_: LoopSpec,
+    /// Name of the Agent that acts as this agent's overseer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "object_name_schema")]
+    pub overseer: Option<String>,
+    /// Stop the pod and keep the record.
+    #[serde(default)]
+    pub suspend: bool,
+}
+
+pub fn default_role() -> String {
+    "builder".into()
+}
+
+/// Additions merged into a generated pod (agent or step pod).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodOverlay {
+    /// Labels added to the pod.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations added to the pod.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Environment variables added to the agent container.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+    /// Sources of environment variables for the agent container.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_from: Vec<EnvFromSource>,
+    /// Compute resources of the agent container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Volumes added to the pod.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<Volume>,
+    /// Volume mounts added to the agent container.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volume_mounts: Vec<VolumeMount>,
+    /// Node selector of the pod.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Tolerations of the pod.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    /// Secrets for pulling the images.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<LocalObjectReference>,
+}
+
+/// Loop settings: when an agent counts as stopped too early and what is done about it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoopSpec {
+    /// Keep the agent in the loop.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Heartbeat of the time-based checks; `off` disables them.
+    #[serde(default = "default_interval")]
+    #[schemars(schema_with = "duration_or_off_schema")]
+    pub interval: String,
+    /// How long an agent must be idle or exited before it counts as stopped.
+    #[serde(default = "default_idle_after")]
+    #[schemars(schema_with = "duration_schema")]
+    pub idle_after: String,
+    /// Minimum time between two nudges or wakes for the same agent.
+    #[serde(default = "default_cooldown")]
+    #[schemars(schema_with = "duration_schema")]
+    pub cooldown: String,
+    /// Nudges and wakes before the agent is marked Blocked.
+    #[serde(default = "default_max_nudges")]
+    #[schemars(range(min = 1, max = 10000))]
+    pub max_nudges: i32,
+    /// Without an (online) overseer, nudge the agent directly instead of only observing.
+    #[serde(default)]
+    pub auto_nudge_without_overseer: bool,
+    /// Working with no activity change this long counts as stalled.
+    #[serde(default = "default_stall_after")]
+    #[schemars(schema_with = "duration_schema")]
+    pub stall_after: String,
+    /// Stop the agent gracefully, keeping its state, after this long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "duration_schema")]
+    pub session_timeout: Option<String>,
+}
+
+fn default_interval() -> String {
+    "15s".into()
+}
+fn default_idle_after() -> String {
+    "60s".into()
+}
+fn default_cooldown() -> String {
+    "2m".into()
+}
+fn default_max_nudges() -> i32 {
+    20
+}
+fn default_stall_after() -> String {
+    "30m".into()
+}
+
+impl Default for LoopSpec {
+    fn default() -> Self {
+        LoopSpec {
+            enabled: false,
+            interval: default_interval(),
+            idle_after: default_idle_after(),
+            cooldown: default_cooldown(),
+            max_nudges: default_max_nudges(),
+            auto_nudge_without_overseer: false,
+            stall_after: default_stall_after(),
+            session_timeout: None,
+        }
+    }
+}
+
+/// Lifecycle phase of an Agent.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum AgentPhase {
+    Pending,
+    Running,
+    Done,
+    Blocked,
+    Failed,
+    Suspended,
+}
+
+/// What the agent pod reports about itself (field manager `overseer-shim`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ActivityState {
+    Starting,
+    Working,
+    Idle,
+    Waiting,
+    Exited,
+}
+
+/// Observed state of an Agent.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<AgentPhase>,
+    /// Spawn id: +1 for every new pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_name: Option<String>,
+    /// Written by the agent pod itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<Activity>,
+    /// Written by the agent through `overseer loop done|block`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<AgentExit>,
+    /// The operator's record of the loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "loop")]
+    pub loop_: Option<LoopStatus>,
+    /// Ready, InLoop, StoppedEarly, Stalled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+}
+
+/// The agent pod's own report of what it is doing.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Activity {
+    pub state: ActivityState,
+    /// When the current state began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Time>,
+    /// Last time the agent's output or process changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_activity_time: Option<Time>,
+    /// Last periodic report of the shim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_time: Option<Time>,
+    /// The attempt (spawn) this report is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Short self-reported summary of the current work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub summary: Option<String>,
+}
+
+/// How an agent ended its loop.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExitOutcome {
+    Done,
+    Blocked,
+}
+
+/// The agent's self-declared end of its loop; stale when `attempt` is not the current one.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentExit {
+    pub outcome: ExitOutcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<Time>,
+    pub attempt: i64,
+}
+
+/// The operator's record of nudges and wakes.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoopStatus {
+    #[serde(default)]
+    pub active: bool,
+    #[serde(default)]
+    pub nudges: i32,
+    #[serde(default)]
+    pub wakes: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_nudge_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_wake_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reason: Option<String>,
+}

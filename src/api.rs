@@ -1,0 +1,128 @@
+//! API pieces shared by the four kinds: the runtime choice, durations, secret
+//! references and conditions. Field names follow `docs/DESIGN.md` (the contract).
+
+use kube::KubeSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+
+/// The API group of every overseer kind.
+pub const GROUP: &str = "overseer.dev";
+/// Field manager of everything the operator writes.
+pub const CONTROLLER_MANAGER: &str = "overseer-controller";
+/// Field manager of what an agent pod reports about itself.
+pub const SHIM_MANAGER: &str = "overseer-shim";
+
+/// Go-style duration, as `time.ParseDuration` and CEL's `duration()` read it.
+pub const DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";
+/// A duration, or `off` to disable the time-based rule it drives.
+pub const DURATION_OR_OFF_PATTERN: &str = r"^(off|([0-9]+(\.[0-9]+)?(ms|s|m|h))+)$";
+
+/// Schema of a duration string such as `15s`, `2m` or `1h30m`.
+pub fn duration_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "pattern": DURATION_PATTERN,
+        "maxLength": 32,
+    })
+}
+
+/// Schema of a duration string that also accepts `off`.
+pub fn duration_or_off_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "pattern": DURATION_OR_OFF_PATTERN,
+        "maxLength": 32,
+    })
+}
+
+/// Schema of a Kubernetes object name (DNS-1123 subdomain) referenced by a field.
+pub fn object_name_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "pattern": r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        "minLength": 1,
+        "maxLength": 253,
+    })
+}
+
+/// Schema of a role name: a DNS label, since it becomes a label value and part of names.
+pub fn role_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "pattern": r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        "minLength": 1,
+        "maxLength": 63,
+    })
+}
+
+/// The agent CLI a pod runs.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeName {
+    Claude,
+    Codex,
+    Pi,
+    Copilot,
+    Cursor,
+    Custom,
+}
+
+/// How the agent CLI runs: an interactive TUI inside tmux, or headless runs.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeMode {
+    Tui,
+    Headless,
+}
+
+/// Which agent CLI to run and how. Used wherever a runtime is chosen; a partial
+/// runtime fills in from the level above (step → goal defaults, agent → swarm role → swarm defaults).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    cel,
+    validation = Rule::new("!has(self.name) || self.name != 'custom' || (has(self.command) && size(self.command) > 0)")
+        .message("runtime.command is required when runtime.name is custom")
+)]
+pub struct RuntimeSpec {
+    /// The agent CLI: claude, codex, pi, copilot, cursor or custom.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<RuntimeName>,
+    /// tui (inside tmux) or headless (one run per prompt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<RuntimeMode>,
+    /// Container image holding the agent CLI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Command that starts the agent CLI (required for custom); replaces the registry's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Extra arguments appended to the command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+}
+
+impl RuntimeSpec {
+    /// Fills every unset field from `fallback` (the level above).
+    pub fn or(&self, fallback: &RuntimeSpec) -> RuntimeSpec {
+        RuntimeSpec {
+            name: self.name.or(fallback.name),
+            mode: self.mode.or(fallback.mode),
+            image: self.image.clone().or_else(|| fallback.image.clone()),
+            command: self.command.clone().or_else(|| fallback.command.clone()),
+            args: self.args.clone().or_else(|| fallback.args.clone()),
+        }
+    }
+}
+
+/// A key in a Secret of the object's namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretKeyRef {
+    /// Name of the Secret.
+    #[schemars(schema_with = "object_name_schema")]
+    pub name: String,
+    /// Key within the Secret.
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}

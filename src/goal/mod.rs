@@ -1,0 +1,3 @@
+pub mod types;
+
+pub use types::*;

@@ -1,0 +1,273 @@
+//! The `Goal` kind: ordered steps run as pods, with a checkpoint per step in status.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::api::{
+    RuntimeSpec, SecretKeyRef, duration_schema, object_name_schema, role_schema,
+};
+
+/// An ordered list of steps; each step runs as a pod and is checkpointed in status.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "overseer.dev",
+    version = "v1alpha1",
+    kind = "Goal",
+    namespaced,
+    status = "GoalStatus",
+    shortname = "gl",
+    category = "overseer",
+    cel,
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Progress", type_ = "string", json_path = ".status.progress"),
+    printcolumn(name = "Current", type_ = "string", json_path = ".status.currentStep"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct GoalSpec {
+    /// The ordered steps (1 to 100, unique names).
+    #[schemars(length(min = 1, max = 100))]
+    #[x_kube(validation = Rule::new("self.all(a, self.exists_one(b, b.name == a.name))").message("step names must be unique"))]
+    pub steps: Vec<Step>,
+    /// Defaults for every step.
+    #[serde(default)]
+    pub defaults: GoalDefaults,
+    /// No new step starts while true; a running step finishes.
+    #[serde(default)]
+    pub paused: bool,
+    /// What happens when a step runs out of retries.
+    #[serde(default)]
+    pub on_failure: OnFailure,
+    /// high: the overseer is woken with each step outcome.
+    #[serde(default)]
+    pub effort: Effort,
+    /// Name of the Agent that oversees this goal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "object_name_schema")]
+    pub overseer: Option<String>,
+    /// Swarm whose role templates and defaults apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "object_name_schema")]
+    pub swarm: Option<String>,
+    /// Goals (by name, same namespace) that must succeed before this one starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 50))]
+    pub depends_on: Vec<String>,
+    /// Webhook told about completion and pauses; a failed send is an Event only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<Notify>,
+}
+
+/// One step of a goal.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    /// Unique name of the step (a DNS label).
+    #[schemars(schema_with = "role_schema")]
+    pub name: String,
+    /// What to do, in words; the agent's prompt.
+    #[schemars(length(min = 1, max = 16384))]
+    pub action: String,
+    /// Role of the step's agent; inferred from the action when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "role_schema")]
+    pub role: Option<String>,
+    /// Runtime of the step; unset fields come from the goal's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeSpec>,
+    /// Deadline of one attempt; defaults to the goal's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "duration_schema")]
+    pub timeout: Option<String>,
+    /// Retries after the first attempt; defaults to the goal's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub max_retries: Option<i32>,
+}
+
+/// Defaults for the steps of a goal.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GoalDefaults {
+    /// Role of steps that name none and whose action infers none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "role_schema")]
+    pub role: Option<String>,
+    /// Runtime of steps that name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeSpec>,
+    /// Deadline of one attempt of a step.
+    #[serde(default = "default_timeout")]
+    #[schemars(schema_with = "duration_schema")]
+    pub timeout: String,
+    /// Retries after the first attempt of a step.
+    #[serde(default = "default_max_retries")]
+    #[schemars(range(min = 0, max = 100))]
+    pub max_retries: i32,
+    /// Wait between attempts.
+    #[serde(default)]
+    pub backoff: Backoff,
+}
+
+fn default_timeout() -> String {
+    "1h".into()
+}
+fn default_max_retries() -> i32 {
+    2
+}
+
+impl Default for GoalDefaults {
+    fn default() -> Self {
+        GoalDefaults {
+            role: None,
+            runtime: None,
+            timeout: default_timeout(),
+            max_retries: default_max_retries(),
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// Exponential backoff between attempts: initial × factor^(attempt-1), at most max.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Backoff {
+    #[serde(default = "default_backoff_initial")]
+    #[schemars(schema_with = "duration_schema")]
+    pub initial: String,
+    #[serde(default = "default_backoff_factor")]
+    #[schemars(range(min = 1, max = 10))]
+    pub factor: i32,
+    #[serde(default = "default_backoff_max")]
+    #[schemars(schema_with = "duration_schema")]
+    pub max: String,
+}
+
+fn default_backoff_initial() -> String {
+    "10s".into()
+}
+fn default_backoff_factor() -> i32 {
+    2
+}
+fn default_backoff_max() -> String {
+    "5m".into()
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            initial: default_backoff_initial(),
+            factor: default_backoff_factor(),
+            max: default_backoff_max(),
+        }
+    }
+}
+
+/// What a step that runs out of retries does to its goal.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFailure {
+    #[default]
+    Pause,
+    Fail,
+}
+
+/// How closely the overseer follows the goal.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Effort {
+    #[default]
+    Standard,
+    High,
+}
+
+/// A webhook notified on completion and on pause.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Notify {
+    /// Secret key holding the webhook URL (kept out of the spec so it never leaks).
+    pub url_secret_ref: SecretKeyRef,
+}
+
+/// Lifecycle phase of a Goal.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum GoalPhase {
+    Pending,
+    Waiting,
+    Running,
+    Paused,
+    Succeeded,
+    Failed,
+}
+
+/// Phase of one step.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum StepPhase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    TimedOut,
+}
+
+/// Observed state of a Goal.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GoalStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<GoalPhase>,
+    /// The checkpoint: steps before this index are done and never re-run.
+    #[serde(default)]
+    pub completed_steps: i32,
+    /// Name of the step running or next to run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_step: Option<String>,
+    /// completed/total, for people reading `kubectl get`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepStatus>,
+    /// Last `overseer.dev/resume` annotation value acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Progressing, Paused, Blocked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+}
+
+/// Observed state of one step.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepStatus {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    pub phase: StepPhase,
+    #[serde(default)]
+    pub attempts: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Time>,
+    /// The step's output (the container's termination message), at most 4 KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
+    pub result: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_retry_time: Option<Time>,
+}

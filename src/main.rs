@@ -1,0 +1,3 @@
+fn main() {
+    print!("{}", overseer::crd::all_yaml().unwrap());
+}

@@ -1,0 +1,202 @@
+//! The `Swarm` kind: a run of agents with roles, an overseer, prompt layers and isolation.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::agent::LoopSpec;
+use crate::api::{RuntimeSpec, object_name_schema, role_schema};
+
+/// A group of agents with roles and an overseer, isolated from other swarms.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "overseer.dev",
+    version = "v1alpha1",
+    kind = "Swarm",
+    namespaced,
+    status = "SwarmStatus",
+    shortname = "sw",
+    category = "overseer",
+    cel,
+    printcolumn(name = "Agents", type_ = "integer", json_path = ".status.agents.total"),
+    printcolumn(name = "Working", type_ = "integer", json_path = ".status.agents.working"),
+    printcolumn(name = "Overseer-Ready", type_ = "boolean", json_path = ".status.overseer.ready"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct SwarmSpec {
+    /// Id of this run, carried by everything of the swarm; defaults to the Swarm's uid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "role_schema")]
+    pub run_id: Option<String>,
+    /// Defaults for every member.
+    #[serde(default)]
+    pub defaults: SwarmDefaults,
+    /// Per-role settings, keyed by role name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[x_kube(validation = Rule::new("self.all(r, r.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(r) <= 63)").message("role names must be DNS labels"))]
+    pub roles: BTreeMap<String, SwarmRole>,
+    /// Prompt layers: base, then the role's profile, then the agent's own prompt.
+    #[serde(default)]
+    pub prompts: Prompts,
+    /// The swarm's overseer agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overseer: Option<SwarmOverseer>,
+    /// Member agents to create.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
+    #[x_kube(validation = Rule::new("self.all(a, self.exists_one(b, b.name == a.name))").message("agent names must be unique"))]
+    pub agents: Vec<SwarmMember>,
+}
+
+/// Defaults for every member of a swarm.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SwarmDefaults {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeSpec>,
+    /// Loop settings of members that set none.
+    #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
+    pub loop_: Option<LoopSpec>,
+}
+
+/// Settings of one role.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SwarmRole {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeSpec>,
+    /// The workspace is mounted read-only and the role gets no write permissions.
+    #[serde(default)]
+    pub read_only: bool,
+    /// Name of the prompt profile (in `prompts.profiles`) for this role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+}
+
+/// Prompt layers of a swarm.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Prompts {
+    /// Instructions every member gets first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 65536))]
+    pub base: Option<String>,
+    /// Named profiles, layered after the base for the roles that name them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profiles: BTreeMap<String, String>,
+}
+
+/// The swarm's overseer agent.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SwarmOverseer {
+    #[serde(default = "default_overseer_role")]
+    #[schemars(schema_with = "role_schema")]
+    pub role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 65536))]
+    pub prompt: Option<String>,
+}
+
+fn default_overseer_role() -> String {
+    "overseer".into()
+}
+
+/// A member agent of the swarm.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SwarmMember {
+    /// Name of the member; the Agent is named `<swarm>-<name>`.
+    #[schemars(schema_with = "role_schema")]
+    pub name: String,
+    #[serde(default = "crate::agent::default_role")]
+    #[schemars(schema_with = "role_schema")]
+    pub role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 65536))]
+    pub prompt: Option<String>,
+    #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
+    pub loop_: Option<LoopSpec>,
+}
+
+/// Observed state of a Swarm.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SwarmStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overseer: Option<OverseerStatus>,
+    #[serde(default)]
+    pub agents: AgentCounts,
+    /// The members (bounded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
+    pub members: Vec<MemberStatus>,
+    #[serde(default)]
+    pub goals: GoalCounts,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+}
+
+/// The overseer agent of a swarm.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OverseerStatus {
+    #[schemars(schema_with = "object_name_schema")]
+    pub name: String,
+    #[serde(default)]
+    pub ready: bool,
+}
+
+/// Agents of a swarm by phase.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCounts {
+    pub total: i32,
+    /// Agents whose activity is `working`.
+    pub working: i32,
+    pub pending: i32,
+    pub running: i32,
+    pub done: i32,
+    pub blocked: i32,
+    pub failed: i32,
+    pub suspended: i32,
+}
+
+/// Goals of a swarm by phase.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GoalCounts {
+    pub total: i32,
+    pub pending: i32,
+    pub waiting: i32,
+    pub running: i32,
+    pub paused: i32,
+    pub succeeded: i32,
+    pub failed: i32,
+}
+
+/// One member as `overseer ps` shows it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberStatus {
+    pub name: String,
+    pub role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
