@@ -20,3 +20,105 @@ pub fn all_yaml() -> Result<String> {
     let docs = all().iter().map(to_yaml).collect::<Result<Vec<_>>>()?;
     Ok(docs.iter().map(|d| format!("---\n{d}")).collect())
 }
+
+/// A Markdown reference of every field of every kind, generated from the schemas.
+pub fn reference_markdown() -> Result<String> {
+    let mut out = String::from(
+        "# API reference (overseer.dev/v1alpha1)\n\n\
+         Generated from the CRD schemas by `overseer crd --format reference`; \
+         a test fails when this file drifts from the code.\n",
+    );
+    for crd in all() {
+        let names = &crd.spec.names;
+        out.push_str(&format!(
+            "\n## {} (`{}`, short name `{}`)\n\n| field | type | default | description |\n|---|---|---|---|\n",
+            names.kind,
+            crd.metadata.name.as_deref().unwrap_or_default(),
+            names.short_names.as_ref().and_then(|s| s.first()).map(String::as_str).unwrap_or("-"),
+        ));
+        let schema = serde_json::to_value(
+            crd.spec.versions[0]
+                .schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref()),
+        )?;
+        for part in ["spec", "status"] {
+            describe_fields(&schema["properties"][part], part, &mut out);
+        }
+    }
+    Ok(out)
+}
+
+/// Fields holding Kubernetes' own types, documented upstream: the reference stops there.
+const EMBEDDED_KUBERNETES_FIELDS: &[&str] = &[
+    "env",
+    "envFrom",
+    "resources",
+    "volumes",
+    "volumeMounts",
+    "tolerations",
+    "imagePullSecrets",
+    "conditions",
+];
+
+fn describe_fields(schema: &serde_json::Value, path: &str, out: &mut String) {
+    let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) else {
+        return;
+    };
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    for (name, field) in properties {
+        let field_path = format!("{path}.{name}");
+        let mut kind = field["type"].as_str().unwrap_or("object").to_string();
+        if let Some(values) = field["enum"].as_array() {
+            let values: Vec<String> = values
+                .iter()
+                .filter_map(|v| v.as_str())
+                .map(|v| format!("`{v}`"))
+                .collect();
+            kind = values.join(" \\| ");
+        } else if let Some(pattern) = field["pattern"].as_str() {
+            kind = format!("{kind} matching `{}`", pattern.replace('|', "\\|"));
+        }
+        for (low, high, unit) in [
+            ("minimum", "maximum", ""),
+            ("minItems", "maxItems", " items"),
+        ] {
+            if field.get(low).is_some() || field.get(high).is_some() {
+                let bound = |key: &str| {
+                    field[key]
+                        .as_f64()
+                        .map(|v| v.to_string())
+                        .unwrap_or_default()
+                };
+                kind.push_str(&format!(", {}..{}{unit}", bound(low), bound(high)));
+            }
+        }
+        if let Some(rules) = field["x-kubernetes-validations"].as_array() {
+            for rule in rules.iter().filter_map(|r| r["message"].as_str()) {
+                kind.push_str(&format!(", rule: {rule}"));
+            }
+        }
+        if required.contains(&name.as_str()) {
+            kind.push_str(", required");
+        }
+        let default = match &field["default"] {
+            serde_json::Value::Null => String::new(),
+            value if value.is_object() => "see fields".into(),
+            value => format!("`{value}`"),
+        };
+        let description = field["description"]
+            .as_str()
+            .unwrap_or("")
+            .replace('\n', " ");
+        out.push_str(&format!(
+            "| `{field_path}` | {kind} | {default} | {description} |\n"
+        ));
+        if !EMBEDDED_KUBERNETES_FIELDS.contains(&name.as_str()) {
+            describe_fields(field, &field_path, out);
+            describe_fields(&field["items"], &format!("{field_path}[]"), out);
+        }
+    }
+}

@@ -3,20 +3,50 @@
 
 pub mod agent;
 pub mod api;
+pub mod cli;
 pub mod crd;
 pub mod goal;
+pub mod leader;
+pub mod metrics;
+pub mod operator;
 pub mod prwatch;
 pub mod swarm;
+pub mod telemetry;
 
 /// Everything that can go wrong in the operator and the CLI.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("Kubernetes API error: {0}")]
     Kube(#[from] kube::Error),
+    #[error("cannot reach a cluster: {0}")]
+    Connect(String),
+    #[error(
+        "the overseer CRDs are not installed ({0} is missing): install them with `overseer crd | kubectl apply --server-side -f -`"
+    )]
+    CrdsMissing(String),
+    #[error("leadership lost: {0}")]
+    LeadershipLost(String),
     #[error("serialization error: {0}")]
     Serialization(#[from] serde_json::Error),
     #[error("YAML error: {0}")]
     Yaml(#[from] serde_yaml::Error),
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl Error {
+    /// A short, bounded label for the failures metric.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Connect(_) => "connect",
+            Error::CrdsMissing(_) => "crds_missing",
+            Error::LeadershipLost(_) => "leadership_lost",
+            Error::Serialization(_) => "serialization",
+            Error::Yaml(_) => "yaml",
+            Error::Io(_) => "io",
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -14,7 +14,12 @@ fn schema_of(kind: &str) -> Value {
         .into_iter()
         .find(|crd| crd.spec.names.kind == kind)
         .unwrap_or_else(|| panic!("no CRD of kind {kind}"));
-    let schema = crd.spec.versions[0].schema.as_ref().unwrap().open_api_v3_schema.as_ref();
+    let schema = crd.spec.versions[0]
+        .schema
+        .as_ref()
+        .unwrap()
+        .open_api_v3_schema
+        .as_ref();
     serde_json::to_value(schema.unwrap()).unwrap()
 }
 
@@ -22,19 +27,29 @@ fn cel_errors(object: &Value) -> Vec<(String, String)> {
     let schema = schema_of(object["kind"].as_str().unwrap());
     match Validator::new().validate(&schema, object, None) {
         Ok(()) => vec![],
-        Err(errors) => errors.iter().map(|e| (e.field_path.clone(), e.message.clone())).collect(),
+        Err(errors) => errors
+            .iter()
+            .map(|e| (e.field_path.clone(), e.message.clone()))
+            .collect(),
     }
 }
 
 #[test]
 fn every_cel_case_is_refused_with_its_field_and_message() {
     let table = cases::load();
-    let cel_cases: Vec<_> = table.bad.iter().enumerate().filter(|(_, c)| c.check == Check::Cel).collect();
+    let cel_cases: Vec<_> = table
+        .bad
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.check == Check::Cel)
+        .collect();
     assert!(cel_cases.len() >= 9, "the table lost CEL cases");
     for (i, case) in cel_cases {
         let errors = cel_errors(&case.object(i));
         assert!(
-            errors.iter().any(|(field, message)| *field == case.field && *message == case.message),
+            errors
+                .iter()
+                .any(|(field, message)| *field == case.field && *message == case.message),
             "{}: expected `{}: {}`, got {errors:?}",
             case.name,
             case.field,
@@ -49,7 +64,11 @@ fn good_inputs_pass_every_cel_rule() {
     assert!(!table.good.is_empty());
     for (i, case) in table.good.iter().enumerate() {
         let errors = cel_errors(&case.object(i));
-        assert!(errors.is_empty(), "{}: unexpected errors {errors:?}", case.name);
+        assert!(
+            errors.is_empty(),
+            "{}: unexpected errors {errors:?}",
+            case.name
+        );
     }
 }
 
@@ -58,8 +77,17 @@ fn openapi_cases_pass_cel_so_the_table_says_which_layer_refuses_them() {
     // An `openapi` case that a CEL rule also refuses is mislabelled: the API server
     // would report the CEL message, not the one the table expects.
     let table = cases::load();
-    for (i, case) in table.bad.iter().enumerate().filter(|(_, c)| c.check == Check::Openapi) {
+    for (i, case) in table
+        .bad
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.check == Check::Openapi)
+    {
         let errors = cel_errors(&case.object(i));
-        assert!(errors.is_empty(), "{}: CEL also refuses it: {errors:?}", case.name);
+        assert!(
+            errors.is_empty(),
+            "{}: CEL also refuses it: {errors:?}",
+            case.name
+        );
     }
 }

@@ -11,7 +11,9 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::{RuntimeSpec, duration_or_off_schema, duration_schema, object_name_schema, role_schema};
+use crate::api::{
+    RuntimeSpec, duration_or_off_schema, duration_schema, object_name_schema, role_schema,
+};
 
 /// An agent CLI running in a pod; in the loop it must keep working until it
 /// declares itself done or blocked.
@@ -28,9 +30,17 @@ use crate::api::{RuntimeSpec, duration_or_off_schema, duration_schema, object_na
     printcolumn(name = "Role", type_ = "string", json_path = ".spec.role"),
     printcolumn(name = "Runtime", type_ = "string", json_path = ".spec.runtime.name"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
-    printcolumn(name = "Activity", type_ = "string", json_path = ".status.activity.state"),
+    printcolumn(
+        name = "Activity",
+        type_ = "string",
+        json_path = ".status.activity.state"
+    ),
     printcolumn(name = "Nudges", type_ = "integer", json_path = ".status.loop.nudges"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[x_kube(
     validation = Rule::new("has(self.swarm) || (has(self.runtime.name) && has(self.runtime.image))")

@@ -5,9 +5,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::{
-    RuntimeSpec, SecretKeyRef, duration_schema, object_name_schema, role_schema,
-};
+use crate::api::{RuntimeSpec, SecretKeyRef, duration_schema, object_name_schema, role_schema};
 
 /// An ordered list of steps; each step runs as a pod and is checkpointed in status.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -23,7 +21,11 @@ use crate::api::{
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Progress", type_ = "string", json_path = ".status.progress"),
     printcolumn(name = "Current", type_ = "string", json_path = ".status.currentStep"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct GoalSpec {

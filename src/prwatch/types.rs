@@ -27,7 +27,11 @@ const PR_URL_RULE: &str = r"self.matches('^https://github\\.com/[A-Za-z0-9][A-Za
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Head", type_ = "string", json_path = ".status.headSha"),
     printcolumn(name = "Wakes", type_ = "integer", json_path = ".status.wakes"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct PRWatchSpec {

@@ -23,9 +23,21 @@ use crate::api::{RuntimeSpec, object_name_schema, role_schema};
     category = "overseer",
     cel,
     printcolumn(name = "Agents", type_ = "integer", json_path = ".status.agents.total"),
-    printcolumn(name = "Working", type_ = "integer", json_path = ".status.agents.working"),
-    printcolumn(name = "Overseer-Ready", type_ = "boolean", json_path = ".status.overseer.ready"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Working",
+        type_ = "integer",
+        json_path = ".status.agents.working"
+    ),
+    printcolumn(
+        name = "Overseer-Ready",
+        type_ = "boolean",
+        json_path = ".status.overseer.ready"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct SwarmSpec {

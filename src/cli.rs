@@ -1,0 +1,80 @@
+//! The command line of the one `overseer` binary: operator, in-pod supervisor and CLI.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::telemetry::LogFormat;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "overseer",
+    version,
+    about = "Keeps autonomous coding agents working until they are genuinely done"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the controller.
+    Run(RunArgs),
+    /// Print the CustomResourceDefinitions (YAML), or their field reference (Markdown).
+    Crd {
+        #[arg(long, value_enum, default_value_t = CrdFormat::Yaml)]
+        format: CrdFormat,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CrdFormat {
+    Yaml,
+    Reference,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Watch only this namespace (default: all namespaces).
+    #[arg(long, env = "OVERSEER_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Address of /healthz, /readyz and /metrics.
+    #[arg(long, env = "OVERSEER_METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    pub metrics_addr: SocketAddr,
+    /// Take the leader Lease before acting, so that only one replica acts at a time.
+    #[arg(long, env = "OVERSEER_LEADER_ELECT")]
+    pub leader_elect: bool,
+    /// Name of the leader Lease.
+    #[arg(long, default_value = "overseer-controller")]
+    pub lease_name: String,
+    /// Namespace of the leader Lease (default: the pod's namespace, then the watched one, then `default`).
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub lease_namespace: Option<String>,
+    /// How long the Lease stays valid without renewal (seconds).
+    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(2..=300))]
+    pub lease_duration_secs: u64,
+    /// Objects of one kind reconciled at once.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+    /// Log format.
+    #[arg(long, value_enum, env = "OVERSEER_LOG_FORMAT", default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Log filter, as RUST_LOG reads it (for example `info` or `overseer=debug`).
+    #[arg(long, env = "RUST_LOG", default_value = "info")]
+    pub log_level: String,
+}
+
+impl RunArgs {
+    pub fn lease_duration(&self) -> Duration {
+        Duration::from_secs(self.lease_duration_secs)
+    }
+
+    pub fn lease_namespace(&self) -> String {
+        self.lease_namespace
+            .clone()
+            .or_else(|| self.namespace.clone())
+            .unwrap_or_else(|| "default".into())
+    }
+}

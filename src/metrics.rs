@@ -1,0 +1,101 @@
+//! Prometheus metrics of the operator, served at `/metrics`.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerLabels {
+    pub controller: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    pub controller: &'static str,
+    pub error: String,
+}
+
+/// All metrics, registered once at start-up and shared through the `Context`.
+pub struct Metrics {
+    registry: Registry,
+    pub reconciliations: Family<ControllerLabels, Counter>,
+    pub failures: Family<ErrorLabels, Counter>,
+    pub reconcile_duration: Family<ControllerLabels, Histogram>,
+    pub leader: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("overseer");
+        let reconciliations = Family::<ControllerLabels, Counter>::default();
+        let failures = Family::<ErrorLabels, Counter>::default();
+        let reconcile_duration =
+            Family::<ControllerLabels, Histogram>::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.001, 2.0, 14))
+            });
+        let leader = Gauge::default();
+        registry.register(
+            "reconciliations",
+            "Reconciliations started",
+            reconciliations.clone(),
+        );
+        registry.register(
+            "reconcile_failures",
+            "Reconciliations that failed",
+            failures.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time one reconciliation took",
+            reconcile_duration.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader Lease",
+            leader.clone(),
+        );
+        Metrics {
+            registry,
+            reconciliations,
+            failures,
+            reconcile_duration,
+            leader,
+        }
+    }
+}
+
+impl Metrics {
+    /// Registers further metrics (a controller's own) before the server starts.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    pub fn observe_reconcile(&self, controller: &'static str, took: Duration) {
+        let labels = ControllerLabels { controller };
+        self.reconciliations.get_or_create(&labels).inc();
+        self.reconcile_duration
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn observe_failure(&self, controller: &'static str, error: &crate::Error) {
+        let labels = ErrorLabels {
+            controller,
+            error: error.metric_label().to_string(),
+        };
+        self.failures.get_or_create(&labels).inc();
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}

@@ -1,0 +1,227 @@
+//! The operator process: connects, checks the CRDs, serves health and metrics,
+//! takes the leader Lease, and runs the controllers with one shared `Context`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::{Router, extract::State, http::StatusCode, routing::get};
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::{Api, Client, Resource, api::ListParams};
+use serde::de::DeserializeOwned;
+use tracing::{error, info};
+
+use crate::cli::RunArgs;
+use crate::leader::{LeaderElector, LeaseTiming};
+use crate::metrics::Metrics;
+use crate::{Error, Result, agent::Agent, goal::Goal, prwatch::PRWatch, swarm::Swarm};
+
+/// What every controller shares, by `Arc`.
+pub struct Context {
+    pub client: Client,
+    pub metrics: Arc<Metrics>,
+    pub recorder: Recorder,
+    /// The one namespace watched, or all when `None`.
+    pub namespace: Option<String>,
+    pub concurrency: u16,
+}
+
+impl Context {
+    /// An `Api` of `K` over the watched scope.
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        K::DynamicType: Default,
+    {
+        match &self.namespace {
+            Some(ns) => Api::namespaced(self.client.clone(), ns),
+            None => Api::all(self.client.clone()),
+        }
+    }
+}
+
+/// Resolves once SIGTERM or SIGINT arrives; cloned into every task that must stop.
+pub type Shutdown = Shared<BoxFuture<'static, ()>>;
+
+fn shutdown_signal() -> Shutdown {
+    async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = term.recv() => info!("SIGTERM received, shutting down"),
+            _ = tokio::signal::ctrl_c() => info!("interrupt received, shutting down"),
+        }
+    }
+    .boxed()
+    .shared()
+}
+
+/// The controllers of the four kinds, each running until `shutdown`.
+fn controllers(
+    _ctx: Arc<Context>,
+    _shutdown: Shutdown,
+) -> Vec<Pin<Box<dyn Future<Output = ()> + Send>>> {
+    // Each kind's controller is registered here as it is delivered.
+    Vec::new()
+}
+
+/// Runs the operator until SIGTERM (Ok) or until leadership is lost (Err).
+pub async fn run(args: RunArgs) -> Result<()> {
+    let client = Client::try_default()
+        .await
+        .map_err(|e| Error::Connect(e.to_string()))?;
+    ensure_crds(&client, args.namespace.as_deref()).await?;
+
+    let metrics = Arc::new(Metrics::default());
+    let health = Arc::new(Health {
+        ready: AtomicBool::new(false),
+        metrics: metrics.clone(),
+    });
+    let listener = tokio::net::TcpListener::bind(args.metrics_addr).await?;
+    info!(addr = %listener.local_addr()?, "serving /healthz, /readyz and /metrics");
+    let shutdown = shutdown_signal();
+    tokio::spawn(serve_health(listener, health.clone(), shutdown.clone()));
+    health.ready.store(true, Ordering::Relaxed);
+
+    let mut elector = if args.leader_elect {
+        let api: Api<Lease> = Api::namespaced(client.clone(), &args.lease_namespace());
+        let identity = format!("{}-{}", hostname(), std::process::id());
+        let mut elector = LeaderElector::new(
+            api,
+            &args.lease_name,
+            &identity,
+            LeaseTiming::from_duration(args.lease_duration()),
+        );
+        info!(lease = %args.lease_name, %identity, "waiting for leadership");
+        tokio::select! {
+            acquired = elector.acquire() => acquired?,
+            _ = shutdown.clone() => return Ok(()),
+        }
+        Some(elector)
+    } else {
+        None
+    };
+    metrics.leader.set(1);
+
+    let ctx = Arc::new(Context {
+        recorder: Recorder::new(client.clone(), Reporter::from("overseer-controller")),
+        client,
+        metrics: metrics.clone(),
+        namespace: args.namespace.clone(),
+        concurrency: args.concurrency,
+    });
+    let work = {
+        let shutdown = shutdown.clone();
+        async move {
+            futures::future::join_all(controllers(ctx, shutdown.clone())).await;
+            shutdown.await;
+        }
+    };
+    let outcome = match elector.as_mut() {
+        Some(elector) => tokio::select! {
+            _ = work => Ok(()),
+            lost = elector.hold() => Err(lost),
+        },
+        None => {
+            work.await;
+            Ok(())
+        }
+    };
+    metrics.leader.set(0);
+    if let Some(elector) = elector.as_mut() {
+        if outcome.is_ok() {
+            elector.release().await;
+        }
+    }
+    if let Err(error) = &outcome {
+        error!(%error, "stopping");
+    }
+    outcome
+}
+
+fn hostname() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "overseer".into())
+}
+
+/// Fails with a one-line hint when any of the four kinds is not served.
+pub async fn ensure_crds(client: &Client, namespace: Option<&str>) -> Result<()> {
+    async fn probe<K>(client: &Client, namespace: Option<&str>) -> Result<()>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let api: Api<K> = match namespace {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        };
+        match api.list_metadata(&ListParams::default().limit(1)).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                Err(Error::CrdsMissing(format!(
+                    "{}.{}",
+                    K::plural(&Default::default()),
+                    K::group(&Default::default())
+                )))
+            }
+            Err(error) => Err(Error::Connect(error.to_string())),
+        }
+    }
+    probe::<Agent>(client, namespace).await?;
+    probe::<Goal>(client, namespace).await?;
+    probe::<PRWatch>(client, namespace).await?;
+    probe::<Swarm>(client, namespace).await
+}
+
+struct Health {
+    ready: AtomicBool,
+    metrics: Arc<Metrics>,
+}
+
+async fn serve_health(listener: tokio::net::TcpListener, health: Arc<Health>, shutdown: Shutdown) {
+    let app = Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(|State(h): State<Arc<Health>>| async move {
+                if h.ready.load(Ordering::Relaxed) {
+                    (StatusCode::OK, "ready")
+                } else {
+                    (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+                }
+            }),
+        )
+        .route(
+            "/metrics",
+            get(|State(h): State<Arc<Health>>| async move {
+                (
+                    [(
+                        "content-type",
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    h.metrics.encode(),
+                )
+            }),
+        )
+        .with_state(health);
+    if let Err(error) = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+    {
+        error!(%error, "health server failed");
+    }
+}

@@ -1,0 +1,98 @@
+//! Generated files must match the code: `crds/` (what `overseer crd` prints) and
+//! `docs/reference.md`. `make generate` (UPDATE_GENERATED=1) rewrites them.
+
+use std::path::{Path, PathBuf};
+
+fn repo_file(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+/// Compares a checked-in file with what the code generates, or rewrites it on request.
+fn check_generated(relative: &str, generated: &str) {
+    let path = repo_file(relative);
+    if std::env::var_os("UPDATE_GENERATED").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, generated).unwrap();
+        return;
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == generated,
+        "{relative} has drifted from the code: run `make generate` and commit the result"
+    );
+}
+
+#[test]
+fn crds_directory_matches_the_code() {
+    let crds = overseer::crd::all();
+    assert_eq!(crds.len(), 4);
+    for crd in &crds {
+        let name = crd.metadata.name.as_deref().unwrap();
+        check_generated(
+            &format!("crds/{name}.yaml"),
+            &overseer::crd::to_yaml(crd).unwrap(),
+        );
+    }
+    let on_disk = std::fs::read_dir(repo_file("crds")).unwrap().count();
+    assert_eq!(
+        on_disk,
+        crds.len(),
+        "crds/ holds files that `overseer crd` does not print"
+    );
+}
+
+#[test]
+fn api_reference_matches_the_code() {
+    check_generated(
+        "docs/reference.md",
+        &overseer::crd::reference_markdown().unwrap(),
+    );
+}
+
+#[test]
+fn crd_snapshots() {
+    // One snapshot per CRD, so that every schema change shows in review.
+    for crd in overseer::crd::all() {
+        let name = crd.metadata.name.clone().unwrap();
+        insta::assert_yaml_snapshot!(name, crd);
+    }
+}
+
+#[test]
+fn crds_have_the_contracted_names() {
+    let expected = [
+        ("Agent", "agents", "ag"),
+        ("Goal", "goals", "gl"),
+        ("PRWatch", "prwatches", "prw"),
+        ("Swarm", "swarms", "sw"),
+    ];
+    for (crd, (kind, plural, short)) in overseer::crd::all().iter().zip(expected) {
+        let names = &crd.spec.names;
+        assert_eq!(crd.spec.group, "overseer.dev");
+        assert_eq!(crd.spec.scope, "Namespaced");
+        assert_eq!(names.kind, kind);
+        assert_eq!(names.plural, plural);
+        assert_eq!(names.short_names.as_deref(), Some(&[short.to_string()][..]));
+        assert_eq!(
+            names.categories.as_deref(),
+            Some(&["overseer".to_string()][..])
+        );
+        let version = &crd.spec.versions[0];
+        assert_eq!(version.name, "v1alpha1");
+        assert!(
+            version
+                .subresources
+                .as_ref()
+                .and_then(|s| s.status.as_ref())
+                .is_some(),
+            "{kind} lacks /status"
+        );
+        let columns: Vec<&str> = version
+            .additional_printer_columns
+            .iter()
+            .flatten()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert!(columns.contains(&"Age"), "{kind} columns {columns:?}");
+    }
+}
