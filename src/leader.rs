@@ -61,14 +61,17 @@ pub fn claim(spec: &LeaseSpec, me: &str, unchanged_for: Duration) -> Claim {
     }
 }
 
+/// What identifies one renewal of a Lease: its holder and renew time.
+type LeaseRecord = (Option<String>, Option<MicroTime>);
+
 /// One replica's view of the election.
 pub struct LeaderElector {
     api: Api<Lease>,
     name: String,
     identity: String,
     timing: LeaseTiming,
-    /// The (holder, renewTime) last seen, and when we first saw it.
-    observed: Option<((Option<String>, Option<MicroTime>), Instant)>,
+    /// The Lease record last seen, and when we first saw it.
+    observed: Option<(LeaseRecord, Instant)>,
 }
 
 impl LeaderElector {

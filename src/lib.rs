@@ -1,6 +1,9 @@
 //! overseer: a Kubernetes operator that keeps autonomous coding agents working
 //! until they are genuinely done.
 
+// kube's `printcolumn(...)` attributes repeat `type_`/`json_path` keys by design.
+#![allow(clippy::duplicated_attributes)]
+
 pub mod agent;
 pub mod api;
 pub mod cli;

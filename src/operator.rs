@@ -132,10 +132,8 @@ pub async fn run(args: RunArgs) -> Result<()> {
         }
     };
     metrics.leader.set(0);
-    if let Some(elector) = elector.as_mut() {
-        if outcome.is_ok() {
-            elector.release().await;
-        }
+    if let (Some(elector), Ok(())) = (elector.as_mut(), &outcome) {
+        elector.release().await;
     }
     if let Err(error) = &outcome {
         error!(%error, "stopping");
