@@ -93,12 +93,15 @@ pub struct RuntimeSpec {
     pub mode: Option<RuntimeMode>,
     /// Container image holding the agent CLI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
     pub image: Option<String>,
     /// Command that starts the agent CLI (required for custom); replaces the registry's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64), inner(length(max = 4096)))]
     pub command: Option<Vec<String>>,
     /// Extra arguments appended to the command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64), inner(length(max = 4096)))]
     pub args: Option<Vec<String>>,
 }
 

@@ -91,3 +91,18 @@ fn openapi_cases_pass_cel_so_the_table_says_which_layer_refuses_them() {
         );
     }
 }
+
+#[test]
+fn every_example_passes_every_cel_rule() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
+    let mut kinds = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let object: Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let errors = cel_errors(&object);
+        assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+        kinds.push(object["kind"].as_str().unwrap().to_string());
+    }
+    kinds.sort();
+    assert_eq!(kinds, ["Agent", "Goal", "PRWatch", "Swarm"], "one example per kind");
+}

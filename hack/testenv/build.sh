@@ -16,9 +16,15 @@ binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwo
 
 log() { echo "testenv: $*" >&2; }
 
+stages="$cache_root/$key/stages"
+# kwok's default node and pod Stages: a cluster given any Stage of its own needs them too.
+default_stages=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
+  pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml)
+
 all_built() {
   local b
   for b in "${binaries[@]}"; do [ -x "$out/$b" ] || return 1; done
+  [ "$(ls "$stages" 2>/dev/null | wc -l)" -eq "${#default_stages[@]}" ]
 }
 
 if all_built; then
@@ -143,6 +149,13 @@ build_kwok() {
     "sigs.k8s.io/kwok/cmd/kwok@v${KWOK_VERSION}" "sigs.k8s.io/kwok/cmd/kwokctl@v${KWOK_VERSION}" >&2
 }
 
+copy_default_stages() {
+  local src="$("$GO" env GOMODCACHE)/sigs.k8s.io/kwok@v${KWOK_VERSION}/kustomize/stage" f
+  [ -d "$src" ] || "$GO" mod download "sigs.k8s.io/kwok@v${KWOK_VERSION}" >&2
+  mkdir -p "$stages"
+  for f in "${default_stages[@]}"; do cp "$src/$f" "$stages/"; done
+}
+
 build_helm() {
   local minor="${KUBE_VERSION#*.}"; minor="${minor%%.*}"
   log "building helm v${HELM_VERSION}"
@@ -159,6 +172,7 @@ build_helm() {
 [ -x "$out/etcd" ] || build_etcd
 [ -x "$out/kwok" ] && [ -x "$out/kwokctl" ] || build_kwok
 [ -x "$out/helm" ] || build_helm
+copy_default_stages
 
 all_built || { log "build incomplete in $out"; exit 1; }
 log "built into $out"

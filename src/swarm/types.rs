@@ -50,6 +50,7 @@ pub struct SwarmSpec {
     pub defaults: SwarmDefaults,
     /// Per-role settings, keyed by role name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 32))]
     #[x_kube(validation = Rule::new("self.all(r, r.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(r) <= 63)").message("role names must be DNS labels"))]
     pub roles: BTreeMap<String, SwarmRole>,
     /// Prompt layers: base, then the role's profile, then the agent's own prompt.
@@ -102,6 +103,7 @@ pub struct Prompts {
     pub base: Option<String>,
     /// Named profiles, layered after the base for the roles that name them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 32), inner(length(max = 65536)))]
     pub profiles: BTreeMap<String, String>,
 }
 

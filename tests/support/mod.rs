@@ -1,1 +1,5 @@
+// Each test binary uses a part of the support code.
+#![allow(dead_code)]
+
 pub mod cases;
+pub mod cluster;

@@ -1,0 +1,47 @@
+# The two commands: `make run` and `make test`. Everything else is a step of theirs.
+SHELL := /bin/bash
+CLUSTER := hack/testenv/cluster.sh
+TEST_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
+
+.PHONY: run test lint unit integration cluster cluster-down testenv generate build
+
+## The operator against the current cluster, or against the local one it brings up.
+run:
+	bash hack/run.sh
+
+## Everything: lint, unit tests, cluster up, integration tests, cluster down (also on failure).
+test: lint unit integration
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --all-targets -- -D warnings
+
+unit:
+	cargo test
+
+# no_crds first: it removes the CRDs and puts them back, so it must run alone.
+integration:
+	bash $(CLUSTER) up test
+	export OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG); \
+	  cargo test --test no_crds -- --ignored && \
+	  cargo test --test cluster -- --ignored; \
+	  status=$$?; bash $(CLUSTER) down; exit $$status
+
+## The local control plane (test profile) and its teardown.
+cluster:
+	bash $(CLUSTER) up test
+
+cluster-down:
+	bash $(CLUSTER) down
+
+## Build (or find in the cache) the pinned control-plane binaries.
+testenv:
+	bash hack/testenv/build.sh
+
+## Rewrite crds/, docs/reference.md and the CRD snapshots from the code.
+generate:
+	UPDATE_GENERATED=1 cargo test --test generated
+	INSTA_UPDATE=always cargo test --test generated
+
+build:
+	cargo build --release

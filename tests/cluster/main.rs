@@ -1,0 +1,10 @@
+//! Integration tests against the real local control plane (kube-apiserver, etcd,
+//! controller-manager, scheduler, kwok). Excluded from the quick `cargo test`;
+//! `make test` brings the cluster up and runs them with `--ignored`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod api_server;
+mod exec;
+mod leader_election;

@@ -1,0 +1,242 @@
+//! Test support against the real local control plane (`make cluster`): a client from
+//! its kubeconfig, a fresh namespace per test, the CRDs installed from `crds/`, the
+//! operator as a subprocess, and waits that dump what they watched when they time out.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The test cluster's kubeconfig: `OVERSEER_TEST_KUBECONFIG`, else `.cluster/kubeconfig`.
+/// Tests never use the current context, so they cannot touch a real cluster by accident.
+pub fn kubeconfig_path() -> PathBuf {
+    std::env::var_os("OVERSEER_TEST_KUBECONFIG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".cluster/kubeconfig"))
+}
+
+/// A client of the test cluster; fails the test with a clear message when it is not up.
+pub async fn client() -> Client {
+    let path = kubeconfig_path();
+    let no_cluster = |why: String| -> ! {
+        panic!(
+            "no test cluster reachable through {} ({why}): bring it up with `make cluster`, or run everything with `make test`",
+            path.display()
+        )
+    };
+    let kubeconfig = Kubeconfig::read_from(&path).unwrap_or_else(|e| no_cluster(e.to_string()));
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap_or_else(|e| no_cluster(e.to_string()));
+    let client = Client::try_from(config).unwrap_or_else(|e| no_cluster(e.to_string()));
+    match tokio::time::timeout(Duration::from_secs(10), client.apiserver_version()).await {
+        Ok(Ok(_)) => client,
+        Ok(Err(e)) => no_cluster(e.to_string()),
+        Err(_) => no_cluster("the API server did not answer in 10s".into()),
+    }
+}
+
+/// Server-side applies every CRD in `crds/` and waits until each is Established.
+pub async fn install_crds(client: &Client) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let params = PatchParams::apply("overseer-tests").force();
+    for crd in overseer::crd::all() {
+        let name = crd.metadata.name.clone().unwrap();
+        api.patch(&name, &params, &Patch::Apply(&crd)).await.expect("apply CRD");
+    }
+    for crd in overseer::crd::all() {
+        let name = crd.metadata.name.clone().unwrap();
+        wait_until(&format!("CRD {name} established"), Duration::from_secs(30), || {
+            let api = api.clone();
+            let name = name.clone();
+            async move {
+                let crd = api.get(&name).await.ok()?;
+                let established = crd.status?.conditions?.iter().any(|c| c.type_ == "Established" && c.status == "True");
+                established.then_some(())
+            }
+        })
+        .await;
+    }
+}
+
+/// A namespace of one test, deleted when the test ends (also when it panics).
+pub struct TestNamespace {
+    pub name: String,
+    pub client: Client,
+}
+
+impl TestNamespace {
+    pub async fn new(client: &Client, test: &str) -> TestNamespace {
+        let suffix: u32 = rand_suffix();
+        let name = format!("t-{}-{suffix:08x}", test.replace('_', "-").chars().take(40).collect::<String>());
+        let api: Api<Namespace> = Api::all(client.clone());
+        let ns: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "labels": {"overseer.dev/test": "true"}}
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &ns).await.expect("create test namespace");
+        TestNamespace { name, client: client.clone() }
+    }
+
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        K::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), &self.name)
+    }
+
+    /// The objects and events of this namespace, for failure messages.
+    pub async fn dump(&self) -> String {
+        let mut out = format!("--- namespace {} ---\n", self.name);
+        let events: Api<Event> = self.api();
+        if let Ok(list) = events.list(&ListParams::default()).await {
+            for e in list {
+                out.push_str(&format!(
+                    "event {} {}: {} {}\n",
+                    e.involved_object.name.unwrap_or_default(),
+                    e.type_.unwrap_or_default(),
+                    e.reason.unwrap_or_default(),
+                    e.message.unwrap_or_default()
+                ));
+            }
+        }
+        for (group, version, kind, plural) in [
+            ("", "v1", "Pod", "pods"),
+            ("overseer.dev", "v1alpha1", "Agent", "agents"),
+            ("overseer.dev", "v1alpha1", "Goal", "goals"),
+            ("overseer.dev", "v1alpha1", "PRWatch", "prwatches"),
+            ("overseer.dev", "v1alpha1", "Swarm", "swarms"),
+        ] {
+            let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+            let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, plural);
+            let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.name, &resource);
+            if let Ok(list) = api.list(&ListParams::default()).await {
+                for mut object in list {
+                    object.metadata.managed_fields = None;
+                    out.push_str(&format!("{kind}:\n{}\n", serde_yaml::to_string(&object).unwrap_or_default()));
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        // Drop cannot await: delete from a thread with a runtime and a client of its own
+        // (the test's client is driven by the test's runtime, which this call blocks).
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async {
+                let api: Api<Namespace> = Api::all(client().await);
+                let _ = api.delete(&name, &DeleteParams::background()).await;
+            });
+        })
+        .join();
+    }
+}
+
+fn rand_suffix() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos());
+    hasher.finish() as u32
+}
+
+/// Polls `check` until it yields a value; panics with `what` after `timeout`.
+pub async fn wait_until<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Like `wait_until`, but dumps the namespace's objects and events on timeout.
+pub async fn wait_in<T, F, Fut>(ns: &TestNamespace, what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what}\n{}", ns.dump().await);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `overseer run` as a subprocess against the test cluster; killed when dropped.
+pub struct Operator {
+    pub child: Child,
+    pub metrics_addr: String,
+}
+
+impl Operator {
+    pub fn start(args: &[&str]) -> Operator {
+        let port = free_port();
+        let metrics_addr = format!("127.0.0.1:{port}");
+        let child = Command::new(env!("CARGO_BIN_EXE_overseer"))
+            .arg("run")
+            .args(["--metrics-addr", &metrics_addr])
+            .args(args)
+            .env("KUBECONFIG", kubeconfig_path())
+            .env("RUST_LOG", "info,overseer=debug")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start overseer run");
+        Operator { child, metrics_addr }
+    }
+
+    /// The body of /metrics, or None while the server does not answer.
+    pub async fn metrics(&self) -> Option<String> {
+        http_get(&self.metrics_addr, "/metrics").await
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A minimal HTTP/1.0 GET, enough for the operator's health and metrics endpoints.
+pub async fn http_get(addr: &str, path: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).await.ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    (head.split(' ').nth(1) == Some("200")).then(|| body.to_string())
+}
