@@ -16,11 +16,22 @@ async fn run_without_crds_fails_with_a_clear_message() {
     let client = client().await;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in overseer::crd::all() {
-        let _ = crds.delete(crd.metadata.name.as_deref().unwrap(), &DeleteParams::default()).await;
+        let _ = crds
+            .delete(
+                crd.metadata.name.as_deref().unwrap(),
+                &DeleteParams::default(),
+            )
+            .await;
     }
     wait_until("CRDs gone", Duration::from_secs(60), || {
         let crds = crds.clone();
-        async move { crds.get_opt("agents.overseer.dev").await.ok()?.is_none().then_some(()) }
+        async move {
+            crds.get_opt("agents.overseer.dev")
+                .await
+                .ok()?
+                .is_none()
+                .then_some(())
+        }
     })
     .await;
 
@@ -28,7 +39,10 @@ async fn run_without_crds_fails_with_a_clear_message() {
         .args(["run", "--metrics-addr", "127.0.0.1:0"])
         .env("KUBECONFIG", kubeconfig_path())
         .output();
-    let output = tokio::time::timeout(Duration::from_secs(30), output).await.expect("overseer run exits").unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(30), output)
+        .await
+        .expect("overseer run exits")
+        .unwrap();
     install_crds(&client).await;
 
     let stderr = String::from_utf8_lossy(&output.stderr);

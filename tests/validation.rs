@@ -104,5 +104,9 @@ fn every_example_passes_every_cel_rule() {
         kinds.push(object["kind"].as_str().unwrap().to_string());
     }
     kinds.sort();
-    assert_eq!(kinds, ["Agent", "Goal", "PRWatch", "Swarm"], "one example per kind");
+    assert_eq!(
+        kinds,
+        ["Agent", "Goal", "PRWatch", "Swarm"],
+        "one example per kind"
+    );
 }

@@ -14,12 +14,18 @@ fn api_for(ns: &TestNamespace, object: &Value) -> Api<DynamicObject> {
         other => format!("{}s", other.to_lowercase()),
     };
     let gvk = GroupVersionKind::gvk("overseer.dev", "v1alpha1", kind);
-    Api::namespaced_with(ns.client.clone(), &ns.name, &ApiResource::from_gvk_with_plural(&gvk, &plural))
+    Api::namespaced_with(
+        ns.client.clone(),
+        &ns.name,
+        &ApiResource::from_gvk_with_plural(&gvk, &plural),
+    )
 }
 
 async fn create(ns: &TestNamespace, object: &Value) -> Result<DynamicObject, kube::Error> {
     let dynamic: DynamicObject = serde_json::from_value(object.clone()).unwrap();
-    api_for(ns, object).create(&PostParams::default(), &dynamic).await
+    api_for(ns, object)
+        .create(&PostParams::default(), &dynamic)
+        .await
 }
 
 #[tokio::test]
@@ -33,10 +39,15 @@ async fn every_example_is_accepted() {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let object: Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let stored = create(&ns, &object).await.unwrap_or_else(|e| panic!("{} refused: {e}", path.display()));
+        let stored = create(&ns, &object)
+            .await
+            .unwrap_or_else(|e| panic!("{} refused: {e}", path.display()));
         // Defaults are written by the schema, so GitOps tools see no drift.
         if object["kind"] == "PRWatch" {
-            assert_eq!(stored.data["spec"]["maxFailedPolls"], 30, "schema default applied");
+            assert_eq!(
+                stored.data["spec"]["maxFailedPolls"], 30,
+                "schema default applied"
+            );
         }
         created += 1;
     }
@@ -53,7 +64,10 @@ async fn bad_inputs_are_refused_with_the_field_and_message() {
     assert!(table.bad.len() >= 18, "the table lost cases");
     for (i, case) in table.bad.iter().enumerate() {
         let error = match create(&ns, &case.object(i)).await {
-            Ok(_) => panic!("{}: accepted, expected `{}: {}`", case.name, case.field, case.message),
+            Ok(_) => panic!(
+                "{}: accepted, expected `{}: {}`",
+                case.name, case.field, case.message
+            ),
             Err(kube::Error::Api(status)) => status.message,
             Err(other) => panic!("{}: {other}", case.name),
         };
@@ -66,6 +80,8 @@ async fn bad_inputs_are_refused_with_the_field_and_message() {
         );
     }
     for (i, case) in table.good.iter().enumerate() {
-        create(&ns, &case.object(i)).await.unwrap_or_else(|e| panic!("{}: refused: {e}", case.name));
+        create(&ns, &case.object(i))
+            .await
+            .unwrap_or_else(|e| panic!("{}: refused: {e}", case.name));
     }
 }

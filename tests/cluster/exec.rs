@@ -44,7 +44,11 @@ async fn a_message_piped_into_exec_arrives_whole_and_exit_statuses_come_back() {
     let message = format!("wake up: agents a, b\nline two ✓\n{}", "x".repeat(20_000));
     let length = message.len().to_string();
     let mut process = pods
-        .exec("target", ["head", "-c", &length], &AttachParams::default().stdin(true).stderr(false))
+        .exec(
+            "target",
+            ["head", "-c", &length],
+            &AttachParams::default().stdin(true).stderr(false),
+        )
         .await
         .unwrap();
     let mut stdin = process.stdin().unwrap();
@@ -52,16 +56,33 @@ async fn a_message_piped_into_exec_arrives_whole_and_exit_statuses_come_back() {
     stdin.flush().await.unwrap();
     let mut stdout = process.stdout().unwrap();
     let mut echoed = String::new();
-    tokio::time::timeout(Duration::from_secs(20), stdout.read_to_string(&mut echoed)).await.expect("exec output").unwrap();
+    tokio::time::timeout(Duration::from_secs(20), stdout.read_to_string(&mut echoed))
+        .await
+        .expect("exec output")
+        .unwrap();
     let status = process.take_status().unwrap().await.expect("exec status");
     assert_eq!(echoed, message, "the message arrived whole");
     assert_eq!(status.status.as_deref(), Some("Success"), "{status:?}");
 
-    let process = pods.exec("target", ["sh", "-c", "exit 3"], &AttachParams::default().stderr(false)).await.unwrap();
+    let process = pods
+        .exec(
+            "target",
+            ["sh", "-c", "exit 3"],
+            &AttachParams::default().stderr(false),
+        )
+        .await
+        .unwrap();
     let mut process = process;
     let status = process.take_status().unwrap().await.expect("exec status");
     assert_eq!(status.status.as_deref(), Some("Failure"), "{status:?}");
-    assert!(status.message.as_deref().unwrap_or_default().contains("exit status 3"), "exit code carried: {status:?}");
+    assert!(
+        status
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("exit status 3"),
+        "exit code carried: {status:?}"
+    );
 }
 
 #[tokio::test]
@@ -74,22 +95,40 @@ async fn kubectl_exec_with_stdin_carries_the_message_and_the_exit_status() {
     let message = "nudge: keep going\nsecond line\n";
     let run = |script: String| {
         let mut child = std::process::Command::new(&kubectl)
-            .args(["--kubeconfig", crate::support::cluster::kubeconfig_path().to_str().unwrap()])
-            .args(["-n", &ns.name, "exec", "-i", "target", "--", "sh", "-c", &script])
+            .args([
+                "--kubeconfig",
+                crate::support::cluster::kubeconfig_path().to_str().unwrap(),
+            ])
+            .args([
+                "-n", &ns.name, "exec", "-i", "target", "--", "sh", "-c", &script,
+            ])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(message.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(message.as_bytes())
+            .unwrap();
         child.wait_with_output().unwrap()
     };
     let ok = run(format!("head -c {}", message.len()));
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&ok.stdout), message);
 
     let failed = run(format!("head -c {} >/dev/null; exit 7", message.len()));
     assert!(!failed.status.success());
-    assert!(String::from_utf8_lossy(&failed.stderr).contains("exit status 7"), "{}", String::from_utf8_lossy(&failed.stderr));
+    assert!(
+        String::from_utf8_lossy(&failed.stderr).contains("exit status 7"),
+        "{}",
+        String::from_utf8_lossy(&failed.stderr)
+    );
 }

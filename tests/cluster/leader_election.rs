@@ -13,7 +13,9 @@ fn holder_of(lease: &Lease) -> Option<String> {
 }
 
 fn is_leader(metrics: &str) -> bool {
-    metrics.lines().any(|line| line.trim() == "overseer_leader 1")
+    metrics
+        .lines()
+        .any(|line| line.trim() == "overseer_leader 1")
 }
 
 #[tokio::test]
@@ -23,25 +25,55 @@ async fn only_the_lease_holder_acts_and_the_standby_takes_over() {
     install_crds(&client).await;
     let ns = TestNamespace::new(&client, "leader").await;
     let lease_duration = Duration::from_secs(4);
-    let args = ["--leader-elect", "--lease-name", "overseer-test", "--lease-namespace", &ns.name, "--lease-duration-secs", "4", "--namespace", &ns.name];
+    let args = [
+        "--leader-elect",
+        "--lease-name",
+        "overseer-test",
+        "--lease-namespace",
+        &ns.name,
+        "--lease-duration-secs",
+        "4",
+        "--namespace",
+        &ns.name,
+    ];
     let mut first = Operator::start(&args);
     let leases: Api<Lease> = ns.api();
-    let holder = wait_in(&ns, "first replica holds the Lease", Duration::from_secs(30), || {
-        let leases = leases.clone();
-        async move { holder_of(&leases.get_opt("overseer-test").await.ok()??) }
-    })
+    let holder = wait_in(
+        &ns,
+        "first replica holds the Lease",
+        Duration::from_secs(30),
+        || {
+            let leases = leases.clone();
+            async move { holder_of(&leases.get_opt("overseer-test").await.ok()??) }
+        },
+    )
     .await;
-    assert!(holder.ends_with(&format!("-{}", first.child.id())), "holder {holder}");
-    wait_in(&ns, "first replica reports leadership", Duration::from_secs(10), || async {
-        first.metrics().await.filter(|m| is_leader(m))
-    })
+    assert!(
+        holder.ends_with(&format!("-{}", first.child.id())),
+        "holder {holder}"
+    );
+    wait_in(
+        &ns,
+        "first replica reports leadership",
+        Duration::from_secs(10),
+        || async { first.metrics().await.filter(|m| is_leader(m)) },
+    )
     .await;
 
     let second = Operator::start(&args);
-    wait_in(&ns, "second replica serving metrics", Duration::from_secs(20), || second.metrics()).await;
+    wait_in(
+        &ns,
+        "second replica serving metrics",
+        Duration::from_secs(20),
+        || second.metrics(),
+    )
+    .await;
     // The standby waits well past a full lease duration without acting.
     tokio::time::sleep(lease_duration * 2).await;
-    assert!(!is_leader(&second.metrics().await.unwrap()), "the standby must not act while the leader renews");
+    assert!(
+        !is_leader(&second.metrics().await.unwrap()),
+        "the standby must not act while the leader renews"
+    );
     let lease = leases.get("overseer-test").await.unwrap();
     assert_eq!(holder_of(&lease).as_deref(), Some(holder.as_str()));
 
@@ -49,17 +81,31 @@ async fn only_the_lease_holder_acts_and_the_standby_takes_over() {
     first.child.wait().unwrap();
     let killed_at = Instant::now();
     let second_id = format!("-{}", second.child.id());
-    wait_in(&ns, "standby takes the Lease", Duration::from_secs(15), || {
-        let leases = leases.clone();
-        let second_id = second_id.clone();
-        async move { holder_of(&leases.get_opt("overseer-test").await.ok()??).filter(|h| h.ends_with(&second_id)) }
-    })
+    wait_in(
+        &ns,
+        "standby takes the Lease",
+        Duration::from_secs(15),
+        || {
+            let leases = leases.clone();
+            let second_id = second_id.clone();
+            async move {
+                holder_of(&leases.get_opt("overseer-test").await.ok()??)
+                    .filter(|h| h.ends_with(&second_id))
+            }
+        },
+    )
     .await;
     let takeover = killed_at.elapsed();
     // Expiry is judged from the last renewal we saw; allow one retry period on top.
-    assert!(takeover <= lease_duration + Duration::from_secs(2), "takeover took {takeover:?}");
-    wait_in(&ns, "standby reports leadership", Duration::from_secs(10), || async {
-        second.metrics().await.filter(|m| is_leader(m))
-    })
+    assert!(
+        takeover <= lease_duration + Duration::from_secs(2),
+        "takeover took {takeover:?}"
+    );
+    wait_in(
+        &ns,
+        "standby reports leadership",
+        Duration::from_secs(10),
+        || async { second.metrics().await.filter(|m| is_leader(m)) },
+    )
     .await;
 }

@@ -51,19 +51,29 @@ pub async fn install_crds(client: &Client) {
     let params = PatchParams::apply("overseer-tests").force();
     for crd in overseer::crd::all() {
         let name = crd.metadata.name.clone().unwrap();
-        api.patch(&name, &params, &Patch::Apply(&crd)).await.expect("apply CRD");
+        api.patch(&name, &params, &Patch::Apply(&crd))
+            .await
+            .expect("apply CRD");
     }
     for crd in overseer::crd::all() {
         let name = crd.metadata.name.clone().unwrap();
-        wait_until(&format!("CRD {name} established"), Duration::from_secs(30), || {
-            let api = api.clone();
-            let name = name.clone();
-            async move {
-                let crd = api.get(&name).await.ok()?;
-                let established = crd.status?.conditions?.iter().any(|c| c.type_ == "Established" && c.status == "True");
-                established.then_some(())
-            }
-        })
+        wait_until(
+            &format!("CRD {name} established"),
+            Duration::from_secs(30),
+            || {
+                let api = api.clone();
+                let name = name.clone();
+                async move {
+                    let crd = api.get(&name).await.ok()?;
+                    let established = crd
+                        .status?
+                        .conditions?
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True");
+                    established.then_some(())
+                }
+            },
+        )
         .await;
     }
 }
@@ -77,14 +87,22 @@ pub struct TestNamespace {
 impl TestNamespace {
     pub async fn new(client: &Client, test: &str) -> TestNamespace {
         let suffix: u32 = rand_suffix();
-        let name = format!("t-{}-{suffix:08x}", test.replace('_', "-").chars().take(40).collect::<String>());
+        let name = format!(
+            "t-{}-{suffix:08x}",
+            test.replace('_', "-").chars().take(40).collect::<String>()
+        );
         let api: Api<Namespace> = Api::all(client.clone());
         let ns: Namespace = serde_json::from_value(serde_json::json!({
             "metadata": {"name": name, "labels": {"overseer.dev/test": "true"}}
         }))
         .unwrap();
-        api.create(&PostParams::default(), &ns).await.expect("create test namespace");
-        TestNamespace { name, client: client.clone() }
+        api.create(&PostParams::default(), &ns)
+            .await
+            .expect("create test namespace");
+        TestNamespace {
+            name,
+            client: client.clone(),
+        }
     }
 
     pub fn api<K>(&self) -> Api<K>
@@ -119,11 +137,15 @@ impl TestNamespace {
         ] {
             let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
             let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, plural);
-            let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.name, &resource);
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(self.client.clone(), &self.name, &resource);
             if let Ok(list) = api.list(&ListParams::default()).await {
                 for mut object in list {
                     object.metadata.managed_fields = None;
-                    out.push_str(&format!("{kind}:\n{}\n", serde_yaml::to_string(&object).unwrap_or_default()));
+                    out.push_str(&format!(
+                        "{kind}:\n{}\n",
+                        serde_yaml::to_string(&object).unwrap_or_default()
+                    ));
                 }
             }
         }
@@ -137,7 +159,10 @@ impl Drop for TestNamespace {
         // Drop cannot await: delete from a thread with a runtime and a client of its own
         // (the test's client is driven by the test's runtime, which this call blocks).
         let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             runtime.block_on(async {
                 let api: Api<Namespace> = Api::all(client().await);
                 let _ = api.delete(&name, &DeleteParams::background()).await;
@@ -150,7 +175,12 @@ impl Drop for TestNamespace {
 fn rand_suffix() -> u32 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos());
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos(),
+    );
     hasher.finish() as u32
 }
 
@@ -173,7 +203,12 @@ where
 }
 
 /// Like `wait_until`, but dumps the namespace's objects and events on timeout.
-pub async fn wait_in<T, F, Fut>(ns: &TestNamespace, what: &str, timeout: Duration, mut check: F) -> T
+pub async fn wait_in<T, F, Fut>(
+    ns: &TestNamespace,
+    what: &str,
+    timeout: Duration,
+    mut check: F,
+) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -184,7 +219,10 @@ where
             return value;
         }
         if tokio::time::Instant::now() >= deadline {
-            panic!("timed out after {timeout:?} waiting for {what}\n{}", ns.dump().await);
+            panic!(
+                "timed out after {timeout:?} waiting for {what}\n{}",
+                ns.dump().await
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -210,7 +248,10 @@ impl Operator {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start overseer run");
-        Operator { child, metrics_addr }
+        Operator {
+            child,
+            metrics_addr,
+        }
     }
 
     /// The body of /metrics, or None while the server does not answer.
@@ -227,14 +268,21 @@ impl Drop for Operator {
 }
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A minimal HTTP/1.0 GET, enough for the operator's health and metrics endpoints.
 pub async fn http_get(addr: &str, path: &str) -> Option<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).await.ok()?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).await.ok()?;
     let (head, body) = response.split_once("\r\n\r\n")?;
