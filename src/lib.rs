@@ -7,12 +7,15 @@
 pub mod agent;
 pub mod api;
 pub mod cli;
+pub mod conditions;
 pub mod crd;
+pub mod duration;
 pub mod goal;
 pub mod leader;
 pub mod metrics;
 pub mod operator;
 pub mod prwatch;
+pub mod runtimes;
 pub mod swarm;
 pub mod telemetry;
 

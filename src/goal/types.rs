@@ -272,4 +272,14 @@ pub struct StepStatus {
     pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_retry_time: Option<Time>,
+    /// Attempts made before the last resume; they do not count against maxRetries.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempt_base: i32,
+    /// Hash of the step's spec when it ran: a completed step whose spec changes is a SpecConflict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+fn is_zero(value: &i32) -> bool {
+    *value == 0
 }

@@ -1,0 +1,94 @@
+//! Kubernetes Conditions kept as a list-map keyed by `type`: `lastTransitionTime`
+//! changes only when `status` changes.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+/// Sets condition `type_`; returns whether its status changed (a transition).
+pub fn set(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: &Time,
+) -> bool {
+    let status = if status { "True" } else { "False" };
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(existing) => {
+            let changed = existing.status != status;
+            if changed {
+                existing.last_transition_time = now.clone();
+            }
+            existing.status = status.into();
+            existing.reason = reason.into();
+            existing.message = message.into();
+            existing.observed_generation = generation;
+            changed
+        }
+        None => {
+            conditions.push(Condition {
+                type_: type_.into(),
+                status: status.into(),
+                reason: reason.into(),
+                message: message.into(),
+                observed_generation: generation,
+                last_transition_time: now.clone(),
+            });
+            true
+        }
+    }
+}
+
+/// Whether condition `type_` is present and True.
+pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
+    conditions
+        .iter()
+        .any(|c| c.type_ == type_ && c.status == "True")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> Time {
+        Time(jiff::Timestamp::from_second(seconds).unwrap())
+    }
+
+    #[test]
+    fn transition_time_moves_only_when_status_changes() {
+        let mut conditions = Vec::new();
+        assert!(set(
+            &mut conditions,
+            "Paused",
+            true,
+            "StepFailed",
+            "a",
+            Some(1),
+            &at(10)
+        ));
+        assert!(!set(
+            &mut conditions,
+            "Paused",
+            true,
+            "StepFailed",
+            "b",
+            Some(2),
+            &at(20)
+        ));
+        assert_eq!(conditions[0].last_transition_time, at(10));
+        assert_eq!(conditions[0].message, "b");
+        assert!(set(
+            &mut conditions,
+            "Paused",
+            false,
+            "Resumed",
+            "c",
+            Some(2),
+            &at(30)
+        ));
+        assert_eq!(conditions[0].last_transition_time, at(30));
+        assert!(!is_true(&conditions, "Paused"));
+        assert_eq!(conditions.len(), 1);
+    }
+}

@@ -1,0 +1,790 @@
+//! The Goal's plan as one pure function: (goal, its step pods, the other goals, now)
+//! → the new status and the actions to take. The reconciler only executes it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::roles::{Performer, performer};
+use super::types::*;
+use crate::api::RuntimeSpec;
+use crate::{conditions, duration};
+
+/// Annotation whose new value resumes a paused goal.
+pub const RESUME_ANNOTATION: &str = "overseer.dev/resume";
+/// A step's result is at most this long (the termination message limit).
+pub const MAX_RESULT_BYTES: usize = 4096;
+
+/// Phase of an observed pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodPhase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+/// What the reconciler saw of one step pod.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepPod {
+    pub name: String,
+    pub step: usize,
+    pub attempt: i32,
+    pub phase: PodPhase,
+    pub finished_at: Option<Timestamp>,
+    /// The container's termination message.
+    pub message: Option<String>,
+    pub exit_code: Option<i32>,
+    pub reason: Option<String>,
+}
+
+/// Another goal of the namespace, for `dependsOn`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoalSummary {
+    pub name: String,
+    pub phase: Option<GoalPhase>,
+    pub depends_on: Vec<String>,
+}
+
+pub struct Input<'a> {
+    pub name: &'a str,
+    pub generation: Option<i64>,
+    pub resume: Option<&'a str>,
+    pub spec: &'a GoalSpec,
+    pub status: Option<&'a GoalStatus>,
+    pub pods: &'a [StepPod],
+    pub goals: &'a [GoalSummary],
+    pub now: Timestamp,
+}
+
+/// Why a notification is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum NotifyReason {
+    Succeeded,
+    Paused,
+    Failed,
+    /// A notify step of the goal.
+    Step,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub enum Action {
+    /// Create the pod of `step`'s `attempt` (idempotent: the name is deterministic).
+    CreatePod {
+        step: usize,
+        attempt: i32,
+        role: String,
+        runtime: RuntimeSpec,
+        timeout: Duration,
+    },
+    /// Stop a pod that ran past its deadline.
+    DeletePod { name: String },
+    /// Tell the webhook; a failure is an Event, never a failed goal.
+    Notify {
+        reason: NotifyReason,
+        message: String,
+    },
+    Event {
+        warning: bool,
+        reason: &'static str,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Plan {
+    pub status: GoalStatus,
+    pub actions: Vec<Action>,
+    /// When a time-based rule (deadline, backoff) next falls due.
+    pub requeue_after: Option<Duration>,
+}
+
+struct Planner<'a> {
+    input: &'a Input<'a>,
+    status: GoalStatus,
+    actions: Vec<Action>,
+    requeue_after: Option<Duration>,
+    now: Time,
+}
+
+pub fn plan(input: &Input) -> Plan {
+    let mut planner = Planner {
+        input,
+        status: input.status.cloned().unwrap_or_default(),
+        actions: Vec::new(),
+        requeue_after: None,
+        now: Time(input.now),
+    };
+    planner.run();
+    let Planner {
+        mut status,
+        actions,
+        requeue_after,
+        ..
+    } = planner;
+    status.observed_generation = input.generation;
+    status.progress = Some(format!(
+        "{}/{}",
+        status.completed_steps,
+        input.spec.steps.len()
+    ));
+    status.current_step = input
+        .spec
+        .steps
+        .get(status.completed_steps as usize)
+        .map(|s| s.name.clone());
+    Plan {
+        status,
+        actions,
+        requeue_after,
+    }
+}
+
+impl Planner<'_> {
+    fn run(&mut self) {
+        if let Some(conflict) = spec_conflict(self.input.spec, &self.status) {
+            if self.condition("Progressing", false, "SpecConflict", &conflict) {
+                self.event(true, "SpecConflict", conflict);
+            }
+            return;
+        }
+        self.align_steps();
+        self.resume();
+        match self.status.phase {
+            Some(GoalPhase::Failed) => return,
+            Some(GoalPhase::Paused)
+                if conditions::is_true(&self.status.conditions, "Paused")
+                    && self.paused_reason() == Some("StepFailed") =>
+            {
+                return;
+            }
+            _ => {}
+        }
+        if !self.started() && !self.dependencies_ready() {
+            return;
+        }
+        self.condition("Blocked", false, "NotBlocked", "");
+        self.advance();
+    }
+
+    fn started(&self) -> bool {
+        self.status.completed_steps > 0 || self.status.steps.iter().any(|s| s.attempts > 0)
+    }
+
+    fn paused_reason(&self) -> Option<&str> {
+        self.status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Paused")
+            .map(|c| c.reason.as_str())
+    }
+
+    /// One status entry per spec step; entries of steps not yet done follow the spec.
+    fn align_steps(&mut self) {
+        let steps = &self.input.spec.steps;
+        let completed = self.status.completed_steps as usize;
+        self.status.steps.truncate(steps.len());
+        for (i, step) in steps.iter().enumerate().skip(completed) {
+            match self.status.steps.get_mut(i) {
+                Some(entry) if entry.name == step.name => {}
+                Some(entry) => *entry = StepStatus::pending(&step.name),
+                None => self.status.steps.push(StepStatus::pending(&step.name)),
+            }
+        }
+    }
+
+    fn resume(&mut self) {
+        let Some(token) = self.input.resume else {
+            return;
+        };
+        if self.status.resume_token.as_deref() == Some(token) {
+            return;
+        }
+        self.status.resume_token = Some(token.into());
+        if self.status.phase != Some(GoalPhase::Paused)
+            || self.paused_reason() != Some("StepFailed")
+        {
+            return;
+        }
+        let i = self.status.completed_steps as usize;
+        if let Some(step) = self.status.steps.get_mut(i) {
+            step.attempt_base = step.attempts;
+            step.phase = StepPhase::Pending;
+            step.next_retry_time = None;
+            step.message = Some("resumed with fresh attempts".into());
+        }
+        self.status.phase = Some(GoalPhase::Running);
+        self.status.message = None;
+        self.condition("Paused", false, "Resumed", "resumed from the checkpoint");
+        let name = self
+            .input
+            .spec
+            .steps
+            .get(i)
+            .map(|s| s.name.as_str())
+            .unwrap_or_default();
+        self.event(
+            false,
+            "Resumed",
+            format!("resumed at step {name} with fresh attempts"),
+        );
+    }
+
+    /// `dependsOn`: true when every predecessor succeeded.
+    fn dependencies_ready(&mut self) -> bool {
+        match dependency_state(
+            self.input.name,
+            &self.input.spec.depends_on,
+            self.input.goals,
+        ) {
+            DependencyState::Ready => true,
+            state => {
+                let (blocked, reason, message) = match state {
+                    DependencyState::Deadlock(m) => (true, "Deadlock", m),
+                    DependencyState::Stalled(m) => (true, "PredecessorStalled", m),
+                    DependencyState::Waiting(m) => (false, "WaitingForPredecessor", m),
+                    DependencyState::Ready => unreachable!(),
+                };
+                if self.condition("Blocked", blocked, reason, &message) && blocked {
+                    self.event(true, reason, message.clone());
+                }
+                self.condition("Progressing", false, "Waiting", &message);
+                self.status.phase = Some(GoalPhase::Waiting);
+                self.status.message = Some(message);
+                false
+            }
+        }
+    }
+
+    /// Walks the steps from the checkpoint: records finished pods, starts the next.
+    fn advance(&mut self) {
+        let spec = self.input.spec;
+        loop {
+            let i = self.status.completed_steps as usize;
+            let Some(step) = spec.steps.get(i) else {
+                self.succeed();
+                return;
+            };
+            if self.status.phase == Some(GoalPhase::Succeeded) {
+                // Steps were appended to a finished goal: it runs again.
+                self.status.phase = Some(GoalPhase::Running);
+                self.status.finished_at = None;
+            }
+            let default_role = spec.defaults.role.as_deref();
+            let role = match performer(step.role.as_deref(), &step.action, default_role) {
+                Performer::Notify => {
+                    self.actions.push(Action::Notify {
+                        reason: NotifyReason::Step,
+                        message: step.action.clone(),
+                    });
+                    let entry = &mut self.status.steps[i];
+                    entry.role = Some("notify".into());
+                    entry.fingerprint = Some(fingerprint(step));
+                    entry.started_at.get_or_insert(self.now.clone());
+                    self.complete_step(i, Some("notification sent by the operator".into()));
+                    continue;
+                }
+                Performer::Role(role) => role,
+            };
+            self.status.steps[i].role = Some(role.clone());
+            // Adopt pods that exist beyond the recorded attempts (a crash after creating one).
+            let newest_pod = self
+                .input
+                .pods
+                .iter()
+                .filter(|p| p.step == i)
+                .map(|p| p.attempt)
+                .max()
+                .unwrap_or(0);
+            let entry = &mut self.status.steps[i];
+            if newest_pod > entry.attempts {
+                entry.attempts = newest_pod;
+                entry.phase = StepPhase::Running;
+                entry.pod_name = Some(pod_name(self.input.name, i, newest_pod));
+                entry.started_at.get_or_insert(self.now.clone());
+            }
+            let attempt = entry.attempts;
+            let phase = entry.phase;
+            let pod = self
+                .input
+                .pods
+                .iter()
+                .find(|p| p.step == i && p.attempt == attempt);
+            match (phase, pod) {
+                (StepPhase::Running, Some(pod)) => match pod.phase {
+                    PodPhase::Succeeded => {
+                        let result = pod.message.as_deref().map(truncate_result);
+                        let finished = pod.finished_at.map(Time);
+                        self.status.steps[i].finished_at = finished;
+                        self.complete_step(i, result);
+                        continue;
+                    }
+                    PodPhase::Failed => {
+                        let message = failure_message(pod);
+                        self.fail_step(i, StepPhase::Failed, message);
+                        return;
+                    }
+                    PodPhase::Pending | PodPhase::Running => {
+                        let timeout = self.timeout(step);
+                        let started = self.status.steps[i]
+                            .started_at
+                            .as_ref()
+                            .map(|t| t.0)
+                            .unwrap_or(self.input.now);
+                        let deadline = started + timeout;
+                        if self.input.now >= deadline {
+                            self.actions.push(Action::DeletePod {
+                                name: pod.name.clone(),
+                            });
+                            let message = format!(
+                                "attempt {attempt} ran past its {} timeout",
+                                humanize(timeout)
+                            );
+                            self.fail_step(i, StepPhase::TimedOut, message);
+                        } else {
+                            self.running(i);
+                            self.requeue_at(deadline);
+                        }
+                        return;
+                    }
+                },
+                (StepPhase::Running, None) => {
+                    // Our own create is not visible yet, or the pod was lost: create it
+                    // again under the same deterministic name (a twin is impossible).
+                    self.start_attempt(i, attempt);
+                    return;
+                }
+                (StepPhase::Failed | StepPhase::TimedOut, _) => {
+                    let retry_at = self.status.steps[i].next_retry_time.as_ref().map(|t| t.0);
+                    match retry_at {
+                        Some(at) if self.input.now < at => {
+                            self.running(i);
+                            self.requeue_at(at);
+                            return;
+                        }
+                        Some(_) => {
+                            if self.hold_for_pause() {
+                                return;
+                            }
+                            self.start_attempt(i, attempt + 1);
+                            return;
+                        }
+                        // Out of retries; only a resume (which resets the phase) continues.
+                        None => return,
+                    }
+                }
+                (StepPhase::Pending | StepPhase::Succeeded, _) => {
+                    if self.hold_for_pause() {
+                        return;
+                    }
+                    self.start_attempt(i, attempt + 1);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `spec.paused`: no new step starts.
+    fn hold_for_pause(&mut self) -> bool {
+        if !self.input.spec.paused {
+            if self.paused_reason() == Some("Requested")
+                && conditions::is_true(&self.status.conditions, "Paused")
+            {
+                self.condition("Paused", false, "Unpaused", "spec.paused was cleared");
+                self.event(
+                    false,
+                    "Unpaused",
+                    "spec.paused was cleared; continuing".into(),
+                );
+            }
+            return false;
+        }
+        if self.condition(
+            "Paused",
+            true,
+            "Requested",
+            "spec.paused is true: no new step starts",
+        ) {
+            self.event(
+                false,
+                "Paused",
+                "spec.paused is true: no new step starts".into(),
+            );
+        }
+        self.condition("Progressing", false, "Paused", "spec.paused is true");
+        self.status.phase = Some(GoalPhase::Paused);
+        true
+    }
+
+    fn start_attempt(&mut self, i: usize, attempt: i32) {
+        let step = &self.input.spec.steps[i];
+        let Some(runtime) = self.runtime(step) else {
+            let message = format!(
+                "step {} has no runtime image: set spec.defaults.runtime.image or the step's runtime.image",
+                step.name
+            );
+            if self.condition("Progressing", false, "MissingRuntime", &message) {
+                self.event(true, "MissingRuntime", message.clone());
+            }
+            self.status.message = Some(message);
+            return;
+        };
+        let role = self.status.steps[i]
+            .role
+            .clone()
+            .unwrap_or_else(|| "builder".into());
+        let timeout = self.timeout(step);
+        let entry = &mut self.status.steps[i];
+        let new_attempt = entry.attempts < attempt;
+        entry.attempts = attempt;
+        entry.phase = StepPhase::Running;
+        entry.pod_name = Some(pod_name(self.input.name, i, attempt));
+        entry.fingerprint = Some(fingerprint(step));
+        entry.next_retry_time = None;
+        entry.finished_at = None;
+        if new_attempt {
+            entry.started_at = Some(self.now.clone());
+            entry.message = None;
+        }
+        self.actions.push(Action::CreatePod {
+            step: i,
+            attempt,
+            role,
+            runtime,
+            timeout,
+        });
+        if new_attempt {
+            self.event(
+                false,
+                "StepStarted",
+                format!("step {} attempt {attempt} started", step.name),
+            );
+        }
+        self.requeue_at(self.input.now + timeout);
+        self.running(i);
+    }
+
+    fn running(&mut self, i: usize) {
+        if self.status.phase != Some(GoalPhase::Running) {
+            self.status.phase = Some(GoalPhase::Running);
+        }
+        self.status.started_at.get_or_insert(self.now.clone());
+        self.status.message = None;
+        let name = &self.input.spec.steps[i].name;
+        self.condition(
+            "Progressing",
+            true,
+            "StepRunning",
+            &format!("step {name} is running"),
+        );
+        if self.paused_reason().is_some() && !self.input.spec.paused {
+            self.condition("Paused", false, "Running", "");
+        }
+    }
+
+    /// Records step `i` as done and moves the checkpoint past it, in one status write.
+    fn complete_step(&mut self, i: usize, result: Option<String>) {
+        let name = self.input.spec.steps[i].name.clone();
+        let entry = &mut self.status.steps[i];
+        entry.phase = StepPhase::Succeeded;
+        entry.result = result;
+        entry.finished_at.get_or_insert(self.now.clone());
+        entry.next_retry_time = None;
+        entry.message = None;
+        self.status.completed_steps = i as i32 + 1;
+        self.event(false, "StepSucceeded", format!("step {name} succeeded"));
+    }
+
+    fn fail_step(&mut self, i: usize, phase: StepPhase, message: String) {
+        let step = &self.input.spec.steps[i];
+        let max_retries = step
+            .max_retries
+            .unwrap_or(self.input.spec.defaults.max_retries)
+            .max(0);
+        let entry = &mut self.status.steps[i];
+        entry.phase = phase;
+        entry.finished_at = Some(self.now.clone());
+        entry.message = Some(message.clone());
+        let used = entry.attempts - entry.attempt_base;
+        let attempts = entry.attempts;
+        let name = step.name.clone();
+        if used <= max_retries {
+            let delay = backoff(&self.input.spec.defaults.backoff, used);
+            let at = self.input.now + delay;
+            entry.next_retry_time = Some(Time(at));
+            self.event(
+                true,
+                "StepFailed",
+                format!(
+                    "step {name} attempt {attempts}: {message}; retry in {}",
+                    humanize(delay)
+                ),
+            );
+            self.running(i);
+            self.requeue_at(at);
+            return;
+        }
+        entry.next_retry_time = None;
+        let summary = format!("step {name} failed after {used} attempts: {message}");
+        self.status.message = Some(summary.clone());
+        match self.input.spec.on_failure {
+            OnFailure::Pause => {
+                self.status.phase = Some(GoalPhase::Paused);
+                self.condition("Paused", true, "StepFailed", &summary);
+                self.condition("Progressing", false, "StepFailed", &summary);
+                self.event(true, "StepFailed", summary.clone());
+                self.actions.push(Action::Notify {
+                    reason: NotifyReason::Paused,
+                    message: summary,
+                });
+            }
+            OnFailure::Fail => {
+                self.status.phase = Some(GoalPhase::Failed);
+                self.status.finished_at = Some(self.now.clone());
+                self.condition("Progressing", false, "StepFailed", &summary);
+                self.event(true, "GoalFailed", summary.clone());
+                self.actions.push(Action::Notify {
+                    reason: NotifyReason::Failed,
+                    message: summary,
+                });
+            }
+        }
+    }
+
+    fn succeed(&mut self) {
+        if self.status.phase == Some(GoalPhase::Succeeded) {
+            return;
+        }
+        self.status.phase = Some(GoalPhase::Succeeded);
+        self.status.started_at.get_or_insert(self.now.clone());
+        self.status.finished_at = Some(self.now.clone());
+        self.status.message = None;
+        let message = format!("all {} steps succeeded", self.input.spec.steps.len());
+        self.condition("Progressing", false, "Succeeded", &message);
+        self.condition("Paused", false, "Succeeded", "");
+        self.event(false, "GoalSucceeded", message.clone());
+        self.actions.push(Action::Notify {
+            reason: NotifyReason::Succeeded,
+            message,
+        });
+    }
+
+    fn runtime(&self, step: &Step) -> Option<RuntimeSpec> {
+        let defaults = self.input.spec.defaults.runtime.clone().unwrap_or_default();
+        let runtime = step.runtime.clone().unwrap_or_default().or(&defaults);
+        runtime.image.is_some().then_some(runtime)
+    }
+
+    fn timeout(&self, step: &Step) -> Duration {
+        let text = step
+            .timeout
+            .as_deref()
+            .unwrap_or(&self.input.spec.defaults.timeout);
+        duration::parse(text).unwrap_or(Duration::from_secs(3600))
+    }
+
+    fn requeue_at(&mut self, at: Timestamp) {
+        let after = at.duration_since(self.input.now);
+        let after = Duration::try_from(after)
+            .unwrap_or_default()
+            .max(Duration::from_millis(100));
+        self.requeue_after = Some(self.requeue_after.map_or(after, |r| r.min(after)));
+    }
+
+    fn condition(&mut self, type_: &str, status: bool, reason: &str, message: &str) -> bool {
+        conditions::set(
+            &mut self.status.conditions,
+            type_,
+            status,
+            reason,
+            message,
+            self.input.generation,
+            &self.now,
+        )
+    }
+
+    fn event(&mut self, warning: bool, reason: &'static str, message: String) {
+        self.actions.push(Action::Event {
+            warning,
+            reason,
+            message,
+        });
+    }
+}
+
+impl StepStatus {
+    fn pending(name: &str) -> StepStatus {
+        StepStatus {
+            name: name.into(),
+            role: None,
+            phase: StepPhase::Pending,
+            attempts: 0,
+            pod_name: None,
+            started_at: None,
+            finished_at: None,
+            result: None,
+            message: None,
+            next_retry_time: None,
+            attempt_base: 0,
+            fingerprint: None,
+        }
+    }
+}
+
+/// A completed step that was edited or removed: the checkpoint would lie.
+fn spec_conflict(spec: &GoalSpec, status: &GoalStatus) -> Option<String> {
+    let completed = status.completed_steps as usize;
+    if spec.steps.len() < completed {
+        return Some(format!(
+            "{completed} steps are completed but the spec now has {}: completed steps cannot be removed",
+            spec.steps.len()
+        ));
+    }
+    status
+        .steps
+        .iter()
+        .take(completed)
+        .zip(&spec.steps)
+        .find_map(|(done, step)| {
+            let edited = done.name != step.name
+                || done
+                    .fingerprint
+                    .as_deref()
+                    .is_some_and(|f| f != fingerprint(step));
+            edited.then(|| {
+                format!(
+                    "step {} completed and cannot be edited; revert the edit or create a new Goal",
+                    done.name
+                )
+            })
+        })
+}
+
+pub enum DependencyState {
+    Ready,
+    Waiting(String),
+    Deadlock(String),
+    Stalled(String),
+}
+
+/// Whether `name`'s predecessors allow it to start.
+pub fn dependency_state(
+    name: &str,
+    depends_on: &[String],
+    goals: &[GoalSummary],
+) -> DependencyState {
+    if depends_on.is_empty() {
+        return DependencyState::Ready;
+    }
+    let by_name: BTreeMap<&str, &GoalSummary> =
+        goals.iter().map(|g| (g.name.as_str(), g)).collect();
+    if let Some(cycle) = find_cycle(name, depends_on, &by_name) {
+        return DependencyState::Deadlock(format!("dependency cycle: {}", cycle.join(" -> ")));
+    }
+    let mut waiting = Vec::new();
+    for predecessor in depends_on {
+        match by_name.get(predecessor.as_str()).and_then(|g| g.phase) {
+            Some(GoalPhase::Succeeded) => {}
+            Some(phase @ (GoalPhase::Paused | GoalPhase::Failed)) => {
+                return DependencyState::Stalled(format!("predecessor {predecessor} is {phase:?}"));
+            }
+            _ if !by_name.contains_key(predecessor.as_str()) => {
+                waiting.push(format!("{predecessor} (not found)"))
+            }
+            _ => waiting.push(predecessor.clone()),
+        }
+    }
+    if waiting.is_empty() {
+        DependencyState::Ready
+    } else {
+        DependencyState::Waiting(format!("waiting for {}", waiting.join(", ")))
+    }
+}
+
+/// A path from `start` back to itself through `dependsOn`, if any.
+fn find_cycle(
+    start: &str,
+    depends_on: &[String],
+    goals: &BTreeMap<&str, &GoalSummary>,
+) -> Option<Vec<String>> {
+    let mut stack: Vec<(String, Vec<String>)> = depends_on
+        .iter()
+        .map(|d| (d.clone(), vec![start.to_string(), d.clone()]))
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some((current, path)) = stack.pop() {
+        if current == start {
+            return Some(path);
+        }
+        if !seen.insert(current.clone()) {
+            continue;
+        }
+        if let Some(goal) = goals.get(current.as_str()) {
+            for next in &goal.depends_on {
+                let mut next_path = path.clone();
+                next_path.push(next.clone());
+                stack.push((next.clone(), next_path));
+            }
+        }
+    }
+    None
+}
+
+/// Wait before the attempt after `failed_attempts` failures: initial × factor^(n-1), at most max.
+pub fn backoff(backoff: &Backoff, failed_attempts: i32) -> Duration {
+    let initial = duration::parse(&backoff.initial).unwrap_or(Duration::from_secs(10));
+    let max = duration::parse(&backoff.max).unwrap_or(Duration::from_secs(300));
+    let exponent = (failed_attempts - 1).clamp(0, 30) as u32;
+    let factor = (backoff.factor.max(1) as u32).saturating_pow(exponent);
+    initial.saturating_mul(factor).min(max)
+}
+
+/// Deterministic pod name of a step attempt: a retried reconcile never makes a twin.
+pub fn pod_name(goal: &str, step: usize, attempt: i32) -> String {
+    let suffix = format!("-s{step}-a{attempt}");
+    let keep = goal.len().min(253 - suffix.len());
+    format!("{}{suffix}", goal[..keep].trim_end_matches(['-', '.']))
+}
+
+/// Stable hash of a step's spec (FNV-1a over its JSON).
+pub fn fingerprint(step: &Step) -> String {
+    let json = serde_json::to_string(step).unwrap_or_default();
+    let hash = json.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
+fn truncate_result(message: &str) -> String {
+    if message.len() <= MAX_RESULT_BYTES {
+        return message.to_string();
+    }
+    let mut end = MAX_RESULT_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    message[..end].to_string()
+}
+
+fn failure_message(pod: &StepPod) -> String {
+    let mut message = format!(
+        "exit code {}",
+        pod.exit_code.map_or("unknown".into(), |c| c.to_string())
+    );
+    if let Some(reason) = &pod.reason {
+        message.push_str(&format!(" ({reason})"));
+    }
+    message
+}
+
+fn humanize(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    match secs {
+        s if s % 3600 == 0 && s > 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 && s > 0 => format!("{}m", s / 60),
+        s if s > 0 => format!("{s}s"),
+        _ => format!("{}ms", duration.as_millis()),
+    }
+}

@@ -1,0 +1,480 @@
+//! Table tests and snapshots of every Goal transition.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::plan::*;
+use super::types::*;
+
+const NOW: i64 = 1_800_000_000;
+
+fn now() -> Timestamp {
+    Timestamp::from_second(NOW).unwrap()
+}
+
+fn ago(seconds: i64) -> Time {
+    Time(Timestamp::from_second(NOW - seconds).unwrap())
+}
+
+fn spec(yaml: &str) -> GoalSpec {
+    serde_yaml::from_str(yaml).unwrap()
+}
+
+const THREE_STEPS: &str = r#"
+defaults: {runtime: {name: codex, mode: headless, image: "example.com/codex:1"}}
+steps:
+  - {name: survey, action: Investigate the billing module}
+  - {name: implement, action: Implement proration}
+  - {name: verify, action: Run tests and verify}
+"#;
+
+struct Case<'a> {
+    spec: GoalSpec,
+    status: Option<GoalStatus>,
+    pods: Vec<StepPod>,
+    goals: Vec<GoalSummary>,
+    resume: Option<&'a str>,
+    name: &'a str,
+}
+
+impl<'a> Case<'a> {
+    fn new(spec_yaml: &str) -> Case<'a> {
+        Case {
+            spec: spec(spec_yaml),
+            status: None,
+            pods: vec![],
+            goals: vec![],
+            resume: None,
+            name: "ship",
+        }
+    }
+    fn status(mut self, status: GoalStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+    fn pod(mut self, step: usize, attempt: i32, phase: PodPhase) -> Self {
+        self.pods.push(StepPod {
+            name: pod_name("ship", step, attempt),
+            step,
+            attempt,
+            phase,
+            finished_at: matches!(phase, PodPhase::Succeeded | PodPhase::Failed).then(now),
+            message: (phase == PodPhase::Succeeded).then(|| format!("result of step {step}")),
+            exit_code: match phase {
+                PodPhase::Succeeded => Some(0),
+                PodPhase::Failed => Some(2),
+                _ => None,
+            },
+            reason: (phase == PodPhase::Failed).then(|| "Error".into()),
+        });
+        self
+    }
+    fn plan(&self) -> Plan {
+        plan(&Input {
+            name: self.name,
+            generation: Some(1),
+            resume: self.resume,
+            spec: &self.spec,
+            status: self.status.as_ref(),
+            pods: &self.pods,
+            goals: &self.goals,
+            now: now(),
+        })
+    }
+}
+
+/// The status after running `case` once more from the plan's own status.
+fn then<'a>(case: Case<'a>, plan: &Plan) -> Case<'a> {
+    case.status(plan.status.clone())
+}
+
+fn creates(plan: &Plan) -> Vec<(usize, i32)> {
+    plan.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::CreatePod { step, attempt, .. } => Some((*step, *attempt)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn events(plan: &Plan) -> Vec<&'static str> {
+    plan.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Event { reason, .. } => Some(*reason),
+            _ => None,
+        })
+        .collect()
+}
+
+fn condition<'p>(plan: &'p Plan, type_: &str) -> (&'p str, &'p str) {
+    let c = plan
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap_or_else(|| panic!("no {type_}"));
+    (c.status.as_str(), c.reason.as_str())
+}
+
+/// Status with step 0 running as `attempt`, started `started` seconds ago.
+fn running_first(attempts: i32, started: i64) -> GoalStatus {
+    let case = Case::new(THREE_STEPS);
+    let mut status = case.plan().status;
+    status.steps[0].attempts = attempts;
+    status.steps[0].pod_name = Some(pod_name("ship", 0, attempts));
+    status.steps[0].started_at = Some(ago(started));
+    status
+}
+
+#[test]
+fn first_step_starts_one_pod() {
+    let plan = Case::new(THREE_STEPS).plan();
+    assert_eq!(creates(&plan), [(0, 1)]);
+    assert_eq!(plan.status.phase, Some(GoalPhase::Running));
+    assert_eq!(
+        plan.status.steps[0].role.as_deref(),
+        Some("scout"),
+        "role inferred from the action"
+    );
+    assert_eq!(plan.status.progress.as_deref(), Some("0/3"));
+    assert_eq!(
+        plan.requeue_after,
+        Some(Duration::from_secs(3600)),
+        "requeue at the deadline"
+    );
+    insta::assert_yaml_snapshot!(plan);
+}
+
+#[test]
+fn success_records_the_result_and_starts_the_next_step_at_once() {
+    let case = Case::new(THREE_STEPS)
+        .status(running_first(1, 30))
+        .pod(0, 1, PodPhase::Succeeded);
+    let plan = case.plan();
+    assert_eq!(plan.status.completed_steps, 1);
+    assert_eq!(plan.status.steps[0].phase, StepPhase::Succeeded);
+    assert_eq!(
+        plan.status.steps[0].result.as_deref(),
+        Some("result of step 0")
+    );
+    assert_eq!(creates(&plan), [(1, 1)]);
+    assert_eq!(plan.status.current_step.as_deref(), Some("implement"));
+    insta::assert_yaml_snapshot!(plan);
+}
+
+#[test]
+fn failure_with_retries_left_waits_out_the_backoff() {
+    let plan = Case::new(THREE_STEPS)
+        .status(running_first(1, 30))
+        .pod(0, 1, PodPhase::Failed)
+        .plan();
+    assert_eq!(plan.status.steps[0].phase, StepPhase::Failed);
+    assert_eq!(
+        plan.status.steps[0].next_retry_time,
+        Some(ago(-10)),
+        "initial backoff 10s"
+    );
+    assert!(creates(&plan).is_empty());
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(10)));
+    assert_eq!(plan.status.phase, Some(GoalPhase::Running));
+    insta::assert_yaml_snapshot!(plan);
+}
+
+#[test]
+fn a_due_retry_creates_the_next_attempt() {
+    let mut status = running_first(1, 60);
+    status.steps[0].phase = StepPhase::Failed;
+    status.steps[0].next_retry_time = Some(ago(1));
+    let plan = Case::new(THREE_STEPS)
+        .status(status)
+        .pod(0, 1, PodPhase::Failed)
+        .plan();
+    assert_eq!(creates(&plan), [(0, 2)]);
+    assert_eq!(plan.status.steps[0].pod_name.as_deref(), Some("ship-s0-a2"));
+}
+
+#[test]
+fn failure_without_retries_pauses_the_goal() {
+    let plan = Case::new(THREE_STEPS)
+        .status(running_first(3, 30))
+        .pod(0, 3, PodPhase::Failed)
+        .plan();
+    assert_eq!(plan.status.phase, Some(GoalPhase::Paused));
+    assert_eq!(condition(&plan, "Paused"), ("True", "StepFailed"));
+    assert!(plan.actions.iter().any(|a| matches!(
+        a,
+        Action::Notify {
+            reason: NotifyReason::Paused,
+            ..
+        }
+    )));
+    assert!(plan.actions.iter().any(|a| matches!(
+        a,
+        Action::Event {
+            warning: true,
+            reason: "StepFailed",
+            ..
+        }
+    )));
+    assert!(creates(&plan).is_empty());
+    // A paused goal stays put on the next reconcile.
+    let again = then(Case::new(THREE_STEPS).pod(0, 3, PodPhase::Failed), &plan).plan();
+    assert!(again.actions.is_empty(), "{:?}", again.actions);
+    insta::assert_yaml_snapshot!(plan);
+}
+
+#[test]
+fn on_failure_fail_fails_the_goal() {
+    let spec = format!("{THREE_STEPS}\nonFailure: fail\n");
+    let plan = Case::new(&spec)
+        .status(running_first(3, 30))
+        .pod(0, 3, PodPhase::Failed)
+        .plan();
+    assert_eq!(plan.status.phase, Some(GoalPhase::Failed));
+    assert!(plan.status.finished_at.is_some());
+    assert!(plan.actions.iter().any(|a| matches!(
+        a,
+        Action::Notify {
+            reason: NotifyReason::Failed,
+            ..
+        }
+    )));
+}
+
+#[test]
+fn a_pod_past_its_deadline_is_stopped_and_retried() {
+    let plan = Case::new(THREE_STEPS)
+        .status(running_first(1, 3601))
+        .pod(0, 1, PodPhase::Running)
+        .plan();
+    assert!(plan.actions.contains(&Action::DeletePod {
+        name: "ship-s0-a1".into()
+    }));
+    assert_eq!(plan.status.steps[0].phase, StepPhase::TimedOut);
+    assert!(plan.status.steps[0].next_retry_time.is_some());
+    insta::assert_yaml_snapshot!(plan);
+}
+
+#[test]
+fn a_running_pod_before_its_deadline_requeues_for_the_deadline() {
+    let plan = Case::new(THREE_STEPS)
+        .status(running_first(1, 600))
+        .pod(0, 1, PodPhase::Running)
+        .plan();
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(3000)));
+}
+
+#[test]
+fn spec_paused_starts_no_step_and_clearing_it_continues() {
+    let paused = format!("{THREE_STEPS}\npaused: true\n");
+    let plan = Case::new(&paused).plan();
+    assert!(creates(&plan).is_empty());
+    assert_eq!(plan.status.phase, Some(GoalPhase::Paused));
+    assert_eq!(condition(&plan, "Paused"), ("True", "Requested"));
+    let resumed = then(Case::new(THREE_STEPS), &plan).plan();
+    assert_eq!(creates(&resumed), [(0, 1)]);
+    assert_eq!(condition(&resumed, "Paused"), ("False", "Running"));
+}
+
+#[test]
+fn resume_continues_from_the_checkpoint_with_fresh_attempts() {
+    let paused = Case::new(THREE_STEPS)
+        .status(running_first(3, 30))
+        .pod(0, 3, PodPhase::Failed)
+        .plan();
+    let mut case = then(Case::new(THREE_STEPS).pod(0, 3, PodPhase::Failed), &paused);
+    case.resume = Some("2026-11-30T12:00:00Z");
+    let plan = case.plan();
+    assert_eq!(
+        creates(&plan),
+        [(0, 4)],
+        "a new pod name, fresh retry budget"
+    );
+    assert_eq!(plan.status.steps[0].attempt_base, 3);
+    assert_eq!(
+        plan.status.resume_token.as_deref(),
+        Some("2026-11-30T12:00:00Z")
+    );
+    assert_eq!(condition(&plan, "Paused"), ("False", "Running"));
+    insta::assert_yaml_snapshot!(plan);
+}
+
+#[test]
+fn an_edited_completed_step_is_a_spec_conflict_and_changes_nothing() {
+    let done = Case::new(THREE_STEPS)
+        .status(running_first(1, 30))
+        .pod(0, 1, PodPhase::Succeeded)
+        .plan();
+    let edited = THREE_STEPS.replace(
+        "Investigate the billing module",
+        "Investigate something else",
+    );
+    let plan = then(Case::new(&edited).pod(0, 1, PodPhase::Succeeded), &done).plan();
+    assert_eq!(condition(&plan, "Progressing"), ("False", "SpecConflict"));
+    assert_eq!(events(&plan), ["SpecConflict"]);
+    assert_eq!(plan.status.completed_steps, done.status.completed_steps);
+    assert_eq!(plan.status.steps, done.status.steps);
+}
+
+#[test]
+fn appended_steps_run_after_a_succeeded_goal() {
+    let one = "defaults: {runtime: {name: codex, image: \"example.com/codex:1\"}}\nsteps: [{name: a, action: Implement it}]";
+    let mut status = Case::new(one).plan().status;
+    status.steps[0].attempts = 1;
+    let done = Case::new(one)
+        .status(status)
+        .pod(0, 1, PodPhase::Succeeded)
+        .plan();
+    assert_eq!(done.status.phase, Some(GoalPhase::Succeeded));
+    let two = format!("{one}\n");
+    let two = two.replace(
+        "steps: [{name: a, action: Implement it}]",
+        "steps: [{name: a, action: Implement it}, {name: b, action: Verify it}]",
+    );
+    let plan = then(Case::new(&two).pod(0, 1, PodPhase::Succeeded), &done).plan();
+    assert_eq!(creates(&plan), [(1, 1)], "only the new step runs");
+    assert_eq!(plan.status.phase, Some(GoalPhase::Running));
+    assert_eq!(plan.status.finished_at, None);
+}
+
+#[test]
+fn a_pod_created_before_a_crash_is_adopted_not_twinned() {
+    // Status never recorded attempt 1, but its pod exists.
+    let mut case = Case::new(THREE_STEPS).pod(0, 1, PodPhase::Running);
+    case.status = Some(Case::new(THREE_STEPS).plan().status).map(|mut s| {
+        s.steps[0].attempts = 0;
+        s.steps[0].phase = StepPhase::Pending;
+        s
+    });
+    let plan = case.plan();
+    assert!(creates(&plan).is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.status.steps[0].attempts, 1);
+}
+
+#[test]
+fn a_recorded_attempt_without_its_pod_is_created_under_the_same_name() {
+    let plan = Case::new(THREE_STEPS).status(running_first(1, 5)).plan();
+    assert_eq!(creates(&plan), [(0, 1)]);
+}
+
+#[test]
+fn a_notify_step_is_sent_by_the_operator_without_a_pod() {
+    let spec = "defaults: {runtime: {name: codex, image: \"example.com/codex:1\"}}\nsteps: [{name: tell, action: Notify the team}, {name: b, action: Implement it}]";
+    let plan = Case::new(spec).plan();
+    assert!(plan.actions.iter().any(|a| matches!(
+        a,
+        Action::Notify {
+            reason: NotifyReason::Step,
+            ..
+        }
+    )));
+    assert_eq!(plan.status.completed_steps, 1);
+    assert_eq!(creates(&plan), [(1, 1)]);
+}
+
+#[test]
+fn a_step_without_an_image_is_a_condition_not_a_crash() {
+    let plan = Case::new("steps: [{name: a, action: Implement it}]").plan();
+    assert!(creates(&plan).is_empty());
+    assert_eq!(condition(&plan, "Progressing"), ("False", "MissingRuntime"));
+}
+
+fn summary(name: &str, phase: Option<GoalPhase>, depends_on: &[&str]) -> GoalSummary {
+    GoalSummary {
+        name: name.into(),
+        phase,
+        depends_on: depends_on.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+#[test]
+fn dependencies_table() {
+    let spec = format!("{THREE_STEPS}\ndependsOn: [base]\n");
+    let rows = [
+        (
+            "predecessor running",
+            vec![summary("base", Some(GoalPhase::Running), &[])],
+            "False",
+            "WaitingForPredecessor",
+            false,
+        ),
+        (
+            "predecessor missing",
+            vec![],
+            "False",
+            "WaitingForPredecessor",
+            false,
+        ),
+        (
+            "predecessor paused",
+            vec![summary("base", Some(GoalPhase::Paused), &[])],
+            "True",
+            "PredecessorStalled",
+            false,
+        ),
+        (
+            "predecessor failed",
+            vec![summary("base", Some(GoalPhase::Failed), &[])],
+            "True",
+            "PredecessorStalled",
+            false,
+        ),
+        (
+            "cycle",
+            vec![summary("base", Some(GoalPhase::Waiting), &["ship"])],
+            "True",
+            "Deadlock",
+            false,
+        ),
+        (
+            "predecessor succeeded",
+            vec![summary("base", Some(GoalPhase::Succeeded), &[])],
+            "False",
+            "NotBlocked",
+            true,
+        ),
+    ];
+    for (name, goals, blocked, reason, starts) in rows {
+        let mut case = Case::new(&spec);
+        case.goals = goals;
+        let plan = case.plan();
+        assert_eq!(condition(&plan, "Blocked"), (blocked, reason), "{name}");
+        assert_eq!(!creates(&plan).is_empty(), starts, "{name}");
+        if !starts {
+            assert_eq!(plan.status.phase, Some(GoalPhase::Waiting), "{name}");
+        }
+    }
+}
+
+#[test]
+fn backoff_table() {
+    let b = Backoff::default();
+    let rows = [
+        (1, 10),
+        (2, 20),
+        (3, 40),
+        (4, 80),
+        (5, 160),
+        (6, 300),
+        (30, 300),
+    ];
+    for (failed, secs) in rows {
+        assert_eq!(
+            backoff(&b, failed),
+            Duration::from_secs(secs),
+            "after {failed} failures"
+        );
+    }
+}
+
+#[test]
+fn pod_names_are_deterministic_and_bounded() {
+    assert_eq!(pod_name("ship", 2, 3), "ship-s2-a3");
+    let long = "a".repeat(253);
+    assert!(pod_name(&long, 99, 100).len() <= 253);
+}

@@ -1,0 +1,156 @@
+//! The runtime registry: how each agent CLI is started, prompted, resumed, and how
+//! it shows that it waits for a human. Documented in docs/runtimes.md.
+
+use crate::api::{RuntimeName, RuntimeSpec};
+
+/// What overseer knows about one agent CLI.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Runtime {
+    pub name: RuntimeName,
+    /// Command of the interactive TUI (run inside tmux).
+    pub tui: &'static [&'static str],
+    /// Command of one headless run; the prompt follows `prompt_flag`.
+    pub headless: &'static [&'static str],
+    /// Flag before the prompt in a headless run (empty: the prompt is positional).
+    pub prompt_flag: &'static str,
+    /// Flag that resumes the previous session in a headless run.
+    pub resume_flag: &'static [&'static str],
+    /// Output patterns that mean the CLI waits for a human or a permission.
+    pub waiting_patterns: &'static [&'static str],
+    /// The instruction file the CLI reads from its working directory.
+    pub instruction_file: &'static str,
+}
+
+pub const REGISTRY: &[Runtime] = &[
+    Runtime {
+        name: RuntimeName::Claude,
+        tui: &["claude"],
+        headless: &["claude", "--print"],
+        prompt_flag: "",
+        resume_flag: &["--continue"],
+        waiting_patterns: &[
+            "Do you want to proceed?",
+            "Do you want to make this edit",
+            "❯ 1. Yes",
+        ],
+        instruction_file: "CLAUDE.md",
+    },
+    Runtime {
+        name: RuntimeName::Codex,
+        tui: &["codex"],
+        headless: &["codex", "exec"],
+        prompt_flag: "",
+        resume_flag: &["resume", "--last"],
+        waiting_patterns: &["Allow command?", "Approve", "(y/n)"],
+        instruction_file: "AGENTS.md",
+    },
+    Runtime {
+        name: RuntimeName::Pi,
+        tui: &["pi"],
+        headless: &["pi", "--print"],
+        prompt_flag: "",
+        resume_flag: &["--continue"],
+        waiting_patterns: &["Allow?", "(y/n)"],
+        instruction_file: "AGENTS.md",
+    },
+    Runtime {
+        name: RuntimeName::Copilot,
+        tui: &["copilot"],
+        headless: &["copilot"],
+        prompt_flag: "-p",
+        resume_flag: &["--continue"],
+        waiting_patterns: &["Do you want to run this command?", "Allow"],
+        instruction_file: "AGENTS.md",
+    },
+    Runtime {
+        name: RuntimeName::Cursor,
+        tui: &["cursor-agent"],
+        headless: &["cursor-agent", "--print"],
+        prompt_flag: "",
+        resume_flag: &["--resume"],
+        waiting_patterns: &["Run this command?", "(y/n)"],
+        instruction_file: "AGENTS.md",
+    },
+    Runtime {
+        name: RuntimeName::Custom,
+        tui: &[],
+        headless: &[],
+        prompt_flag: "",
+        resume_flag: &[],
+        waiting_patterns: &[],
+        instruction_file: "AGENTS.md",
+    },
+];
+
+pub fn lookup(name: RuntimeName) -> &'static Runtime {
+    REGISTRY
+        .iter()
+        .find(|r| r.name == name)
+        .expect("every runtime name is in the registry")
+}
+
+/// The command line of one headless run with `prompt`. A user `command` replaces the
+/// registry's (and is required for custom); `args` are appended before the prompt.
+pub fn headless_command(spec: &RuntimeSpec, prompt: &str) -> Vec<String> {
+    let runtime = lookup(spec.name.unwrap_or(RuntimeName::Claude));
+    let mut command: Vec<String> = match &spec.command {
+        Some(command) => command.clone(),
+        None => runtime.headless.iter().map(|s| s.to_string()).collect(),
+    };
+    command.extend(spec.args.iter().flatten().cloned());
+    if !runtime.prompt_flag.is_empty() {
+        command.push(runtime.prompt_flag.into());
+    }
+    command.push(prompt.into());
+    command
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_runtime_but_custom_has_commands() {
+        for runtime in REGISTRY {
+            let custom = runtime.name == RuntimeName::Custom;
+            assert_eq!(runtime.tui.is_empty(), custom, "{:?}", runtime.name);
+            assert_eq!(runtime.headless.is_empty(), custom, "{:?}", runtime.name);
+        }
+    }
+
+    #[test]
+    fn headless_commands() {
+        let spec = |name, command: Option<&[&str]>, args: Option<&[&str]>| RuntimeSpec {
+            name: Some(name),
+            command: command.map(|c| c.iter().map(|s| s.to_string()).collect()),
+            args: args.map(|c| c.iter().map(|s| s.to_string()).collect()),
+            ..Default::default()
+        };
+        let rows = [
+            (
+                spec(RuntimeName::Claude, None, None),
+                vec!["claude", "--print", "fix it"],
+            ),
+            (
+                spec(RuntimeName::Codex, None, Some(&["--full-auto"])),
+                vec!["codex", "exec", "--full-auto", "fix it"],
+            ),
+            (
+                spec(RuntimeName::Copilot, None, None),
+                vec!["copilot", "-p", "fix it"],
+            ),
+            (
+                spec(RuntimeName::Custom, Some(&["my-agent", "run"]), None),
+                vec!["my-agent", "run", "fix it"],
+            ),
+        ];
+        for (spec, expected) in rows {
+            assert_eq!(
+                headless_command(&spec, "fix it"),
+                expected,
+                "{:?}",
+                spec.name
+            );
+        }
+    }
+}
