@@ -129,3 +129,24 @@ pub struct SecretKeyRef {
     #[schemars(length(min = 1, max = 253))]
     pub key: String,
 }
+
+/// Label marking everything the operator creates.
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "overseer");
+
+/// A name as a label value (at most 63 characters): long names keep a prefix and
+/// gain a hash, so the value stays unique and valid.
+pub fn label_value(name: &str) -> String {
+    if name.len() <= 63 {
+        return name.to_string();
+    }
+    let hash = fnv1a(name.as_bytes());
+    let prefix = name[..54].trim_end_matches(['-', '.', '_']);
+    format!("{prefix}-{:08x}", hash as u32)
+}
+
+/// FNV-1a: a small stable hash for names and fingerprints (not for security).
+pub fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}

@@ -22,10 +22,35 @@ pub struct Cli {
 pub enum Command {
     /// Run the controller.
     Run(RunArgs),
+    /// Goals: `overseer goal resume NAME`.
+    Goal {
+        #[command(subcommand)]
+        command: GoalCommand,
+    },
+    /// In a step pod: run the agent's command and record the step's result.
+    Step {
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// In a step pod: set the step's result (read from stdin, at most 4 KiB).
+    Result,
+    /// In an init container: copy this binary to DEST.
+    Install { dest: std::path::PathBuf },
     /// Print the CustomResourceDefinitions (YAML), or their field reference (Markdown).
     Crd {
         #[arg(long, value_enum, default_value_t = CrdFormat::Yaml)]
         format: CrdFormat,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum GoalCommand {
+    /// Resume a paused goal from its checkpoint (sets the overseer.dev/resume annotation).
+    Resume {
+        name: String,
+        /// Namespace of the goal (default: the kubeconfig's).
+        #[arg(short, long)]
+        namespace: Option<String>,
     },
 }
 
@@ -58,6 +83,9 @@ pub struct RunArgs {
     /// Objects of one kind reconciled at once.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
+    /// Image holding the `overseer` binary, copied into agent and step pods by an init container.
+    #[arg(long, env = "OVERSEER_IMAGE", default_value = concat!("ghcr.io/overseer-dev/overseer:", env!("CARGO_PKG_VERSION")))]
+    pub overseer_image: String,
     /// Log format.
     #[arg(long, value_enum, env = "OVERSEER_LOG_FORMAT", default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

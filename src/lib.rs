@@ -13,9 +13,11 @@ pub mod duration;
 pub mod goal;
 pub mod leader;
 pub mod metrics;
+pub mod notify;
 pub mod operator;
 pub mod prwatch;
 pub mod runtimes;
+pub mod step;
 pub mod swarm;
 pub mod telemetry;
 

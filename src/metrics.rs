@@ -20,6 +20,11 @@ pub struct ErrorLabels {
     pub error: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StepResultLabels {
+    pub result: String,
+}
+
 /// All metrics, registered once at start-up and shared through the `Context`.
 pub struct Metrics {
     registry: Registry,
@@ -27,6 +32,12 @@ pub struct Metrics {
     pub failures: Family<ErrorLabels, Counter>,
     pub reconcile_duration: Family<ControllerLabels, Histogram>,
     pub leader: Gauge,
+    /// Goal steps by result (StepSucceeded, StepFailed).
+    pub step_results: Family<StepResultLabels, Counter>,
+    /// Step attempts that failed with retries left.
+    pub step_retries: Counter,
+    /// Previous step pod seen Succeeded → next step pod created.
+    pub step_advance: Histogram,
 }
 
 impl Default for Metrics {
@@ -39,6 +50,9 @@ impl Default for Metrics {
                 Histogram::new(exponential_buckets(0.001, 2.0, 14))
             });
         let leader = Gauge::default();
+        let step_results = Family::<StepResultLabels, Counter>::default();
+        let step_retries = Counter::default();
+        let step_advance = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
         registry.register(
             "reconciliations",
             "Reconciliations started",
@@ -59,22 +73,35 @@ impl Default for Metrics {
             "1 while this replica holds the leader Lease",
             leader.clone(),
         );
+        registry.register(
+            "goal_steps",
+            "Goal steps finished, by result",
+            step_results.clone(),
+        );
+        registry.register(
+            "goal_step_retries",
+            "Goal step attempts that failed with retries left",
+            step_retries.clone(),
+        );
+        registry.register(
+            "goal_step_advance_seconds",
+            "From the previous step pod seen Succeeded to the next step pod created",
+            step_advance.clone(),
+        );
         Metrics {
             registry,
             reconciliations,
             failures,
             reconcile_duration,
             leader,
+            step_results,
+            step_retries,
+            step_advance,
         }
     }
 }
 
 impl Metrics {
-    /// Registers further metrics (a controller's own) before the server starts.
-    pub fn registry_mut(&mut self) -> &mut Registry {
-        &mut self.registry
-    }
-
     pub fn observe_reconcile(&self, controller: &'static str, took: Duration) {
         let labels = ControllerLabels { controller };
         self.reconciliations.get_or_create(&labels).inc();

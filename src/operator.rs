@@ -28,6 +28,8 @@ pub struct Context {
     /// The one namespace watched, or all when `None`.
     pub namespace: Option<String>,
     pub concurrency: u16,
+    /// Image holding the `overseer` binary for the pods' init containers.
+    pub overseer_image: String,
 }
 
 impl Context {
@@ -113,6 +115,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         metrics: metrics.clone(),
         namespace: args.namespace.clone(),
         concurrency: args.concurrency,
+        overseer_image: args.overseer_image.clone(),
     });
     let work = {
         let shutdown = shutdown.clone();

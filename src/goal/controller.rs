@@ -1,0 +1,312 @@
+//! The Goal reconciler: a thin shell that observes (goal, step pods, other goals),
+//! asks `plan` what to do, writes status, then acts.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action as Requeue, Controller};
+use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Api, Resource, ResourceExt};
+use serde_json::json;
+use tracing::{info, instrument, warn};
+
+use super::plan::{self, Action, GoalSummary, NotifyReason, PodPhase, StepPod};
+use super::pod::{self, ATTEMPT_LABEL, GOAL_LABEL, STEP_INDEX_LABEL, StepPodParams};
+use super::types::Goal;
+use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, label_value};
+use crate::operator::{Context, Shutdown};
+use crate::{Error, Result};
+
+const CONTROLLER: &str = "goal";
+
+/// Runs the Goal controller until `shutdown`.
+pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
+    let goals = ctx.api::<Goal>();
+    let pods = ctx.api::<Pod>();
+    let selector = format!("{}={},{GOAL_LABEL}", MANAGED_BY.0, MANAGED_BY.1);
+    let controller = Controller::new(goals.clone(), watcher::Config::default().any_semantic());
+    let store = controller.store();
+    let dependents_store = store.clone();
+    controller
+        .owns(pods, watcher::Config::default().labels(&selector))
+        // A goal that changes phase may release (or block) the goals that depend on it.
+        .watches(goals, watcher::Config::default(), move |changed: Goal| {
+            dependents(&dependents_store, &changed)
+        })
+        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
+        .graceful_shutdown_on(shutdown)
+        .run(
+            reconcile,
+            error_policy,
+            Arc::new(GoalContext { ctx, store }),
+        )
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+struct GoalContext {
+    ctx: Arc<Context>,
+    store: Store<Goal>,
+}
+
+fn dependents(store: &Store<Goal>, changed: &Goal) -> Vec<ObjectRef<Goal>> {
+    let name = changed.name_any();
+    store
+        .state()
+        .iter()
+        .filter(|g| g.namespace() == changed.namespace() && g.spec.depends_on.contains(&name))
+        .map(|g| ObjectRef::from_obj(g.as_ref()))
+        .collect()
+}
+
+fn error_policy(goal: Arc<Goal>, error: &Error, gc: Arc<GoalContext>) -> Requeue {
+    warn!(goal = %goal.name_any(), %error, "reconcile failed");
+    gc.ctx.metrics.observe_failure(CONTROLLER, error);
+    Requeue::requeue(Duration::from_secs(5))
+}
+
+#[instrument(skip_all, fields(goal = %goal.name_any(), namespace = goal.namespace().unwrap_or_default()))]
+async fn reconcile(goal: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
+    let started = Instant::now();
+    let ctx = &gc.ctx;
+    let namespace = goal.namespace().unwrap_or_default();
+    let name = goal.name_any();
+    if goal.meta().deletion_timestamp.is_some() {
+        return Ok(Requeue::await_change());
+    }
+
+    // Observe: a fresh list (not a cache), so a pod we just created is never missed.
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let selector = format!("{GOAL_LABEL}={}", label_value(&name));
+    let uid = goal.uid();
+    let observed: Vec<StepPod> = pods
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .into_iter()
+        .filter(|p| {
+            p.owner_references()
+                .iter()
+                .any(|o| Some(&o.uid) == uid.as_ref() && o.controller == Some(true))
+        })
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| observe(&p))
+        .collect();
+    let goals: Vec<GoalSummary> = gc
+        .store
+        .state()
+        .iter()
+        .filter(|g| g.namespace().as_deref() == Some(namespace.as_str()))
+        .map(|g| GoalSummary {
+            name: g.name_any(),
+            phase: g.status.as_ref().and_then(|s| s.phase),
+            depends_on: g.spec.depends_on.clone(),
+        })
+        .collect();
+
+    // Decide.
+    let plan = plan::plan(&plan::Input {
+        name: &name,
+        generation: goal.metadata.generation,
+        resume: goal
+            .annotations()
+            .get(plan::RESUME_ANNOTATION)
+            .map(String::as_str),
+        spec: &goal.spec,
+        status: goal.status.as_ref(),
+        pods: &observed,
+        goals: &goals,
+        now: jiff::Timestamp::now(),
+    });
+
+    // Act: status first (the commit point), then pods, events and notifications.
+    let goals_api: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
+    if goal.status.as_ref() != Some(&plan.status) {
+        let patch =
+            json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "status": plan.status});
+        goals_api
+            .patch_status(
+                &name,
+                &PatchParams::apply(CONTROLLER_MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await?;
+    }
+    let recorded_success =
+        plan.status.completed_steps > goal.status.as_ref().map_or(0, |s| s.completed_steps);
+    for action in &plan.actions {
+        match action {
+            Action::CreatePod {
+                step,
+                attempt,
+                role,
+                runtime,
+                timeout,
+            } => {
+                let cm = pod::results_config_map(&goal, &plan.status);
+                let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+                cms.patch(
+                    cm.metadata.name.as_deref().unwrap_or_default(),
+                    &PatchParams::apply(CONTROLLER_MANAGER).force(),
+                    &Patch::Apply(&cm),
+                )
+                .await?;
+                let pod = pod::step_pod(&StepPodParams {
+                    goal: &goal,
+                    step: *step,
+                    attempt: *attempt,
+                    role,
+                    runtime,
+                    timeout: *timeout,
+                    overseer_image: &ctx.overseer_image,
+                });
+                match pods.create(&PostParams::default(), &pod).await {
+                    Ok(_) => info!(pod = pod.metadata.name.as_deref(), "created step pod"),
+                    Err(kube::Error::Api(status)) if status.code == 409 => {}
+                    Err(error) => return Err(error.into()),
+                }
+                if recorded_success {
+                    ctx.metrics
+                        .step_advance
+                        .observe(started.elapsed().as_secs_f64());
+                }
+            }
+            Action::DeletePod { name } => {
+                match pods.delete(name, &DeleteParams::background()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(status)) if status.code == 404 => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            Action::Event {
+                warning,
+                reason,
+                message,
+            } => {
+                publish(ctx, &goal, *warning, reason, message).await;
+                if *reason == "StepSucceeded" || *reason == "StepFailed" {
+                    ctx.metrics
+                        .step_results
+                        .get_or_create(&crate::metrics::StepResultLabels {
+                            result: reason.to_string(),
+                        })
+                        .inc();
+                }
+                if *reason == "StepFailed" && *warning {
+                    ctx.metrics.step_retries.inc();
+                }
+            }
+            Action::Notify { reason, message } => notify(ctx, &goal, *reason, message).await,
+        }
+    }
+    ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
+    Ok(plan
+        .requeue_after
+        .map_or_else(Requeue::await_change, Requeue::requeue))
+}
+
+/// A step pod as the plan sees it; pods without our labels are ignored.
+fn observe(pod: &Pod) -> Option<StepPod> {
+    let labels = pod.labels();
+    let step = labels.get(STEP_INDEX_LABEL)?.parse().ok()?;
+    let attempt = labels.get(ATTEMPT_LABEL)?.parse().ok()?;
+    let status = pod.status.as_ref();
+    let phase = match status.and_then(|s| s.phase.as_deref()) {
+        Some("Running") => PodPhase::Running,
+        Some("Succeeded") => PodPhase::Succeeded,
+        Some("Failed") => PodPhase::Failed,
+        _ => PodPhase::Pending,
+    };
+    let terminated = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == "agent"))
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.as_ref());
+    Some(StepPod {
+        name: pod.name_any(),
+        step,
+        attempt,
+        phase,
+        finished_at: terminated.and_then(|t| t.finished_at.as_ref()).map(|t| t.0),
+        message: terminated.and_then(|t| t.message.clone()),
+        exit_code: terminated.map(|t| t.exit_code),
+        reason: terminated
+            .and_then(|t| t.reason.clone())
+            .or_else(|| status.and_then(|s| s.reason.clone())),
+    })
+}
+
+async fn publish(ctx: &Context, goal: &Goal, warning: bool, reason: &str, message: &str) {
+    let event = Event {
+        type_: if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: reason.into(),
+        note: Some(message.chars().take(1000).collect()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(error) = ctx.recorder.publish(&event, &goal.object_ref(&())).await {
+        warn!(%error, reason, "publishing an event failed");
+    }
+}
+
+/// Sends the webhook notification; any failure becomes a Warning Event and nothing else.
+async fn notify(ctx: &Context, goal: &Goal, reason: NotifyReason, message: &str) {
+    let Some(notify) = &goal.spec.notify else {
+        return;
+    };
+    let namespace = goal.namespace().unwrap_or_default();
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
+    let reference = &notify.url_secret_ref;
+    let url = match secrets.get_opt(&reference.name).await {
+        Ok(Some(secret)) => secret
+            .data
+            .and_then(|d| d.get(&reference.key).cloned())
+            .and_then(|bytes| String::from_utf8(bytes.0).ok()),
+        Ok(None) => None,
+        Err(error) => {
+            publish(
+                ctx,
+                goal,
+                true,
+                "NotifyFailed",
+                &format!("reading Secret {}: {error}", reference.name),
+            )
+            .await;
+            return;
+        }
+    };
+    let Some(url) = url.map(|u| u.trim().to_string()) else {
+        let note = format!("Secret {} has no key {}", reference.name, reference.key);
+        publish(ctx, goal, true, "NotifyFailed", &note).await;
+        return;
+    };
+    let payload = json!({
+        "kind": "Goal",
+        "namespace": namespace,
+        "name": goal.name_any(),
+        "event": format!("{reason:?}"),
+        "message": message,
+    });
+    match crate::notify::post_json(&url, &payload).await {
+        Ok(()) => {
+            publish(
+                ctx,
+                goal,
+                false,
+                "Notified",
+                &format!("webhook notified: {reason:?}"),
+            )
+            .await
+        }
+        // The error never contains the URL: the Secret's content stays out of events.
+        Err(error) => publish(ctx, goal, true, "NotifyFailed", &error).await,
+    }
+}

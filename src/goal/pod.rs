@@ -1,0 +1,190 @@
+//! The step pod and the results ConfigMap, built as plain values (no I/O).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{
+    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, Pod,
+    PodSecurityContext, PodSpec, SeccompProfile, SecurityContext, Volume, VolumeMount,
+};
+use kube::Resource;
+use kube::api::ObjectMeta;
+
+use super::types::{Goal, GoalStatus, StepPhase};
+use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
+use crate::runtimes;
+
+/// Where the init container puts the `overseer` binary.
+pub const BIN_DIR: &str = "/overseer/bin";
+/// Where the step pod finds the results of the earlier steps.
+pub const RESULTS_FILE: &str = "/overseer/results/results.json";
+/// Labels that identify a step pod.
+pub const GOAL_LABEL: &str = "overseer.dev/goal";
+pub const STEP_LABEL: &str = "overseer.dev/step";
+pub const STEP_INDEX_LABEL: &str = "overseer.dev/step-index";
+pub const ATTEMPT_LABEL: &str = "overseer.dev/attempt";
+pub const ROLE_LABEL: &str = "overseer.dev/role";
+pub const SWARM_LABEL: &str = "overseer.dev/swarm";
+
+pub struct StepPodParams<'a> {
+    pub goal: &'a Goal,
+    pub step: usize,
+    pub attempt: i32,
+    pub role: &'a str,
+    pub runtime: &'a RuntimeSpec,
+    pub timeout: Duration,
+    /// Image holding the `overseer` binary (the operator's own).
+    pub overseer_image: &'a str,
+}
+
+/// Name of the ConfigMap holding the results of a goal's completed steps.
+pub fn results_name(goal: &str) -> String {
+    format!("{}-results", &goal[..goal.len().min(245)])
+}
+
+pub fn step_pod(p: &StepPodParams) -> Pod {
+    let goal_name = p.goal.metadata.name.clone().unwrap_or_default();
+    let step = &p.goal.spec.steps[p.step];
+    let mut labels = BTreeMap::from([
+        (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
+        (GOAL_LABEL.into(), label_value(&goal_name)),
+        (STEP_LABEL.into(), step.name.clone()),
+        (STEP_INDEX_LABEL.into(), p.step.to_string()),
+        (ATTEMPT_LABEL.into(), p.attempt.to_string()),
+        (ROLE_LABEL.into(), p.role.to_string()),
+    ]);
+    if let Some(swarm) = &p.goal.spec.swarm {
+        labels.insert(SWARM_LABEL.into(), label_value(swarm));
+    }
+    let env = [
+        ("OVERSEER_GOAL", goal_name.clone()),
+        ("OVERSEER_STEP", step.name.clone()),
+        ("OVERSEER_STEP_INDEX", p.step.to_string()),
+        ("OVERSEER_ATTEMPT", p.attempt.to_string()),
+        ("OVERSEER_ACTION", step.action.clone()),
+        ("OVERSEER_RESULTS_FILE", RESULTS_FILE.to_string()),
+    ]
+    .into_iter()
+    .map(|(name, value)| EnvVar {
+        name: name.into(),
+        value: Some(value),
+        ..Default::default()
+    })
+    .collect();
+    let mut command = vec![format!("{BIN_DIR}/overseer"), "step".into(), "--".into()];
+    command.extend(runtimes::headless_command(p.runtime, &step.action));
+    let bin_mount = VolumeMount {
+        name: "overseer".into(),
+        mount_path: "/overseer".into(),
+        ..Default::default()
+    };
+    let results_mount = VolumeMount {
+        name: "results".into(),
+        mount_path: "/overseer/results".into(),
+        read_only: Some(true),
+        ..Default::default()
+    };
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(super::plan::pod_name(&goal_name, p.step, p.attempt)),
+            namespace: p.goal.metadata.namespace.clone(),
+            labels: Some(labels),
+            owner_references: p.goal.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            active_deadline_seconds: Some(p.timeout.as_secs().max(1) as i64),
+            automount_service_account_token: Some(false),
+            security_context: Some(PodSecurityContext {
+                run_as_non_root: Some(true),
+                seccomp_profile: Some(SeccompProfile {
+                    type_: "RuntimeDefault".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            init_containers: Some(vec![Container {
+                name: "install-overseer".into(),
+                image: Some(p.overseer_image.into()),
+                command: Some(vec![
+                    "/overseer".into(),
+                    "install".into(),
+                    format!("{BIN_DIR}/overseer"),
+                ]),
+                volume_mounts: Some(vec![bin_mount.clone()]),
+                security_context: Some(restricted()),
+                ..Default::default()
+            }]),
+            containers: vec![Container {
+                name: "agent".into(),
+                image: p.runtime.image.clone(),
+                command: Some(command),
+                env: Some(env),
+                volume_mounts: Some(vec![bin_mount, results_mount]),
+                security_context: Some(restricted()),
+                termination_message_policy: Some("File".into()),
+                ..Default::default()
+            }],
+            volumes: Some(vec![
+                Volume {
+                    name: "overseer".into(),
+                    empty_dir: Some(EmptyDirVolumeSource::default()),
+                    ..Default::default()
+                },
+                Volume {
+                    name: "results".into(),
+                    config_map: Some(ConfigMapVolumeSource {
+                        name: results_name(&goal_name),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+            ]),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// The restricted Pod Security Standard, per container.
+fn restricted() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            ..Default::default()
+        }),
+        run_as_non_root: Some(true),
+        ..Default::default()
+    }
+}
+
+/// The results of the completed steps, as the file a step pod reads.
+pub fn results_config_map(goal: &Goal, status: &GoalStatus) -> ConfigMap {
+    let goal_name = goal.metadata.name.clone().unwrap_or_default();
+    let results: Vec<serde_json::Value> = status
+        .steps
+        .iter()
+        .take(status.completed_steps as usize)
+        .filter(|s| s.phase == StepPhase::Succeeded)
+        .map(|s| serde_json::json!({"step": s.name, "result": s.result}))
+        .collect();
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(results_name(&goal_name)),
+            namespace: goal.metadata.namespace.clone(),
+            labels: Some(BTreeMap::from([
+                (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
+                (GOAL_LABEL.into(), label_value(&goal_name)),
+            ])),
+            owner_references: goal.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            "results.json".to_string(),
+            serde_json::to_string_pretty(&results).unwrap_or_else(|_| "[]".into()),
+        )])),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,37 @@
+//! The notify webhook: a JSON POST to a URL kept in a Secret. A failed send is
+//! reported to the caller (who makes it an Event); it never fails a goal.
+
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+/// Posts `payload` to `url`; Ok only on a 2xx answer within 10 seconds.
+pub async fn post_json(url: &str, payload: &serde_json::Value) -> Result<(), String> {
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_native_roots()
+        .map_err(|e| format!("no TLS roots: {e}"))?
+        .https_or_http()
+        .enable_http1()
+        .build();
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
+    let request = http::Request::post(url)
+        .header("content-type", "application/json")
+        .header("user-agent", "overseer")
+        .body(Full::new(Bytes::from(payload.to_string())))
+        .map_err(|e| format!("invalid webhook URL: {e}"))?;
+    let response = tokio::time::timeout(Duration::from_secs(10), client.request(request))
+        .await
+        .map_err(|_| "webhook did not answer in 10s".to_string())?
+        .map_err(|e| format!("webhook unreachable: {e}"))?;
+    let status = response.status();
+    // Drain the body so the connection closes cleanly; its content is not ours to log.
+    let _ = response.into_body().collect().await;
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(format!("webhook answered {status}"))
+    }
+}
