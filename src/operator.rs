@@ -64,11 +64,11 @@ fn shutdown_signal() -> Shutdown {
 
 /// The controllers of the four kinds, each running until `shutdown`.
 fn controllers(
-    _ctx: Arc<Context>,
-    _shutdown: Shutdown,
+    ctx: Arc<Context>,
+    shutdown: Shutdown,
 ) -> Vec<Pin<Box<dyn Future<Output = ()> + Send>>> {
     // Each kind's controller is registered here as it is delivered.
-    Vec::new()
+    vec![Box::pin(crate::goal::controller::run(ctx, shutdown))]
 }
 
 /// Runs the operator until SIGTERM (Ok) or until leadership is lost (Err).
