@@ -7,4 +7,5 @@ mod support;
 
 mod api_server;
 mod exec;
+mod goal;
 mod leader_election;

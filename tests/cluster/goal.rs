@@ -1,0 +1,577 @@
+//! The Goal controller on the real control plane: each test runs its own operator
+//! scoped to its own namespace, and finishes step pods through kwok's Stages.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Secret};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use overseer::goal::{Goal, GoalPhase, GoalStatus, StepPhase};
+use serde_json::json;
+
+use crate::support::cluster::{Operator, TestNamespace, client, install_crds, wait_in};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+struct Fixture {
+    ns: TestNamespace,
+    goals: Api<Goal>,
+    pods: Api<Pod>,
+    operator: Option<Operator>,
+}
+
+impl Fixture {
+    async fn new(test: &str) -> Fixture {
+        let client = client().await;
+        install_crds(&client).await;
+        let ns = TestNamespace::new(&client, test).await;
+        let operator = Some(Operator::start(&["--namespace", &ns.name]));
+        Fixture {
+            goals: ns.api(),
+            pods: ns.api(),
+            ns,
+            operator,
+        }
+    }
+
+    async fn create(&self, name: &str, spec: serde_json::Value) {
+        let goal: Goal = serde_json::from_value(json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
+            "metadata": {"name": name}, "spec": spec
+        }))
+        .unwrap();
+        self.goals
+            .create(&PostParams::default(), &goal)
+            .await
+            .unwrap();
+    }
+
+    async fn status_where(
+        &self,
+        name: &str,
+        what: &str,
+        check: impl Fn(&GoalStatus) -> bool,
+    ) -> GoalStatus {
+        wait_in(&self.ns, &format!("goal {name}: {what}"), WAIT, || async {
+            let status = self.goals.get(name).await.ok()?.status?;
+            check(&status).then_some(status)
+        })
+        .await
+    }
+
+    async fn running_pod(&self, name: &str) -> Pod {
+        wait_in(&self.ns, &format!("pod {name} Running"), WAIT, || async {
+            let pod = self.pods.get_opt(name).await.ok()??;
+            (pod.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(pod)
+        })
+        .await
+    }
+
+    /// Waits for the pod, then has kwok finish it.
+    async fn finish(&self, name: &str, outcome: &str, message: &str) {
+        self.running_pod(name).await;
+        let patch = json!({"metadata": {"annotations": {
+            "kwok.overseer.dev/outcome": outcome, "kwok.overseer.dev/message": message
+        }}});
+        self.pods
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+    }
+
+    async fn pod_names(&self) -> BTreeSet<String> {
+        self.pods
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|p| p.metadata.name)
+            .collect()
+    }
+
+    async fn events(&self, reason: &str) -> Vec<Event> {
+        let events: Api<Event> = self.ns.api();
+        events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .collect()
+    }
+}
+
+fn steps(names: &[&str]) -> serde_json::Value {
+    json!(
+        names
+            .iter()
+            .map(|n| json!({"name": n, "action": format!("Implement {n}")}))
+            .collect::<Vec<_>>()
+    )
+}
+
+fn runtime() -> serde_json::Value {
+    json!({"name": "codex", "mode": "headless", "image": "example.com/codex:1"})
+}
+
+fn names(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn three_steps_succeed_in_order_with_results_passed_on() {
+    let f = Fixture::new("goal-order").await;
+    f.create(
+        "ship",
+        json!({"defaults": {"runtime": runtime()}, "steps": steps(&["a", "b", "c"])}),
+    )
+    .await;
+    for (i, step) in ["a", "b", "c"].iter().enumerate() {
+        let pod = f.running_pod(&format!("ship-s{i}-a1")).await;
+        // One pod at a time: the next one does not exist yet.
+        assert!(
+            f.pods
+                .get_opt(&format!("ship-s{}-a1", i + 1))
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let env = pod.spec.as_ref().unwrap().containers[0]
+            .env
+            .clone()
+            .unwrap();
+        let value = |name: &str| {
+            env.iter()
+                .find(|e| e.name == name)
+                .and_then(|e| e.value.clone())
+        };
+        assert_eq!(value("OVERSEER_STEP").as_deref(), Some(*step));
+        assert_eq!(value("OVERSEER_STEP_INDEX"), Some(i.to_string()));
+        if i == 2 {
+            // The earlier results are in the file the step pod mounts.
+            let cms: Api<ConfigMap> = f.ns.api();
+            let results =
+                cms.get("ship-results").await.unwrap().data.unwrap()["results.json"].clone();
+            assert!(
+                results.contains("result of a") && results.contains("result of b"),
+                "{results}"
+            );
+        }
+        f.finish(
+            &format!("ship-s{i}-a1"),
+            "Succeeded",
+            &format!("result of {step}"),
+        )
+        .await;
+    }
+    let status = f
+        .status_where("ship", "Succeeded", |s| {
+            s.phase == Some(GoalPhase::Succeeded)
+        })
+        .await;
+    assert_eq!(status.completed_steps, 3);
+    assert_eq!(
+        status
+            .steps
+            .iter()
+            .map(|s| s.result.clone().unwrap())
+            .collect::<Vec<_>>(),
+        ["result of a", "result of b", "result of c"]
+    );
+    assert!(status.started_at.is_some() && status.finished_at.is_some());
+    assert_eq!(
+        f.pod_names().await,
+        names(&["ship-s0-a1", "ship-s1-a1", "ship-s2-a1"])
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_step_fails_twice_then_succeeds_with_backoff() {
+    let f = Fixture::new("goal-retry").await;
+    let defaults = json!({"runtime": runtime(), "maxRetries": 2, "backoff": {"initial": "1s", "factor": 2, "max": "5s"}});
+    f.create(
+        "retry",
+        json!({"defaults": defaults, "steps": steps(&["flaky"])}),
+    )
+    .await;
+    f.finish("retry-s0-a1", "Failed", "boom").await;
+    let failed = f
+        .status_where("retry", "first failure recorded", |s| {
+            s.steps[0].next_retry_time.is_some()
+        })
+        .await;
+    let first = &failed.steps[0];
+    let backoff = first
+        .next_retry_time
+        .as_ref()
+        .unwrap()
+        .0
+        .duration_since(first.finished_at.as_ref().unwrap().0);
+    assert!(
+        backoff.as_secs_f64() >= 0.99,
+        "backoff honoured: {backoff:?}"
+    );
+    f.finish("retry-s0-a2", "Failed", "boom again").await;
+    f.finish("retry-s0-a3", "Succeeded", "third time lucky")
+        .await;
+    let status = f
+        .status_where("retry", "Succeeded", |s| {
+            s.phase == Some(GoalPhase::Succeeded)
+        })
+        .await;
+    assert_eq!(status.steps[0].attempts, 3);
+    assert_eq!(status.steps[0].result.as_deref(), Some("third time lucky"));
+    assert_eq!(
+        f.pod_names().await,
+        names(&["retry-s0-a1", "retry-s0-a2", "retry-s0-a3"])
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn retries_run_out_the_goal_pauses_and_resumes_from_the_checkpoint() {
+    let f = Fixture::new("goal-pause").await;
+    let defaults = json!({"runtime": runtime(), "maxRetries": 0});
+    f.create(
+        "pause",
+        json!({"defaults": defaults, "steps": steps(&["done", "hard"])}),
+    )
+    .await;
+    f.finish("pause-s0-a1", "Succeeded", "ok").await;
+    f.finish("pause-s1-a1", "Failed", "nope").await;
+    let paused = f
+        .status_where("pause", "Paused", |s| s.phase == Some(GoalPhase::Paused))
+        .await;
+    let condition = paused
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Paused")
+        .unwrap();
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("True", "StepFailed")
+    );
+    let warnings = f.events("StepFailed").await;
+    assert!(
+        warnings
+            .iter()
+            .any(|e| e.type_.as_deref() == Some("Warning")),
+        "a Warning Event"
+    );
+
+    let patch = json!({"metadata": {"annotations": {"overseer.dev/resume": "now-1"}}});
+    f.goals
+        .patch("pause", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    f.finish("pause-s1-a2", "Succeeded", "fixed").await;
+    let status = f
+        .status_where("pause", "Succeeded", |s| {
+            s.phase == Some(GoalPhase::Succeeded)
+        })
+        .await;
+    assert_eq!(status.resume_token.as_deref(), Some("now-1"));
+    assert_eq!(status.steps[1].attempt_base, 1);
+    // The completed step never ran again.
+    assert_eq!(
+        f.pod_names().await,
+        names(&["pause-s0-a1", "pause-s1-a1", "pause-s1-a2"])
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_step_past_its_timeout_is_stopped_and_retried() {
+    let f = Fixture::new("goal-timeout").await;
+    let defaults = json!({"runtime": runtime(), "maxRetries": 1, "timeout": "2s", "backoff": {"initial": "1s"}});
+    f.create(
+        "slow",
+        json!({"defaults": defaults, "steps": steps(&["slow"])}),
+    )
+    .await;
+    f.running_pod("slow-s0-a1").await;
+    let timed_out = f
+        .status_where("slow", "step TimedOut", |s| {
+            s.steps[0].phase == StepPhase::TimedOut
+        })
+        .await;
+    assert!(
+        timed_out.steps[0]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("timeout")
+    );
+    f.finish("slow-s0-a2", "Succeeded", "quick this time").await;
+    f.status_where("slow", "Succeeded", |s| {
+        s.phase == Some(GoalPhase::Succeeded)
+    })
+    .await;
+    let first = f.pods.get_opt("slow-s0-a1").await.unwrap();
+    assert!(
+        first.is_none_or(|p| p.metadata.deletion_timestamp.is_some()),
+        "the timed-out pod was stopped"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_restarted_operator_continues_from_status_alone() {
+    let mut f = Fixture::new("goal-restart").await;
+    f.create(
+        "crash",
+        json!({"defaults": {"runtime": runtime()}, "steps": steps(&["a", "b", "c"])}),
+    )
+    .await;
+    f.running_pod("crash-s0-a1").await;
+    // Killed while step a runs; step a finishes while no operator is there.
+    drop(f.operator.take());
+    f.finish("crash-s0-a1", "Succeeded", "a done").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    f.operator = Some(Operator::start(&["--namespace", &f.ns.name]));
+    f.finish("crash-s1-a1", "Succeeded", "b done").await;
+    // Killed again right after it created step c's pod; restarted at once.
+    f.running_pod("crash-s2-a1").await;
+    drop(f.operator.take());
+    f.operator = Some(Operator::start(&["--namespace", &f.ns.name]));
+    f.finish("crash-s2-a1", "Succeeded", "c done").await;
+    let status = f
+        .status_where("crash", "Succeeded", |s| {
+            s.phase == Some(GoalPhase::Succeeded)
+        })
+        .await;
+    assert_eq!(
+        status.steps.iter().map(|s| s.attempts).collect::<Vec<_>>(),
+        [1, 1, 1]
+    );
+    assert_eq!(
+        f.pod_names().await,
+        names(&["crash-s0-a1", "crash-s1-a1", "crash-s2-a1"]),
+        "no pod twice"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn spec_paused_stops_new_steps_and_clearing_it_continues() {
+    let f = Fixture::new("goal-specpause").await;
+    f.create(
+        "hold",
+        json!({"defaults": {"runtime": runtime()}, "steps": steps(&["a", "b"])}),
+    )
+    .await;
+    f.running_pod("hold-s0-a1").await;
+    let pause = json!({"spec": {"paused": true}});
+    f.goals
+        .patch("hold", &PatchParams::default(), &Patch::Merge(&pause))
+        .await
+        .unwrap();
+    f.finish("hold-s0-a1", "Succeeded", "a").await;
+    f.status_where("hold", "Paused after the running step finished", |s| {
+        s.phase == Some(GoalPhase::Paused) && s.completed_steps == 1
+    })
+    .await;
+    assert!(
+        f.pods.get_opt("hold-s1-a1").await.unwrap().is_none(),
+        "no new step while paused"
+    );
+    let unpause = json!({"spec": {"paused": false}});
+    f.goals
+        .patch("hold", &PatchParams::default(), &Patch::Merge(&unpause))
+        .await
+        .unwrap();
+    f.finish("hold-s1-a1", "Succeeded", "b").await;
+    f.status_where("hold", "Succeeded", |s| {
+        s.phase == Some(GoalPhase::Succeeded)
+    })
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn depends_on_waits_and_blocks_with_reasons() {
+    let f = Fixture::new("goal-deps").await;
+    let spec = |deps: &[&str]| json!({"defaults": {"runtime": runtime(), "maxRetries": 0}, "steps": steps(&["x"]), "dependsOn": deps});
+    f.create("second", spec(&["first"])).await;
+    let waiting = f
+        .status_where("second", "Waiting", |s| s.phase == Some(GoalPhase::Waiting))
+        .await;
+    assert!(waiting.message.as_deref().unwrap().contains("first"));
+    f.create("first", spec(&[])).await;
+    f.finish("first-s0-a1", "Succeeded", "done").await;
+    f.running_pod("second-s0-a1").await;
+
+    f.create("loop-a", spec(&["loop-b"])).await;
+    f.create("loop-b", spec(&["loop-a"])).await;
+    let blocked = |reason: &'static str| {
+        move |s: &GoalStatus| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Blocked" && c.status == "True" && c.reason == reason)
+        }
+    };
+    f.status_where("loop-a", "Blocked Deadlock", blocked("Deadlock"))
+        .await;
+
+    f.create("stuck", spec(&[])).await;
+    f.create("after-stuck", spec(&["stuck"])).await;
+    f.finish("stuck-s0-a1", "Failed", "no").await;
+    f.status_where(
+        "after-stuck",
+        "Blocked PredecessorStalled",
+        blocked("PredecessorStalled"),
+    )
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn deleting_a_goal_deletes_its_pods() {
+    let f = Fixture::new("goal-gc").await;
+    f.create(
+        "gone",
+        json!({"defaults": {"runtime": runtime()}, "steps": steps(&["a"])}),
+    )
+    .await;
+    f.running_pod("gone-s0-a1").await;
+    f.goals
+        .delete("gone", &DeleteParams::background())
+        .await
+        .unwrap();
+    wait_in(
+        &f.ns,
+        "garbage collection of the step pod",
+        Duration::from_secs(60),
+        || async {
+            let pod = f.pods.get_opt("gone-s0-a1").await.ok()?;
+            pod.is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+                .then_some(())
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn edited_completed_steps_conflict_and_appended_steps_run() {
+    let f = Fixture::new("goal-edit").await;
+    f.create(
+        "grow",
+        json!({"defaults": {"runtime": runtime()}, "steps": steps(&["a"])}),
+    )
+    .await;
+    f.finish("grow-s0-a1", "Succeeded", "a").await;
+    let done = f
+        .status_where("grow", "Succeeded", |s| {
+            s.phase == Some(GoalPhase::Succeeded)
+        })
+        .await;
+
+    let edit = json!({"spec": {"steps": [{"name": "a", "action": "Implement something else"}]}});
+    f.goals
+        .patch("grow", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    let conflict = f
+        .status_where("grow", "SpecConflict", |s| {
+            s.conditions.iter().any(|c| c.reason == "SpecConflict")
+        })
+        .await;
+    assert_eq!(conflict.steps, done.steps, "nothing else changed");
+    assert_eq!(conflict.completed_steps, 1);
+
+    let append = json!({"spec": {"steps": [{"name": "a", "action": "Implement a"}, {"name": "b", "action": "Implement b"}]}});
+    f.goals
+        .patch("grow", &PatchParams::default(), &Patch::Merge(&append))
+        .await
+        .unwrap();
+    f.finish("grow-s1-a1", "Succeeded", "b").await;
+    f.status_where("grow", "Succeeded again", |s| {
+        s.phase == Some(GoalPhase::Succeeded) && s.completed_steps == 2
+    })
+    .await;
+    assert_eq!(
+        f.pod_names().await,
+        names(&["grow-s0-a1", "grow-s1-a1"]),
+        "only the new step ran"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn the_webhook_hears_of_completion_and_pause_and_an_unreachable_one_is_an_event() {
+    let f = Fixture::new("goal-notify").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buffer = vec![0u8; 65536];
+            let n = socket.read(&mut buffer).await.unwrap();
+            let _ = tx.send(String::from_utf8_lossy(&buffer[..n]).to_string());
+            let _ = socket
+                .write_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n")
+                .await;
+        }
+    });
+    let secrets: Api<Secret> = f.ns.api();
+    for (name, value) in [
+        ("hook", url.as_str()),
+        ("dead-hook", "http://127.0.0.1:9/hook"),
+    ] {
+        let secret: Secret = serde_json::from_value(
+            json!({"metadata": {"name": name}, "stringData": {"url": value}}),
+        )
+        .unwrap();
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+    let spec = |secret: &str, retries: i32| {
+        json!({
+            "defaults": {"runtime": runtime(), "maxRetries": retries},
+            "steps": steps(&["a"]),
+            "notify": {"urlSecretRef": {"name": secret, "key": "url"}}
+        })
+    };
+    f.create("told", spec("hook", 0)).await;
+    f.finish("told-s0-a1", "Succeeded", "ok").await;
+    let request = tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("webhook called on completion")
+        .unwrap();
+    assert!(
+        request.starts_with("POST /hook") && request.contains("\"event\":\"Succeeded\""),
+        "{request}"
+    );
+
+    f.create("told-pause", spec("hook", 0)).await;
+    f.finish("told-pause-s0-a1", "Failed", "no").await;
+    let request = tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("webhook called on pause")
+        .unwrap();
+    assert!(request.contains("\"event\":\"Paused\""), "{request}");
+
+    f.create("untold", spec("dead-hook", 0)).await;
+    f.finish("untold-s0-a1", "Succeeded", "ok").await;
+    let status = f
+        .status_where("untold", "Succeeded despite the dead webhook", |s| {
+            s.phase == Some(GoalPhase::Succeeded)
+        })
+        .await;
+    assert_eq!(status.completed_steps, 1);
+    wait_in(&f.ns, "NotifyFailed event", WAIT, || async {
+        let failed = f.events("NotifyFailed").await;
+        failed
+            .iter()
+            .find(|e| e.type_.as_deref() == Some("Warning"))
+            .map(|e| e.message.clone())
+    })
+    .await;
+}
