@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CLUSTER := hack/testenv/cluster.sh
 TEST_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: run test lint unit integration cluster cluster-down testenv generate build
+.PHONY: run test lint unit integration cluster cluster-down testenv generate build bench
 
 ## The operator against the current cluster, or against the local one it brings up.
 run:
@@ -45,3 +45,8 @@ generate:
 
 build:
 	cargo build --release
+
+## Step-advance latency (p50/p99 over 100 transitions) on the local cluster.
+bench:
+	bash $(CLUSTER) up test
+	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench step_advance

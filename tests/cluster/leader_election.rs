@@ -4,12 +4,23 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::Api;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
+use overseer::goal::Goal;
 
 use crate::support::cluster::{Operator, TestNamespace, client, install_crds, wait_in};
 
 fn holder_of(lease: &Lease) -> Option<String> {
     lease.spec.as_ref()?.holder_identity.clone()
+}
+
+/// Goal reconciliations a replica reports.
+fn reconciled(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .find(|l| l.starts_with("overseer_reconciliations_total{controller=\"goal\"}"))
+        .and_then(|l| l.split_whitespace().last()?.parse().ok())
+        .unwrap_or(0)
 }
 
 fn is_leader(metrics: &str) -> bool {
