@@ -6,6 +6,7 @@
 mod support;
 
 mod api_server;
+mod chart;
 mod exec;
 mod goal;
 mod leader_election;

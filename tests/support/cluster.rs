@@ -236,13 +236,18 @@ pub struct Operator {
 
 impl Operator {
     pub fn start(args: &[&str]) -> Operator {
+        Operator::start_with_kubeconfig(&kubeconfig_path(), args)
+    }
+
+    /// Runs with another identity, for example a ServiceAccount's token.
+    pub fn start_with_kubeconfig(kubeconfig: &std::path::Path, args: &[&str]) -> Operator {
         let port = free_port();
         let metrics_addr = format!("127.0.0.1:{port}");
         let child = Command::new(env!("CARGO_BIN_EXE_overseer"))
             .arg("run")
             .args(["--metrics-addr", &metrics_addr])
             .args(args)
-            .env("KUBECONFIG", kubeconfig_path())
+            .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info,overseer=debug")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

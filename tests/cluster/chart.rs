@@ -1,0 +1,165 @@
+//! The Helm chart renders, installs, and its least-privilege RBAC is enough: the
+//! operator runs a goal as the chart's ServiceAccount.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{AuthInfo, Kubeconfig};
+use overseer::goal::{Goal, GoalPhase};
+use serde_json::json;
+
+use crate::support::cluster::{
+    Operator, TestNamespace, client, install_crds, kubeconfig_path, repo_root, wait_in,
+};
+
+fn tool(name: &str) -> std::path::PathBuf {
+    repo_root().join(".cluster/bin").join(name)
+}
+
+fn kubectl(args: &[&str], stdin: Option<&str>) -> String {
+    let mut child = Command::new(tool("kubectl"))
+        .arg("--kubeconfig")
+        .arg(kubeconfig_path())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(input) = stdin {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn the_chart_installs_and_its_rbac_is_enough_to_run_a_goal() {
+    let client = client().await;
+    install_crds(&client).await;
+    let ns = TestNamespace::new(&client, "chart").await;
+    let chart = repo_root().join("charts/overseer");
+    let lint = Command::new(tool("helm"))
+        .arg("lint")
+        .arg(&chart)
+        .output()
+        .unwrap();
+    assert!(
+        lint.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lint.stdout)
+    );
+    let rendered = Command::new(tool("helm"))
+        .args(["template", "overseer"])
+        .arg(&chart)
+        .args([
+            "--namespace",
+            &ns.name,
+            "--set",
+            &format!("watchNamespace={},replicas=0", ns.name),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    kubectl(
+        &["apply", "-n", &ns.name, "-f", "-"],
+        Some(&String::from_utf8(rendered.stdout).unwrap()),
+    );
+
+    // A kubeconfig that is the chart's ServiceAccount and nothing more.
+    let token = kubectl(
+        &[
+            "create",
+            "token",
+            "overseer",
+            "-n",
+            &ns.name,
+            "--duration",
+            "1h",
+        ],
+        None,
+    );
+    let mut kubeconfig = Kubeconfig::read_from(kubeconfig_path()).unwrap();
+    for named in kubeconfig.auth_infos.iter_mut() {
+        named.auth_info = Some(AuthInfo {
+            token: Some(token.trim().to_string().into()),
+            ..Default::default()
+        });
+    }
+    let path = std::env::temp_dir().join(format!("overseer-sa-{}.kubeconfig", ns.name));
+    std::fs::write(&path, serde_yaml::to_string(&kubeconfig).unwrap()).unwrap();
+    let _operator = Operator::start_with_kubeconfig(
+        &path,
+        &[
+            "--namespace",
+            &ns.name,
+            "--leader-elect",
+            "--lease-namespace",
+            &ns.name,
+        ],
+    );
+
+    let goals: Api<Goal> = ns.api();
+    let goal: Goal = serde_json::from_value(json!({
+        "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": "rbac"},
+        "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}},
+                 "steps": [{"name": "a", "action": "Implement a"}]}
+    }))
+    .unwrap();
+    goals.create(&PostParams::default(), &goal).await.unwrap();
+    let pods: Api<Pod> = ns.api();
+    wait_in(&ns, "step pod running", Duration::from_secs(30), || async {
+        let pod = pods.get_opt("rbac-s0-a1").await.ok()??;
+        (pod.status?.phase.as_deref() == Some("Running")).then_some(())
+    })
+    .await;
+    let finish = json!({"metadata": {"annotations": {"kwok.overseer.dev/outcome": "Succeeded"}}});
+    pods.patch(
+        "rbac-s0-a1",
+        &PatchParams::default(),
+        &Patch::Merge(&finish),
+    )
+    .await
+    .unwrap();
+    wait_in(
+        &ns,
+        "goal Succeeded as the ServiceAccount",
+        Duration::from_secs(30),
+        || async {
+            let phase = goals.get("rbac").await.ok()?.status?.phase;
+            (phase == Some(GoalPhase::Succeeded)).then_some(())
+        },
+    )
+    .await;
+    let events: Api<Event> = ns.api();
+    let reasons: Vec<String> = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r == "GoalSucceeded"),
+        "events were allowed: {reasons:?}"
+    );
+    let _ = std::fs::remove_file(path);
+}
