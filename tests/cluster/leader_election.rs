@@ -79,12 +79,35 @@ async fn only_the_lease_holder_acts_and_the_standby_takes_over() {
         || second.metrics(),
     )
     .await;
+    // A goal to act on: only the leader reconciles it.
+    let goals: Api<Goal> = ns.api();
+    let goal: Goal = serde_json::from_value(serde_json::json!({
+        "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": "work"},
+        "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}},
+                 "steps": [{"name": "a", "action": "Implement a"}]}
+    }))
+    .unwrap();
+    goals.create(&PostParams::default(), &goal).await.unwrap();
+    let pods: Api<Pod> = ns.api();
+    wait_in(
+        &ns,
+        "the leader starts the goal",
+        Duration::from_secs(20),
+        || async { pods.get_opt("work-s0-a1").await.ok()?.map(|_| ()) },
+    )
+    .await;
     // The standby waits well past a full lease duration without acting.
     tokio::time::sleep(lease_duration * 2).await;
+    let standby = second.metrics().await.unwrap();
     assert!(
-        !is_leader(&second.metrics().await.unwrap()),
+        !is_leader(&standby),
         "the standby must not act while the leader renews"
     );
+    assert!(
+        reconciled(&first.metrics().await.unwrap()) > 0,
+        "the leader reconciled"
+    );
+    assert_eq!(reconciled(&standby), 0, "the standby reconciled nothing");
     let lease = leases.get("overseer-test").await.unwrap();
     assert_eq!(holder_of(&lease).as_deref(), Some(holder.as_str()));
 
