@@ -751,10 +751,7 @@ pub fn pod_name(goal: &str, step: usize, attempt: i32) -> String {
 /// Stable hash of a step's spec (FNV-1a over its JSON).
 pub fn fingerprint(step: &Step) -> String {
     let json = serde_json::to_string(step).unwrap_or_default();
-    let hash = json.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("{hash:016x}")
+    format!("{:016x}", crate::api::fnv1a(json.as_bytes()))
 }
 
 fn truncate_result(message: &str) -> String {
