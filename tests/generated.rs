@@ -50,6 +50,17 @@ fn api_reference_matches_the_code() {
 }
 
 #[test]
+fn runtime_registry_doc_matches_the_code() {
+    let doc = format!(
+        "# Runtime registry\n\nGenerated from `src/runtimes.rs`; a test fails when this file drifts.\n\
+         A `custom` runtime has no defaults: its `command` is required. A user `command`\n\
+         replaces the registry's; `args` are appended before the prompt.\n\n{}",
+        overseer::runtimes::markdown_table()
+    );
+    check_generated("docs/runtimes.md", &doc);
+}
+
+#[test]
 fn crd_snapshots() {
     // One snapshot per CRD, so that every schema change shows in review.
     for crd in overseer::crd::all() {

@@ -3,8 +3,8 @@
 //! kwok runs the command on its host. It copies stdin into the process but never
 //! closes the pipe (kwok v0.8.0 pkg/utils/exec/exec.go: `io.Copy(inPipe, opt.In)`
 //! without `inPipe.Close()`), so a reader waiting for end-of-file hangs. The input path
-//! therefore frames a message by its length (`overseer input --bytes N`), which works
-//! the same on a real kubelet; these tests prove that framing and the exit status.
+//! must frame a message by its length (`head -c N` stands in for the reader here),
+//! which works the same on a real kubelet; these tests prove that framing and the exit status.
 
 use std::time::Duration;
 
