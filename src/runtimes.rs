@@ -108,21 +108,40 @@ pub fn headless_command(spec: &RuntimeSpec, prompt: &str) -> Vec<String> {
 /// The registry as the Markdown table of docs/runtimes.md (kept true by a test).
 pub fn markdown_table() -> String {
     let code = |parts: &[&str]| {
-        if parts.is_empty() { "-".to_string() } else { format!("`{}`", parts.join(" ")) }
+        if parts.is_empty() {
+            "-".to_string()
+        } else {
+            format!("`{}`", parts.join(" "))
+        }
     };
     let mut out = String::from(
         "| runtime | TUI command | headless command | prompt flag | resume flag | waiting-for-human patterns | instruction file |\n|---|---|---|---|---|---|---|\n",
     );
     for r in REGISTRY {
-        let name = serde_json::to_value(r.name).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-        let flag = if r.prompt_flag.is_empty() { "(positional)".to_string() } else { format!("`{}`", r.prompt_flag) };
-        let patterns: Vec<String> = r.waiting_patterns.iter().map(|p| format!("`{p}`")).collect();
+        let name = serde_json::to_value(r.name)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        let flag = if r.prompt_flag.is_empty() {
+            "(positional)".to_string()
+        } else {
+            format!("`{}`", r.prompt_flag)
+        };
+        let patterns: Vec<String> = r
+            .waiting_patterns
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect();
         out.push_str(&format!(
             "| {name} | {} | {} | {flag} | {} | {} | {} |\n",
             code(r.tui),
             code(r.headless),
             code(r.resume_flag),
-            if patterns.is_empty() { "-".into() } else { patterns.join(", ") },
+            if patterns.is_empty() {
+                "-".into()
+            } else {
+                patterns.join(", ")
+            },
             r.instruction_file
         ));
     }
