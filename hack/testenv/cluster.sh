@@ -80,7 +80,7 @@ up() {
 down() {
   if [ -d "$KWOK_WORKDIR" ]; then
     log "deleting cluster"
-    "$bin/kwokctl" delete cluster --name "$name" >&2 || true
+    "$bin/kwokctl" delete cluster --name "$name" >/dev/null 2>&1 || log "kwokctl delete failed; removing its state anyway"
   fi
   rm -rf "$KWOK_WORKDIR" "$state/kubeconfig" "$state/profile" "$state/kwok.yaml"
 }
