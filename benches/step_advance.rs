@@ -14,7 +14,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use overseer::goal::Goal;
 use serde_json::json;
-use support::cluster::{Operator, TestNamespace, client, install_crds};
+use support::cluster::{Operator, setup};
 
 /// Two goals of 51 steps: 100 transitions (a goal holds at most 100 steps).
 const GOALS: usize = 2;
@@ -24,9 +24,7 @@ type PodEvents = BoxStream<'static, Result<Pod, watcher::Error>>;
 
 #[tokio::main]
 async fn main() {
-    let client = client().await;
-    install_crds(&client).await;
-    let ns = TestNamespace::new(&client, "bench-advance").await;
+    let ns = setup("bench-advance").await;
     let operator = Operator::start(&["--namespace", &ns.name]);
     let goals: Api<Goal> = ns.api();
     let pods: Api<Pod> = ns.api();

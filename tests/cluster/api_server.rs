@@ -5,7 +5,7 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use serde_json::Value;
 
 use crate::support::cases::{self};
-use crate::support::cluster::{TestNamespace, client, install_crds};
+use crate::support::cluster::{TestNamespace, setup};
 
 fn api_for(ns: &TestNamespace, object: &Value) -> Api<DynamicObject> {
     let kind = object["kind"].as_str().expect("object has a kind");
@@ -31,9 +31,7 @@ async fn create(ns: &TestNamespace, object: &Value) -> Result<DynamicObject, kub
 #[tokio::test]
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn every_example_is_accepted() {
-    let client = client().await;
-    install_crds(&client).await;
-    let ns = TestNamespace::new(&client, "examples").await;
+    let ns = setup("examples").await;
     let dir = crate::support::cluster::repo_root().join("examples");
     let mut created = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -57,9 +55,7 @@ async fn every_example_is_accepted() {
 #[tokio::test]
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn bad_inputs_are_refused_with_the_field_and_message() {
-    let client = client().await;
-    install_crds(&client).await;
-    let ns = TestNamespace::new(&client, "validation").await;
+    let ns = setup("validation").await;
     let table = cases::load();
     assert!(table.bad.len() >= 18, "the table lost cases");
     for (i, case) in table.bad.iter().enumerate() {

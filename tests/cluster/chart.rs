@@ -10,9 +10,7 @@ use kube::config::{AuthInfo, Kubeconfig};
 use overseer::goal::{Goal, GoalPhase};
 use serde_json::json;
 
-use crate::support::cluster::{
-    Operator, TestNamespace, client, install_crds, kubeconfig_path, repo_root, wait_in,
-};
+use crate::support::cluster::{Operator, kubeconfig_path, repo_root, setup, wait_in};
 
 fn tool(name: &str) -> std::path::PathBuf {
     repo_root().join(".cluster/bin").join(name)
@@ -49,9 +47,7 @@ fn kubectl(args: &[&str], stdin: Option<&str>) -> String {
 #[tokio::test]
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn the_chart_installs_and_its_rbac_is_enough_to_run_a_goal() {
-    let client = client().await;
-    install_crds(&client).await;
-    let ns = TestNamespace::new(&client, "chart").await;
+    let ns = setup("chart").await;
     let chart = repo_root().join("charts/overseer");
     let lint = Command::new(tool("helm"))
         .arg("lint")

@@ -9,7 +9,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use overseer::goal::{Goal, GoalPhase, GoalStatus, StepPhase};
 use serde_json::json;
 
-use crate::support::cluster::{Operator, TestNamespace, client, install_crds, wait_in};
+use crate::support::cluster::{Operator, TestNamespace, setup, wait_in};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -22,9 +22,7 @@ struct Fixture {
 
 impl Fixture {
     async fn new(test: &str) -> Fixture {
-        let client = client().await;
-        install_crds(&client).await;
-        let ns = TestNamespace::new(&client, test).await;
+        let ns = setup(test).await;
         let operator = Some(Operator::start(&["--namespace", &ns.name]));
         Fixture {
             goals: ns.api(),

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use overseer::goal::Goal;
 
-use crate::support::cluster::{Operator, TestNamespace, client, install_crds, wait_in};
+use crate::support::cluster::{Operator, setup, wait_in};
 
 fn holder_of(lease: &Lease) -> Option<String> {
     lease.spec.as_ref()?.holder_identity.clone()
@@ -32,9 +32,7 @@ fn is_leader(metrics: &str) -> bool {
 #[tokio::test]
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn only_the_lease_holder_acts_and_the_standby_takes_over() {
-    let client = client().await;
-    install_crds(&client).await;
-    let ns = TestNamespace::new(&client, "leader").await;
+    let ns = setup("leader").await;
     let lease_duration = Duration::from_secs(4);
     let args = [
         "--leader-elect",

@@ -78,6 +78,13 @@ pub async fn install_crds(client: &Client) {
     }
 }
 
+/// The usual start of a cluster test: the CRDs installed and a fresh namespace.
+pub async fn setup(test: &str) -> TestNamespace {
+    let client = client().await;
+    install_crds(&client).await;
+    TestNamespace::new(&client, test).await
+}
+
 /// A namespace of one test, deleted when the test ends (also when it panics).
 pub struct TestNamespace {
     pub name: String,
@@ -184,8 +191,8 @@ fn rand_suffix() -> u32 {
     hasher.finish() as u32
 }
 
-/// Polls `check` until it yields a value; panics with `what` after `timeout`.
-pub async fn wait_until<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+/// Polls `check` every 100 ms until it yields a value, or None after `timeout`.
+async fn poll<T, F, Fut>(timeout: Duration, mut check: F) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -193,38 +200,39 @@ where
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         if let Some(value) = check().await {
-            return value;
+            return Some(value);
         }
         if tokio::time::Instant::now() >= deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
+            return None;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
-/// Like `wait_until`, but dumps the namespace's objects and events on timeout.
-pub async fn wait_in<T, F, Fut>(
-    ns: &TestNamespace,
-    what: &str,
-    timeout: Duration,
-    mut check: F,
-) -> T
+/// Polls `check` until it yields a value; panics with `what` after `timeout`.
+pub async fn wait_until<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            panic!(
-                "timed out after {timeout:?} waiting for {what}\n{}",
-                ns.dump().await
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    match poll(timeout, check).await {
+        Some(value) => value,
+        None => panic!("timed out after {timeout:?} waiting for {what}"),
+    }
+}
+
+/// Like `wait_until`, but dumps the namespace's objects and events on timeout.
+pub async fn wait_in<T, F, Fut>(ns: &TestNamespace, what: &str, timeout: Duration, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    match poll(timeout, check).await {
+        Some(value) => value,
+        None => panic!(
+            "timed out after {timeout:?} waiting for {what}\n{}",
+            ns.dump().await
+        ),
     }
 }
 
