@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod, Secret};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action as Requeue, Controller};
 use kube::runtime::events::{Event, EventType};
@@ -165,7 +165,12 @@ async fn reconcile(goal: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                     overseer_image: &ctx.overseer_image,
                 });
                 match pods.create(&PostParams::default(), &pod).await {
-                    Ok(_) => info!(pod = pod.metadata.name.as_deref(), "created step pod"),
+                    Ok(_) => {
+                        info!(pod = pod.metadata.name.as_deref(), "created step pod");
+                        if *attempt > 1 {
+                            ctx.metrics.step_retries.inc();
+                        }
+                    }
                     Err(kube::Error::Api(status)) if status.code == 409 => {}
                     Err(error) => return Err(error.into()),
                 }
@@ -186,8 +191,16 @@ async fn reconcile(goal: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                 warning,
                 reason,
                 message,
+                pod,
             } => {
-                publish(ctx, &goal, *warning, reason, message).await;
+                let related = pod.as_ref().map(|name| ObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Pod".into()),
+                    name: Some(name.clone()),
+                    namespace: Some(namespace.clone()),
+                    ..Default::default()
+                });
+                publish(ctx, &goal, *warning, reason, message, related).await;
                 if *reason == "StepSucceeded" || *reason == "StepFailed" {
                     ctx.metrics
                         .step_results
@@ -195,9 +208,6 @@ async fn reconcile(goal: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                             result: reason.to_string(),
                         })
                         .inc();
-                }
-                if *reason == "StepFailed" && *warning {
-                    ctx.metrics.step_retries.inc();
                 }
             }
             Action::Notify { reason, message } => notify(ctx, &goal, *reason, message).await,
@@ -240,7 +250,14 @@ fn observe(pod: &Pod) -> Option<StepPod> {
     })
 }
 
-async fn publish(ctx: &Context, goal: &Goal, warning: bool, reason: &str, message: &str) {
+async fn publish(
+    ctx: &Context,
+    goal: &Goal,
+    warning: bool,
+    reason: &str,
+    message: &str,
+    related: Option<ObjectReference>,
+) {
     let event = Event {
         type_: if warning {
             EventType::Warning
@@ -250,7 +267,7 @@ async fn publish(ctx: &Context, goal: &Goal, warning: bool, reason: &str, messag
         reason: reason.into(),
         note: Some(message.chars().take(1000).collect()),
         action: "Reconcile".into(),
-        secondary: None,
+        secondary: related,
     };
     if let Err(error) = ctx.recorder.publish(&event, &goal.object_ref(&())).await {
         warn!(%error, reason, "publishing an event failed");
@@ -278,6 +295,7 @@ async fn notify(ctx: &Context, goal: &Goal, reason: NotifyReason, message: &str)
                 true,
                 "NotifyFailed",
                 &format!("reading Secret {}: {error}", reference.name),
+                None,
             )
             .await;
             return;
@@ -285,7 +303,7 @@ async fn notify(ctx: &Context, goal: &Goal, reason: NotifyReason, message: &str)
     };
     let Some(url) = url.map(|u| u.trim().to_string()) else {
         let note = format!("Secret {} has no key {}", reference.name, reference.key);
-        publish(ctx, goal, true, "NotifyFailed", &note).await;
+        publish(ctx, goal, true, "NotifyFailed", &note, None).await;
         return;
     };
     let payload = json!({
@@ -303,10 +321,11 @@ async fn notify(ctx: &Context, goal: &Goal, reason: NotifyReason, message: &str)
                 false,
                 "Notified",
                 &format!("webhook notified: {reason:?}"),
+                None,
             )
             .await
         }
         // The error never contains the URL: the Secret's content stays out of events.
-        Err(error) => publish(ctx, goal, true, "NotifyFailed", &error).await,
+        Err(error) => publish(ctx, goal, true, "NotifyFailed", &error, None).await,
     }
 }

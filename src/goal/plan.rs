@@ -90,6 +90,8 @@ pub enum Action {
         warning: bool,
         reason: &'static str,
         message: String,
+        /// The step pod the Event is about, if any (its `related` object).
+        pod: Option<String>,
     },
 }
 
@@ -456,7 +458,8 @@ impl Planner<'_> {
             timeout,
         });
         if new_attempt {
-            self.event(
+            self.step_event(
+                i,
                 false,
                 "StepStarted",
                 format!("step {} attempt {attempt} started", step.name),
@@ -494,7 +497,7 @@ impl Planner<'_> {
         entry.next_retry_time = None;
         entry.message = None;
         self.status.completed_steps = i as i32 + 1;
-        self.event(false, "StepSucceeded", format!("step {name} succeeded"));
+        self.step_event(i, false, "StepSucceeded", format!("step {name} succeeded"));
     }
 
     fn fail_step(&mut self, i: usize, phase: StepPhase, message: String) {
@@ -514,7 +517,8 @@ impl Planner<'_> {
             let delay = backoff(&self.input.spec.defaults.backoff, used);
             let at = self.input.now + delay;
             entry.next_retry_time = Some(Time(at));
-            self.event(
+            self.step_event(
+                i,
                 true,
                 "StepFailed",
                 format!(
@@ -534,7 +538,7 @@ impl Planner<'_> {
                 self.status.phase = Some(GoalPhase::Paused);
                 self.condition("Paused", true, "StepFailed", &summary);
                 self.condition("Progressing", false, "StepFailed", &summary);
-                self.event(true, "StepFailed", summary.clone());
+                self.step_event(i, true, "StepFailed", summary.clone());
                 self.actions.push(Action::Notify {
                     reason: NotifyReason::Paused,
                     message: summary,
@@ -610,6 +614,19 @@ impl Planner<'_> {
             warning,
             reason,
             message,
+            pod: None,
+        });
+    }
+
+    /// An Event about step `i`, related to its current pod: Events of different
+    /// attempts stay apart instead of being merged into one series.
+    fn step_event(&mut self, i: usize, warning: bool, reason: &'static str, message: String) {
+        let pod = self.status.steps[i].pod_name.clone();
+        self.actions.push(Action::Event {
+            warning,
+            reason,
+            message,
+            pod,
         });
     }
 }

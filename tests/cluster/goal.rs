@@ -178,6 +178,17 @@ async fn three_steps_succeed_in_order_with_results_passed_on() {
         ["result of a", "result of b", "result of c"]
     );
     assert!(status.started_at.is_some() && status.finished_at.is_some());
+    // One Event per step, each related to its pod (not merged into one series).
+    let succeeded = f.events("StepSucceeded").await;
+    let related: BTreeSet<String> = succeeded
+        .iter()
+        .filter_map(|e| e.related.as_ref()?.name.clone())
+        .collect();
+    assert_eq!(
+        related,
+        names(&["ship-s0-a1", "ship-s1-a1", "ship-s2-a1"]),
+        "{succeeded:?}"
+    );
     assert_eq!(
         f.pod_names().await,
         names(&["ship-s0-a1", "ship-s1-a1", "ship-s2-a1"])
