@@ -45,6 +45,24 @@ async fn main() {
         goals.create(&PostParams::default(), &goal).await.unwrap();
         run_goal(&pods, &mut created, &name, &mut latencies).await;
     }
+    // The operator's own share: pod seen Succeeded → next pod created, inside one reconcile.
+    if let Some(metrics) = operator.metrics().await {
+        let value = |name: &str| -> f64 {
+            metrics
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().last()?.parse().ok())
+                .unwrap_or(0.0)
+        };
+        let (sum, count) = (
+            value("overseer_goal_step_advance_seconds_sum"),
+            value("overseer_goal_step_advance_seconds_count"),
+        );
+        println!(
+            "inside the operator: {count} advances, mean {:.1} ms",
+            1000.0 * sum / count.max(1.0)
+        );
+    }
     drop(operator);
     report(latencies);
 }

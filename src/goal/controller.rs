@@ -138,7 +138,12 @@ async fn reconcile(goal: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
     }
     let recorded_success =
         plan.status.completed_steps > goal.status.as_ref().map_or(0, |s| s.completed_steps);
-    for action in &plan.actions {
+    // Pods first: Events and notifications must not delay the next step.
+    let (pod_actions, other_actions): (Vec<&Action>, Vec<&Action>) = plan
+        .actions
+        .iter()
+        .partition(|a| matches!(a, Action::CreatePod { .. } | Action::DeletePod { .. }));
+    for action in pod_actions.into_iter().chain(other_actions) {
         match action {
             Action::CreatePod {
                 step,

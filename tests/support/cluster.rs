@@ -240,6 +240,8 @@ where
 pub struct Operator {
     pub child: Child,
     pub metrics_addr: String,
+    /// Where the operator's log is written.
+    pub log_path: PathBuf,
 }
 
 impl Operator {
@@ -251,6 +253,11 @@ impl Operator {
     pub fn start_with_kubeconfig(kubeconfig: &std::path::Path, args: &[&str]) -> Operator {
         let port = free_port();
         let metrics_addr = format!("127.0.0.1:{port}");
+        // The operator's log goes to a file (a pipe nobody reads would fill and block it).
+        let log_dir = repo_root().join("target/test-logs");
+        std::fs::create_dir_all(&log_dir).unwrap();
+        let log_path = log_dir.join(format!("operator-{port}.log"));
+        let log = std::fs::File::create(&log_path).expect("operator log file");
         let child = Command::new(env!("CARGO_BIN_EXE_overseer"))
             .arg("run")
             .args(["--metrics-addr", &metrics_addr])
@@ -258,12 +265,13 @@ impl Operator {
             .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info,overseer=debug")
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(log)
             .spawn()
             .expect("start overseer run");
         Operator {
             child,
             metrics_addr,
+            log_path,
         }
     }
 
