@@ -70,12 +70,18 @@ fn error_policy(goal: Arc<Goal>, error: &Error, gc: Arc<GoalContext>) -> Requeue
     Requeue::requeue(Duration::from_secs(5))
 }
 
-#[instrument(skip_all, fields(goal = %goal.name_any(), namespace = goal.namespace().unwrap_or_default()))]
-async fn reconcile(goal: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
+#[instrument(skip_all, fields(goal = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
+async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
     let started = Instant::now();
     let ctx = &gc.ctx;
-    let namespace = goal.namespace().unwrap_or_default();
-    let name = goal.name_any();
+    let namespace = cached.namespace().unwrap_or_default();
+    let name = cached.name_any();
+    let goals_api: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
+    // Status is the checkpoint: decide on the latest one, never on a cache that may
+    // not have seen our previous write yet (that would repeat events and notifications).
+    let Some(goal) = goals_api.get_opt(&name).await? else {
+        return Ok(Requeue::await_change());
+    };
     if goal.meta().deletion_timestamp.is_some() {
         return Ok(Requeue::await_change());
     }
@@ -124,7 +130,6 @@ async fn reconcile(goal: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
     });
 
     // Act: status first (the commit point), then pods, events and notifications.
-    let goals_api: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
     if goal.status.as_ref() != Some(&plan.status) {
         let patch =
             json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "status": plan.status});

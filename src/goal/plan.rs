@@ -302,6 +302,7 @@ impl Planner<'_> {
                 .unwrap_or(0);
             let entry = &mut self.status.steps[i];
             if newest_pod > entry.attempts {
+                entry.fingerprint = Some(fingerprint(step));
                 entry.attempts = newest_pod;
                 entry.phase = StepPhase::Running;
                 entry.pod_name = Some(pod_name(self.input.name, i, newest_pod));

@@ -354,6 +354,10 @@ fn a_pod_created_before_a_crash_is_adopted_not_twinned() {
     let plan = case.plan();
     assert!(creates(&plan).is_empty(), "{:?}", plan.actions);
     assert_eq!(plan.status.steps[0].attempts, 1);
+    assert!(
+        plan.status.steps[0].fingerprint.is_some(),
+        "an adopted attempt still guards against edits"
+    );
 }
 
 #[test]
