@@ -5,12 +5,14 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::config::{AuthInfo, Kubeconfig};
 use overseer::goal::{Goal, GoalPhase};
 use serde_json::json;
 
-use crate::support::cluster::{Operator, kubeconfig_path, repo_root, setup, wait_in};
+use crate::support::cluster::{
+    Operator, create_simple_goal, kubeconfig_path, repo_root, setup, wait_in,
+};
 
 fn tool(name: &str) -> std::path::PathBuf {
     repo_root().join(".cluster/bin").join(name)
@@ -114,13 +116,7 @@ async fn the_chart_installs_and_its_rbac_is_enough_to_run_a_goal() {
     );
 
     let goals: Api<Goal> = ns.api();
-    let goal: Goal = serde_json::from_value(json!({
-        "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": "rbac"},
-        "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}},
-                 "steps": [{"name": "a", "action": "Implement a"}]}
-    }))
-    .unwrap();
-    goals.create(&PostParams::default(), &goal).await.unwrap();
+    create_simple_goal(&ns, "rbac", &["a"]).await;
     let pods: Api<Pod> = ns.api();
     wait_in(&ns, "step pod running", Duration::from_secs(30), || async {
         let pod = pods.get_opt("rbac-s0-a1").await.ok()??;

@@ -5,10 +5,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, PostParams};
-use overseer::goal::Goal;
+use kube::api::Api;
 
-use crate::support::cluster::{Operator, setup, wait_in};
+use crate::support::cluster::{Operator, create_simple_goal, setup, wait_in};
 
 fn holder_of(lease: &Lease) -> Option<String> {
     lease.spec.as_ref()?.holder_identity.clone()
@@ -78,14 +77,7 @@ async fn only_the_lease_holder_acts_and_the_standby_takes_over() {
     )
     .await;
     // A goal to act on: only the leader reconciles it.
-    let goals: Api<Goal> = ns.api();
-    let goal: Goal = serde_json::from_value(serde_json::json!({
-        "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": "work"},
-        "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}},
-                 "steps": [{"name": "a", "action": "Implement a"}]}
-    }))
-    .unwrap();
-    goals.create(&PostParams::default(), &goal).await.unwrap();
+    create_simple_goal(&ns, "work", &["a"]).await;
     let pods: Api<Pod> = ns.api();
     wait_in(
         &ns,

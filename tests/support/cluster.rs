@@ -85,6 +85,23 @@ pub async fn setup(test: &str) -> TestNamespace {
     TestNamespace::new(&client, test).await
 }
 
+/// Creates a Goal of one `Implement` step per name, run headless by a codex image.
+pub async fn create_simple_goal(ns: &TestNamespace, name: &str, steps: &[&str]) {
+    let steps: Vec<_> = steps
+        .iter()
+        .map(|s| serde_json::json!({"name": s, "action": format!("Implement {s}")}))
+        .collect();
+    let goal: overseer::goal::Goal = serde_json::from_value(serde_json::json!({
+        "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": name},
+        "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}}, "steps": steps}
+    }))
+    .unwrap();
+    ns.api::<overseer::goal::Goal>()
+        .create(&PostParams::default(), &goal)
+        .await
+        .expect("create goal");
+}
+
 /// A namespace of one test, deleted when the test ends (also when it panics).
 pub struct TestNamespace {
     pub name: String,
