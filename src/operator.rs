@@ -39,10 +39,19 @@ impl Context {
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
         K::DynamicType: Default,
     {
-        match &self.namespace {
-            Some(ns) => Api::namespaced(self.client.clone(), ns),
-            None => Api::all(self.client.clone()),
-        }
+        scoped_api(&self.client, self.namespace.as_deref())
+    }
+}
+
+/// An `Api` of `K` in one namespace, or in all when `namespace` is None.
+fn scoped_api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
     }
 }
 
@@ -166,10 +175,7 @@ pub async fn ensure_crds(client: &Client, namespace: Option<&str>) -> Result<()>
             + std::fmt::Debug,
         K::DynamicType: Default,
     {
-        let api: Api<K> = match namespace {
-            Some(ns) => Api::namespaced(client.clone(), ns),
-            None => Api::all(client.clone()),
-        };
+        let api: Api<K> = scoped_api(client, namespace);
         match api.list_metadata(&ListParams::default().limit(1)).await {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(status)) if status.code == 404 => {

@@ -59,6 +59,11 @@ const KEYWORDS: &[(&str, &[&str])] = &[
 /// with its verb ("Write a test" is building, "Run tests and fix" is guarding). At
 /// the same position the longer keyword wins. No keyword: builder.
 pub fn infer(action: &str) -> Performer {
+    infer_from_keywords(action).unwrap_or_else(|| Performer::Role("builder".into()))
+}
+
+/// The performer a keyword of the action names, or None when no keyword appears.
+fn infer_from_keywords(action: &str) -> Option<Performer> {
     let text = action.to_lowercase();
     let mut best: Option<(usize, usize, &str)> = None;
     for (role, keywords) in KEYWORDS {
@@ -74,11 +79,10 @@ pub fn infer(action: &str) -> Performer {
             }
         }
     }
-    match best.map(|(_, _, role)| role) {
-        Some("notify") => Performer::Notify,
-        Some(role) => Performer::Role(role.into()),
-        None => Performer::Role("builder".into()),
-    }
+    best.map(|(_, _, role)| match role {
+        "notify" => Performer::Notify,
+        role => Performer::Role(role.into()),
+    })
 }
 
 /// Position of `word` in `text` as a whole word (or phrase).
@@ -103,15 +107,8 @@ pub fn performer(step_role: Option<&str>, action: &str, default_role: Option<&st
     if let Some(role) = step_role {
         return Performer::Role(role.into());
     }
-    let inferred = infer(action);
-    let matched_keyword = KEYWORDS
-        .iter()
-        .flat_map(|(_, k)| k.iter())
-        .any(|k| find_word(&action.to_lowercase(), k).is_some());
-    match (inferred, default_role) {
-        (Performer::Role(_), Some(default)) if !matched_keyword => Performer::Role(default.into()),
-        (inferred, _) => inferred,
-    }
+    infer_from_keywords(action)
+        .unwrap_or_else(|| Performer::Role(default_role.unwrap_or("builder").into()))
 }
 
 #[cfg(test)]
