@@ -1,7 +1,7 @@
 //! The Helm chart renders, installs, and its least-privilege RBAC is enough: the
 //! operator runs a goal as the chart's ServiceAccount.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -11,33 +11,11 @@ use overseer::goal::{Goal, GoalPhase};
 use serde_json::json;
 
 use crate::support::cluster::{
-    Operator, create_simple_goal, kubeconfig_path, repo_root, setup, wait_in,
+    Operator, create_simple_goal, kubeconfig_path, kubectl, repo_root, setup, tool, wait_in,
 };
 
-fn tool(name: &str) -> std::path::PathBuf {
-    repo_root().join(".cluster/bin").join(name)
-}
-
-fn kubectl(args: &[&str], stdin: Option<&str>) -> String {
-    let mut child = Command::new(tool("kubectl"))
-        .arg("--kubeconfig")
-        .arg(kubeconfig_path())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(input) = stdin {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-    }
-    let output = child.wait_with_output().unwrap();
+fn kubectl_ok(args: &[&str], stdin: Option<&str>) -> String {
+    let output = kubectl(args, stdin.unwrap_or_default());
     assert!(
         output.status.success(),
         "kubectl {args:?}: {}",
@@ -77,13 +55,13 @@ async fn the_chart_installs_and_its_rbac_is_enough_to_run_a_goal() {
         "{}",
         String::from_utf8_lossy(&rendered.stderr)
     );
-    kubectl(
+    kubectl_ok(
         &["apply", "-n", &ns.name, "-f", "-"],
         Some(&String::from_utf8(rendered.stdout).unwrap()),
     );
 
     // A kubeconfig that is the chart's ServiceAccount and nothing more.
-    let token = kubectl(
+    let token = kubectl_ok(
         &[
             "create",
             "token",

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, AttachParams, PostParams};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::cluster::{TestNamespace, client, repo_root, wait_in};
+use crate::support::cluster::{TestNamespace, client, kubectl, wait_in};
 
 async fn running_pod(ns: &TestNamespace) -> Api<Pod> {
     let pods: Api<Pod> = ns.api();
@@ -91,30 +91,14 @@ async fn kubectl_exec_with_stdin_carries_the_message_and_the_exit_status() {
     let client = client().await;
     let ns = TestNamespace::new(&client, "kubectl-exec").await;
     running_pod(&ns).await;
-    let kubectl = repo_root().join(".cluster/bin/kubectl");
     let message = "nudge: keep going\nsecond line\n";
     let run = |script: String| {
-        let mut child = std::process::Command::new(&kubectl)
-            .args([
-                "--kubeconfig",
-                crate::support::cluster::kubeconfig_path().to_str().unwrap(),
-            ])
-            .args([
+        kubectl(
+            &[
                 "-n", &ns.name, "exec", "-i", "target", "--", "sh", "-c", &script,
-            ])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(message.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+            ],
+            message,
+        )
     };
     let ok = run(format!("head -c {}", message.len()));
     assert!(

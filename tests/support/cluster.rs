@@ -253,6 +253,32 @@ where
     }
 }
 
+/// A pinned tool linked into `.cluster/bin` (kubectl, helm).
+pub fn tool(name: &str) -> PathBuf {
+    repo_root().join(".cluster/bin").join(name)
+}
+
+/// Runs the pinned kubectl against the test cluster, feeding `stdin`.
+pub fn kubectl(args: &[&str], stdin: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(tool("kubectl"))
+        .arg("--kubeconfig")
+        .arg(kubeconfig_path())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kubectl");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// `overseer run` as a subprocess against the test cluster; killed when dropped.
 pub struct Operator {
     pub child: Child,
