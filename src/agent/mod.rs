@@ -1,3 +1,6 @@
+//! The `Agent` kind: types, pure decisions, the pod it runs in, and its reconciler.
+
+pub mod decide;
 pub mod types;
 
 pub use types::*;

@@ -220,6 +220,9 @@ pub struct AgentStatus {
     pub attempt: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_name: Option<String>,
+    /// When the first pod of this agent was created; `loop.sessionTimeout` counts from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
     /// Written by the agent pod itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activity: Option<Activity>,
@@ -298,4 +301,7 @@ pub struct LoopStatus {
     pub last_wake_time: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_reason: Option<String>,
+    /// Pods replaced because the agent stalled.
+    #[serde(default)]
+    pub stalls: i32,
 }

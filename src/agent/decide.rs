@@ -1,0 +1,681 @@
+//! The Agent's decisions as pure functions: the premature-stop rule (the candidate
+//! truth table of DESIGN.md) and the plan (agent, its pod, its overseer, now → new
+//! status, actions, when to look again). The reconciler only executes them.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::types::*;
+use crate::{conditions, duration};
+
+/// Stalled pods are replaced this many times; the next stall blocks the agent.
+pub const STALL_LIMIT: i32 = 3;
+/// The longest wait before a lost pod is replaced.
+const MAX_REPLACE_BACKOFF: Duration = Duration::from_secs(300);
+
+/// The agent's overseer, as the candidate rule sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverseerState {
+    /// No overseer is set.
+    Unset,
+    /// Set, and its pod is ready to take input.
+    Ready,
+    /// Set, but missing or its pod is not ready.
+    Offline,
+}
+
+/// Everything the premature-stop rule looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct CandidateInput {
+    pub loop_enabled: bool,
+    /// An exit (`overseer loop done|block`) is recorded for the current attempt.
+    pub exit_recorded: bool,
+    /// The current attempt's activity (None: nothing reported yet).
+    pub activity: Option<ActivityState>,
+    /// How long the activity has been in its state.
+    pub in_state_for: Duration,
+    pub idle_after: Duration,
+    /// The cooldown since the last delivered nudge or wake has passed (or none was delivered).
+    pub cooldown_over: bool,
+    pub nudges: i32,
+    pub max_nudges: i32,
+    pub overseer: OverseerState,
+    pub auto_nudge_without_overseer: bool,
+}
+
+/// What the premature-stop rule decides for one agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    NotInLoop,
+    /// The agent ended its loop itself.
+    LoopEnded,
+    /// A human or permission prompt is pending: never steamroll it.
+    Waiting,
+    /// Starting, working, or nothing reported yet.
+    Busy,
+    /// Idle or exited, but not for `idleAfter` yet.
+    NotIdleLongEnough,
+    CoolingDown,
+    /// A candidate with no nudges left: the agent is Blocked.
+    NudgesExhausted,
+    /// A candidate: wake its overseer.
+    WakeOverseer,
+    /// A candidate: nudge it directly.
+    Nudge,
+    /// A candidate nobody can act on: observe only.
+    ObserveOnly,
+}
+
+impl Verdict {
+    pub fn is_candidate(self) -> bool {
+        matches!(
+            self,
+            Verdict::WakeOverseer | Verdict::Nudge | Verdict::ObserveOnly
+        )
+    }
+}
+
+/// The premature-stop rule (DESIGN.md, Agent): one row of the truth table.
+pub fn candidate(input: &CandidateInput) -> Verdict {
+    if !input.loop_enabled {
+        return Verdict::NotInLoop;
+    }
+    if input.exit_recorded {
+        return Verdict::LoopEnded;
+    }
+    match input.activity {
+        Some(ActivityState::Waiting) => return Verdict::Waiting,
+        Some(ActivityState::Idle | ActivityState::Exited) => {}
+        Some(ActivityState::Starting | ActivityState::Working) | None => return Verdict::Busy,
+    }
+    if input.in_state_for < input.idle_after {
+        return Verdict::NotIdleLongEnough;
+    }
+    if !input.cooldown_over {
+        return Verdict::CoolingDown;
+    }
+    if input.nudges >= input.max_nudges {
+        return Verdict::NudgesExhausted;
+    }
+    match input.overseer {
+        OverseerState::Ready => Verdict::WakeOverseer,
+        OverseerState::Unset | OverseerState::Offline if input.auto_nudge_without_overseer => {
+            Verdict::Nudge
+        }
+        OverseerState::Unset | OverseerState::Offline => Verdict::ObserveOnly,
+    }
+}
+
+/// The agent's pod as the plan sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentPod {
+    pub name: String,
+    pub attempt: i64,
+    pub phase: PodPhase,
+    /// The pod's Ready condition is True.
+    pub ready: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodPhase {
+    Pending,
+    Running,
+    /// Succeeded or Failed: the shim is gone.
+    Ended,
+}
+
+pub struct Input<'a> {
+    pub name: &'a str,
+    pub generation: Option<i64>,
+    pub spec: &'a AgentSpec,
+    pub status: Option<&'a AgentStatus>,
+    /// This agent's pods that are not being deleted.
+    pub pods: &'a [AgentPod],
+    pub overseer: OverseerState,
+    pub now: Timestamp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Wake the overseer about this agent (and the other candidates it oversees).
+    Wake,
+    /// Send the agent the canned nudge.
+    Nudge,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Create the pod of `attempt` (and the agent's ServiceAccount and Role).
+    CreatePod {
+        attempt: i64,
+    },
+    DeletePod {
+        name: String,
+    },
+    /// Deliver a wake or nudge; the loop status is recorded only once it is confirmed.
+    Deliver(Delivery),
+    Event {
+        warning: bool,
+        reason: &'static str,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub status: AgentStatus,
+    pub actions: Vec<Action>,
+    /// When a time-based rule can fire next (the heartbeat); None: wait for a change.
+    pub requeue_after: Option<Duration>,
+}
+
+/// The loop settings as durations (the schema guarantees the patterns).
+pub struct LoopTimes {
+    /// None: `interval: off`, no time-based checks.
+    pub interval: Option<Duration>,
+    pub idle_after: Duration,
+    pub cooldown: Duration,
+    pub stall_after: Duration,
+    pub session_timeout: Option<Duration>,
+}
+
+impl LoopTimes {
+    pub fn of(spec: &LoopSpec) -> LoopTimes {
+        LoopTimes {
+            interval: duration::parse_or_off(&spec.interval)
+                .unwrap_or(Some(Duration::from_secs(15))),
+            idle_after: duration::parse(&spec.idle_after).unwrap_or(Duration::from_secs(60)),
+            cooldown: duration::parse(&spec.cooldown).unwrap_or(Duration::from_secs(120)),
+            stall_after: duration::parse(&spec.stall_after).unwrap_or(Duration::from_secs(1800)),
+            session_timeout: spec.session_timeout.as_deref().and_then(duration::parse),
+        }
+    }
+}
+
+fn since(now: Timestamp, then: Option<&Time>) -> Duration {
+    then.map_or(Duration::ZERO, |t| {
+        now.duration_since(t.0).try_into().unwrap_or(Duration::ZERO)
+    })
+}
+
+fn after(then: &Time, wait: Duration) -> Timestamp {
+    then.0
+        .checked_add(jiff::SignedDuration::try_from(wait).unwrap_or(jiff::SignedDuration::MAX))
+        .unwrap_or(Timestamp::MAX)
+}
+
+/// The activity of the current attempt (a report about an earlier pod is ignored).
+pub fn current_activity(status: &AgentStatus) -> Option<&Activity> {
+    let attempt = status.attempt?;
+    status
+        .activity
+        .as_ref()
+        .filter(|a| a.attempt == Some(attempt))
+}
+
+/// The exit of the current attempt; an exit of an earlier attempt is stale.
+pub fn current_exit(status: &AgentStatus) -> Option<&AgentExit> {
+    let attempt = status.attempt?;
+    status.exit.as_ref().filter(|e| e.attempt == attempt)
+}
+
+/// The candidate rule's input for an agent as it stands.
+pub fn candidate_input(
+    spec: &AgentSpec,
+    status: &AgentStatus,
+    overseer: OverseerState,
+    now: Timestamp,
+) -> CandidateInput {
+    let times = LoopTimes::of(&spec.loop_);
+    let activity = current_activity(status);
+    let loop_status = status.loop_.clone().unwrap_or_default();
+    let last_delivery = [&loop_status.last_nudge_time, &loop_status.last_wake_time]
+        .into_iter()
+        .flatten()
+        .max_by_key(|t| t.0);
+    CandidateInput {
+        loop_enabled: spec.loop_.enabled,
+        exit_recorded: current_exit(status).is_some(),
+        activity: activity.map(|a| a.state),
+        in_state_for: since(now, activity.and_then(|a| a.since.as_ref())),
+        idle_after: times.idle_after,
+        cooldown_over: last_delivery.is_none_or(|t| since(now, Some(t)) >= times.cooldown),
+        nudges: loop_status.nudges,
+        max_nudges: spec.loop_.max_nudges,
+        overseer,
+        auto_nudge_without_overseer: spec.loop_.auto_nudge_without_overseer,
+    }
+}
+
+/// The loop status after a confirmed delivery: only then does the cooldown start.
+pub fn record_delivery(
+    status: &AgentStatus,
+    kind: Delivery,
+    reason: &str,
+    now: Timestamp,
+) -> LoopStatus {
+    let mut loop_status = status.loop_.clone().unwrap_or_default();
+    loop_status.nudges += 1;
+    match kind {
+        Delivery::Wake => {
+            loop_status.wakes += 1;
+            loop_status.last_wake_time = Some(Time(now));
+        }
+        Delivery::Nudge => loop_status.last_nudge_time = Some(Time(now)),
+    }
+    loop_status.last_reason = Some(reason.chars().take(256).collect());
+    loop_status
+}
+
+/// Why the agent counts as stopped, in words (no agent output is quoted).
+pub fn stop_reason(input: &CandidateInput) -> String {
+    let state = match input.activity {
+        Some(ActivityState::Exited) => "exited",
+        _ => "idle",
+    };
+    format!(
+        "{state} for {}s (idleAfter {}s) without `overseer loop done|block`",
+        input.in_state_for.as_secs(),
+        input.idle_after.as_secs()
+    )
+}
+
+/// The wait before replacing a lost pod: 2^attempt seconds, at most five minutes.
+fn replace_backoff(attempt: i64) -> Duration {
+    Duration::from_secs(1u64 << attempt.clamp(1, 9)).min(MAX_REPLACE_BACKOFF)
+}
+
+struct Builder<'a> {
+    input: &'a Input<'a>,
+    status: AgentStatus,
+    actions: Vec<Action>,
+    now_time: Time,
+    /// Earliest time a rule of the heartbeat can fire.
+    next_rule: Option<Timestamp>,
+    /// Earliest time a pod must be replaced (not bound by the heartbeat).
+    next_replace: Option<Timestamp>,
+}
+
+impl Builder<'_> {
+    fn condition(&mut self, type_: &str, status: bool, reason: &str, message: &str) -> bool {
+        conditions::set(
+            &mut self.status.conditions,
+            type_,
+            status,
+            reason,
+            message,
+            self.input.generation,
+            &self.now_time,
+        )
+    }
+
+    fn event(&mut self, warning: bool, reason: &'static str, message: String) {
+        self.actions.push(Action::Event {
+            warning,
+            reason,
+            message,
+        });
+    }
+
+    fn fire_at(&mut self, at: Timestamp) {
+        self.next_rule = Some(self.next_rule.map_or(at, |t| t.min(at)));
+    }
+
+    fn delete_pods(&mut self) {
+        for pod in self.input.pods {
+            self.actions.push(Action::DeletePod {
+                name: pod.name.clone(),
+            });
+        }
+    }
+
+    /// Ends in a terminal phase; the first time with an Event.
+    fn finish(&mut self, phase: AgentPhase, reason: &'static str, message: String, warning: bool) {
+        let changed = self.status.phase != Some(phase);
+        self.status.phase = Some(phase);
+        self.set_loop_active(false, reason, &message);
+        if changed {
+            self.event(warning, reason, message);
+        }
+    }
+
+    fn set_loop_active(&mut self, active: bool, reason: &str, message: &str) {
+        if self.input.spec.loop_.enabled || self.status.loop_.is_some() {
+            self.status
+                .loop_
+                .get_or_insert_with(LoopStatus::default)
+                .active = active;
+        }
+        if self.input.spec.loop_.enabled {
+            self.condition("InLoop", active, reason, message);
+        } else {
+            self.condition("InLoop", false, "LoopDisabled", "loop.enabled is false");
+        }
+    }
+}
+
+/// The plan for one agent.
+pub fn plan(input: &Input) -> Plan {
+    let mut b = Builder {
+        input,
+        status: input.status.cloned().unwrap_or_default(),
+        actions: Vec::new(),
+        now_time: Time(input.now),
+        next_rule: None,
+        next_replace: None,
+    };
+    b.status.observed_generation = input.generation;
+    decide(&mut b);
+    let now = input.now;
+    let times = LoopTimes::of(&input.spec.loop_);
+    let wait =
+        |at: Timestamp| -> Duration { at.duration_since(now).try_into().unwrap_or(Duration::ZERO) };
+    // The heartbeat: wake exactly when the next time-based rule can fire, never more
+    // often than `interval`; with `interval: off` only events bring the agent back.
+    let rule = times
+        .interval
+        .zip(b.next_rule)
+        .map(|(interval, at)| wait(at).max(interval));
+    let replace = b.next_replace.map(wait);
+    let requeue_after = match (rule, replace) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    Plan {
+        status: b.status,
+        actions: b.actions,
+        requeue_after,
+    }
+}
+
+fn decide(b: &mut Builder) {
+    let input = b.input;
+    let spec = input.spec;
+    let times = LoopTimes::of(&spec.loop_);
+    let attempt = b.status.attempt.unwrap_or(0);
+
+    if spec.suspend {
+        b.delete_pods();
+        if b.status.phase != Some(AgentPhase::Suspended) {
+            b.event(
+                false,
+                "Suspended",
+                "spec.suspend is true: pod stopped".into(),
+            );
+        }
+        b.status.phase = Some(AgentPhase::Suspended);
+        b.condition("Ready", false, "Suspended", "spec.suspend is true");
+        b.set_loop_active(false, "Suspended", "spec.suspend is true");
+        return;
+    }
+
+    if let Some(exit) = current_exit(&b.status).cloned() {
+        let reason = exit.reason.clone().unwrap_or_default();
+        let (phase, why) = match exit.outcome {
+            ExitOutcome::Done => (AgentPhase::Done, "Done"),
+            ExitOutcome::Blocked => (AgentPhase::Blocked, "Blocked"),
+        };
+        let message = format!(
+            "the agent ran `overseer loop {}`: {reason}",
+            why.to_lowercase()
+        );
+        b.finish(phase, why, message, false);
+        return;
+    }
+    // Blocked or Failed by the operator stays so: the pod is kept for a person to look at.
+    if matches!(
+        b.status.phase,
+        Some(AgentPhase::Blocked | AgentPhase::Failed | AgentPhase::Done)
+    ) {
+        return;
+    }
+
+    let start = b.status.start_time.clone();
+    if let (Some(timeout), Some(start)) = (times.session_timeout, &start) {
+        if after(start, timeout) <= input.now {
+            b.delete_pods();
+            b.condition(
+                "Ready",
+                false,
+                "SessionTimeout",
+                "loop.sessionTimeout passed",
+            );
+            let message = format!(
+                "loop.sessionTimeout ({}) passed: pod stopped, state kept",
+                spec.loop_.session_timeout.as_deref().unwrap_or_default()
+            );
+            b.finish(AgentPhase::Blocked, "SessionTimeout", message, true);
+            return;
+        }
+        b.fire_at(after(start, timeout));
+    }
+
+    // Pods of earlier attempts go; the current one is observed.
+    let mut current = None;
+    for pod in input.pods {
+        if pod.attempt == attempt && attempt > 0 && current.is_none() {
+            current = Some(pod);
+        } else {
+            b.actions.push(Action::DeletePod {
+                name: pod.name.clone(),
+            });
+        }
+    }
+    let pod = match current {
+        Some(pod) if pod.phase == PodPhase::Ended => {
+            b.actions.push(Action::DeletePod {
+                name: pod.name.clone(),
+            });
+            b.condition(
+                "Ready",
+                false,
+                "PodLost",
+                &format!("pod {} ended", pod.name),
+            );
+            b.event(
+                true,
+                "PodLost",
+                format!("pod {} ended; it will be replaced", pod.name),
+            );
+            None
+        }
+        other => other,
+    };
+    let Some(pod) = pod else {
+        replace_pod(b, attempt);
+        return;
+    };
+
+    if !pod.ready || pod.phase != PodPhase::Running {
+        b.status.phase = Some(AgentPhase::Pending);
+        b.condition(
+            "Ready",
+            false,
+            "PodNotReady",
+            &format!("pod {} is not ready", pod.name),
+        );
+        b.set_loop_active(spec.loop_.enabled, "PodNotReady", "waiting for the pod");
+        return;
+    }
+    b.status.phase = Some(AgentPhase::Running);
+    b.condition(
+        "Ready",
+        true,
+        "PodReady",
+        &format!("pod {} is ready", pod.name),
+    );
+    b.set_loop_active(
+        spec.loop_.enabled,
+        "Running",
+        "the agent must declare done or blocked",
+    );
+
+    // Stall: working, but nothing changed for `stallAfter`.
+    let activity = current_activity(&b.status).cloned();
+    if let Some(activity) = activity
+        .as_ref()
+        .filter(|a| a.state == ActivityState::Working)
+    {
+        let last = activity
+            .last_activity_time
+            .as_ref()
+            .or(activity.since.as_ref());
+        if let Some(last) = last {
+            let stalled_at = after(last, times.stall_after);
+            if stalled_at <= input.now {
+                stall(b, &pod.name);
+                return;
+            }
+            b.fire_at(stalled_at);
+        }
+    }
+    if activity.is_some() && conditions::is_true(&b.status.conditions, "Stalled") {
+        b.condition(
+            "Stalled",
+            false,
+            "ActivityResumed",
+            "the new pod reports activity",
+        );
+    }
+
+    let status = b.status.clone();
+    let verdict_input = candidate_input(spec, &status, input.overseer, input.now);
+    let verdict = candidate(&verdict_input);
+    match verdict {
+        Verdict::WakeOverseer => b.actions.push(Action::Deliver(Delivery::Wake)),
+        Verdict::Nudge => b.actions.push(Action::Deliver(Delivery::Nudge)),
+        Verdict::ObserveOnly => {
+            let message = format!(
+                "{}; no overseer online and autoNudgeWithoutOverseer is false",
+                stop_reason(&verdict_input)
+            );
+            if b.condition("StoppedEarly", true, "StoppedEarly", &message) {
+                b.event(true, "StoppedEarly", message);
+            }
+        }
+        Verdict::NudgesExhausted => {
+            b.condition(
+                "StoppedEarly",
+                true,
+                "NudgesExhausted",
+                &stop_reason(&verdict_input),
+            );
+            let message = format!(
+                "{} nudges and wakes delivered (loop.maxNudges) and the agent stopped again",
+                verdict_input.nudges
+            );
+            b.finish(AgentPhase::Blocked, "NudgesExhausted", message, true);
+        }
+        Verdict::NotIdleLongEnough => {
+            if let Some(since) = activity.as_ref().and_then(|a| a.since.as_ref()) {
+                b.fire_at(after(since, times.idle_after));
+            }
+        }
+        Verdict::CoolingDown => {
+            let loop_status = status.loop_.clone().unwrap_or_default();
+            if let Some(last) = [loop_status.last_nudge_time, loop_status.last_wake_time]
+                .into_iter()
+                .flatten()
+                .max_by_key(|t| t.0)
+            {
+                b.fire_at(after(&last, times.cooldown));
+            }
+        }
+        Verdict::Busy => {
+            b.condition("StoppedEarly", false, "Active", "the agent is working");
+        }
+        Verdict::NotInLoop | Verdict::LoopEnded | Verdict::Waiting => {}
+    }
+}
+
+/// No current pod: create the next attempt, after a backoff when one was lost.
+fn replace_pod(b: &mut Builder, attempt: i64) {
+    let resuming = b.status.phase == Some(AgentPhase::Suspended);
+    if attempt > 0 && !resuming {
+        let lost_at = b
+            .status
+            .conditions
+            .iter()
+            .find(|c| {
+                c.type_ == "Ready"
+                    && c.status == "False"
+                    && matches!(c.reason.as_str(), "PodLost" | "Stalled")
+            })
+            .map(|c| c.last_transition_time.clone());
+        b.status.phase = Some(AgentPhase::Pending);
+        let Some(lost_at) = lost_at else {
+            let message = "the agent's pod is gone; it will be replaced";
+            b.condition("Ready", false, "PodLost", message);
+            b.event(true, "PodLost", message.into());
+            b.next_replace = Some(after(&b.now_time.clone(), replace_backoff(attempt)));
+            return;
+        };
+        let at = after(&lost_at, replace_backoff(attempt));
+        if at > b.input.now {
+            b.next_replace = Some(at);
+            return;
+        }
+    }
+    let next = attempt + 1;
+    b.status.attempt = Some(next);
+    b.status.pod_name = Some(pod_name(b.input.name, next));
+    b.status
+        .start_time
+        .get_or_insert_with(|| b.now_time.clone());
+    b.status.phase = Some(AgentPhase::Pending);
+    let message = format!("pod of attempt {next} created");
+    b.condition("Ready", false, "PodCreated", &message);
+    b.set_loop_active(
+        b.input.spec.loop_.enabled,
+        "PodCreated",
+        "waiting for the pod",
+    );
+    b.actions.push(Action::CreatePod { attempt: next });
+}
+
+fn stall(b: &mut Builder, pod: &str) {
+    let times = LoopTimes::of(&b.input.spec.loop_);
+    let stalls = b.status.loop_.as_ref().map_or(0, |l| l.stalls);
+    let message = format!(
+        "working with no activity change for {}s (loop.stallAfter)",
+        times.stall_after.as_secs()
+    );
+    b.condition("Stalled", true, "NoActivity", &message);
+    if stalls >= STALL_LIMIT {
+        let message = format!("{message}; the pod was already replaced {stalls} times");
+        b.finish(AgentPhase::Blocked, "StallLimit", message, true);
+        return;
+    }
+    b.status
+        .loop_
+        .get_or_insert_with(LoopStatus::default)
+        .stalls = stalls + 1;
+    b.actions.push(Action::DeletePod {
+        name: pod.to_string(),
+    });
+    b.condition("Ready", false, "Stalled", &message);
+    b.status.phase = Some(AgentPhase::Pending);
+    b.event(true, "Stalled", format!("{message}: replacing pod {pod}"));
+    b.next_replace = Some(after(
+        &b.now_time.clone(),
+        replace_backoff(b.status.attempt.unwrap_or(1)),
+    ));
+}
+
+/// The deterministic pod name of an attempt (at most 63 characters, the hostname limit).
+pub fn pod_name(agent: &str, attempt: i64) -> String {
+    let suffix = format!("-{attempt}");
+    let keep = 63 - suffix.len();
+    if agent.len() <= keep {
+        return format!("{agent}{suffix}");
+    }
+    let hash = crate::api::fnv1a(agent.as_bytes()) as u32;
+    let prefix = agent[..keep - 9].trim_end_matches(['-', '.']);
+    format!("{prefix}-{hash:08x}{suffix}")
+}
+
+#[cfg(test)]
+#[path = "decide_tests.rs"]
+mod tests;

@@ -1,0 +1,595 @@
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::*;
+
+fn base() -> CandidateInput {
+    CandidateInput {
+        loop_enabled: true,
+        exit_recorded: false,
+        activity: Some(ActivityState::Idle),
+        in_state_for: Duration::from_secs(90),
+        idle_after: Duration::from_secs(60),
+        cooldown_over: true,
+        nudges: 0,
+        max_nudges: 20,
+        overseer: OverseerState::Ready,
+        auto_nudge_without_overseer: false,
+    }
+}
+
+/// Every row of the premature-stop rule: (row, change from an idle-past-threshold
+/// in-loop agent with a ready overseer, verdict).
+#[test]
+fn candidate_truth_table() {
+    type Change = fn(&mut CandidateInput);
+    let rows: &[(&str, Change, Verdict)] = &[
+        (
+            "idle past idleAfter, overseer ready",
+            |_| {},
+            Verdict::WakeOverseer,
+        ),
+        ("loop off", |i| i.loop_enabled = false, Verdict::NotInLoop),
+        (
+            "loop off, even when idle for long and nudges left",
+            |i| {
+                i.loop_enabled = false;
+                i.in_state_for = Duration::from_secs(10_000);
+            },
+            Verdict::NotInLoop,
+        ),
+        (
+            "exit recorded for this attempt",
+            |i| i.exit_recorded = true,
+            Verdict::LoopEnded,
+        ),
+        // A stale exit (earlier attempt) is not "recorded": `current_exit` filters it.
+        (
+            "stale exit: as if none",
+            |i| i.exit_recorded = false,
+            Verdict::WakeOverseer,
+        ),
+        (
+            "exited past idleAfter",
+            |i| i.activity = Some(ActivityState::Exited),
+            Verdict::WakeOverseer,
+        ),
+        (
+            "waiting at a prompt",
+            |i| i.activity = Some(ActivityState::Waiting),
+            Verdict::Waiting,
+        ),
+        (
+            "waiting, no overseer, auto-nudge on",
+            |i| {
+                i.activity = Some(ActivityState::Waiting);
+                i.overseer = OverseerState::Unset;
+                i.auto_nudge_without_overseer = true;
+            },
+            Verdict::Waiting,
+        ),
+        (
+            "working",
+            |i| i.activity = Some(ActivityState::Working),
+            Verdict::Busy,
+        ),
+        (
+            "starting",
+            |i| i.activity = Some(ActivityState::Starting),
+            Verdict::Busy,
+        ),
+        ("nothing reported yet", |i| i.activity = None, Verdict::Busy),
+        (
+            "idle shorter than idleAfter",
+            |i| i.in_state_for = Duration::from_secs(59),
+            Verdict::NotIdleLongEnough,
+        ),
+        (
+            "exited shorter than idleAfter",
+            |i| {
+                i.activity = Some(ActivityState::Exited);
+                i.in_state_for = Duration::from_secs(1);
+            },
+            Verdict::NotIdleLongEnough,
+        ),
+        (
+            "idle exactly idleAfter",
+            |i| i.in_state_for = Duration::from_secs(60),
+            Verdict::WakeOverseer,
+        ),
+        (
+            "cooldown running",
+            |i| i.cooldown_over = false,
+            Verdict::CoolingDown,
+        ),
+        (
+            "cooldown running, nudges exhausted",
+            |i| {
+                i.cooldown_over = false;
+                i.nudges = 20;
+            },
+            Verdict::CoolingDown,
+        ),
+        ("nudges left: one", |i| i.nudges = 19, Verdict::WakeOverseer),
+        (
+            "nudges exhausted",
+            |i| i.nudges = 20,
+            Verdict::NudgesExhausted,
+        ),
+        (
+            "nudges exhausted, overseer offline",
+            |i| {
+                i.nudges = 20;
+                i.overseer = OverseerState::Offline;
+            },
+            Verdict::NudgesExhausted,
+        ),
+        (
+            "overseer ready, auto-nudge on: the overseer decides",
+            |i| i.auto_nudge_without_overseer = true,
+            Verdict::WakeOverseer,
+        ),
+        (
+            "overseer offline, auto-nudge on",
+            |i| {
+                i.overseer = OverseerState::Offline;
+                i.auto_nudge_without_overseer = true;
+            },
+            Verdict::Nudge,
+        ),
+        (
+            "overseer offline, auto-nudge off",
+            |i| i.overseer = OverseerState::Offline,
+            Verdict::ObserveOnly,
+        ),
+        (
+            "no overseer, auto-nudge on",
+            |i| {
+                i.overseer = OverseerState::Unset;
+                i.auto_nudge_without_overseer = true;
+            },
+            Verdict::Nudge,
+        ),
+        (
+            "no overseer, auto-nudge off",
+            |i| i.overseer = OverseerState::Unset,
+            Verdict::ObserveOnly,
+        ),
+        (
+            "exited, no overseer, auto-nudge on",
+            |i| {
+                i.activity = Some(ActivityState::Exited);
+                i.overseer = OverseerState::Unset;
+                i.auto_nudge_without_overseer = true;
+            },
+            Verdict::Nudge,
+        ),
+    ];
+    for (row, change, expected) in rows {
+        let mut input = base();
+        change(&mut input);
+        assert_eq!(candidate(&input), *expected, "row: {row}");
+    }
+}
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_second(1_800_000_000 + seconds).unwrap()
+}
+
+fn spec(loop_yaml: &str) -> AgentSpec {
+    let mut spec: AgentSpec =
+        serde_yaml::from_str("runtime: {name: claude, image: example.com/claude:1}\nloop: {}\n")
+            .unwrap();
+    spec.loop_ = serde_yaml::from_str(loop_yaml).unwrap();
+    spec
+}
+
+fn running_pod(attempt: i64) -> AgentPod {
+    AgentPod {
+        name: pod_name("a", attempt),
+        attempt,
+        phase: PodPhase::Running,
+        ready: true,
+    }
+}
+
+fn activity(state: ActivityState, since: i64, attempt: i64) -> Activity {
+    Activity {
+        state,
+        since: Some(Time(at(since))),
+        last_activity_time: Some(Time(at(since))),
+        heartbeat_time: None,
+        attempt: Some(attempt),
+        exit_code: None,
+        summary: None,
+    }
+}
+
+fn running_status(activity: Option<Activity>) -> AgentStatus {
+    let mut status = AgentStatus {
+        attempt: Some(1),
+        pod_name: Some(pod_name("a", 1)),
+        start_time: Some(Time(at(0))),
+        phase: Some(AgentPhase::Running),
+        activity,
+        ..Default::default()
+    };
+    conditions::set(
+        &mut status.conditions,
+        "Ready",
+        true,
+        "PodReady",
+        "",
+        None,
+        &Time(at(0)),
+    );
+    status
+}
+
+fn run(
+    spec: &AgentSpec,
+    status: Option<&AgentStatus>,
+    pods: &[AgentPod],
+    overseer: OverseerState,
+    now: i64,
+) -> Plan {
+    plan(&Input {
+        name: "a",
+        generation: Some(1),
+        spec,
+        status,
+        pods,
+        overseer,
+        now: at(now),
+    })
+}
+
+#[test]
+fn a_new_agent_gets_its_first_pod() {
+    let plan = run(&spec("{enabled: true}"), None, &[], OverseerState::Unset, 0);
+    assert_eq!(plan.actions, vec![Action::CreatePod { attempt: 1 }]);
+    assert_eq!(plan.status.attempt, Some(1));
+    assert_eq!(plan.status.pod_name.as_deref(), Some("a-1"));
+    assert_eq!(plan.status.phase, Some(AgentPhase::Pending));
+    assert_eq!(plan.status.start_time, Some(Time(at(0))));
+}
+
+#[test]
+fn an_idle_agent_past_its_threshold_wakes_its_ready_overseer() {
+    let spec = spec("{enabled: true}");
+    let status = running_status(Some(activity(ActivityState::Idle, 0, 1)));
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        61,
+    );
+    assert_eq!(plan.actions, vec![Action::Deliver(Delivery::Wake)]);
+    // Nothing is recorded before the delivery is confirmed.
+    assert_eq!(plan.status.loop_.as_ref().map(|l| l.nudges), Some(0));
+}
+
+#[test]
+fn the_heartbeat_fires_when_idle_crosses_idle_after_not_before_interval() {
+    let spec = spec("{enabled: true, interval: 15s, idleAfter: 60s}");
+    let status = running_status(Some(activity(ActivityState::Idle, 0, 1)));
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        10,
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(50)));
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        55,
+    );
+    assert_eq!(
+        plan.requeue_after,
+        Some(Duration::from_secs(15)),
+        "never more often than interval"
+    );
+    let off = self::spec("{enabled: true, interval: 'off'}");
+    let plan = run(
+        &off,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        10,
+    );
+    assert_eq!(plan.requeue_after, None, "interval off: only events");
+}
+
+#[test]
+fn the_cooldown_counts_from_the_last_confirmed_delivery() {
+    let spec = spec("{enabled: true, cooldown: 2m}");
+    let mut status = running_status(Some(activity(ActivityState::Idle, 0, 1)));
+    status.loop_ = Some(record_delivery(&status, Delivery::Wake, "idle", at(100)));
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        150,
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(70)));
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        220,
+    );
+    assert_eq!(plan.actions, vec![Action::Deliver(Delivery::Wake)]);
+    let recorded = status.loop_.unwrap();
+    assert_eq!((recorded.nudges, recorded.wakes), (1, 1));
+}
+
+#[test]
+fn observe_only_sets_stopped_early_with_one_event() {
+    let spec = spec("{enabled: true}");
+    let status = running_status(Some(activity(ActivityState::Exited, 0, 1)));
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Offline,
+        61,
+    );
+    assert!(conditions::is_true(&plan.status.conditions, "StoppedEarly"));
+    assert!(matches!(
+        plan.actions.as_slice(),
+        [Action::Event {
+            reason: "StoppedEarly",
+            warning: true,
+            ..
+        }]
+    ));
+    let again = run(
+        &spec,
+        Some(&plan.status),
+        &[running_pod(1)],
+        OverseerState::Offline,
+        75,
+    );
+    assert!(
+        again.actions.is_empty(),
+        "one event per stop: {:?}",
+        again.actions
+    );
+}
+
+#[test]
+fn exhausted_nudges_block_the_agent() {
+    let spec = spec("{enabled: true, maxNudges: 2, autoNudgeWithoutOverseer: true}");
+    let mut status = running_status(Some(activity(ActivityState::Idle, 0, 1)));
+    status.loop_ = Some(LoopStatus {
+        nudges: 2,
+        last_nudge_time: Some(Time(at(-500))),
+        ..Default::default()
+    });
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Unset,
+        100,
+    );
+    assert_eq!(plan.status.phase, Some(AgentPhase::Blocked));
+    assert!(matches!(
+        plan.actions.as_slice(),
+        [Action::Event {
+            reason: "NudgesExhausted",
+            warning: true,
+            ..
+        }]
+    ));
+    assert!(!conditions::is_true(&plan.status.conditions, "InLoop"));
+}
+
+#[test]
+fn a_current_exit_ends_the_loop_and_a_stale_one_is_ignored() {
+    let spec = spec("{enabled: true, autoNudgeWithoutOverseer: true}");
+    let mut status = running_status(Some(activity(ActivityState::Idle, 0, 2)));
+    status.attempt = Some(2);
+    status.exit = Some(AgentExit {
+        outcome: ExitOutcome::Done,
+        reason: Some("shipped".into()),
+        time: None,
+        attempt: 1,
+    });
+    let stale = run(
+        &spec,
+        Some(&status),
+        &[running_pod(2)],
+        OverseerState::Unset,
+        100,
+    );
+    assert_eq!(stale.status.phase, Some(AgentPhase::Running));
+    assert_eq!(stale.actions, vec![Action::Deliver(Delivery::Nudge)]);
+
+    status.exit.as_mut().unwrap().attempt = 2;
+    let done = run(
+        &spec,
+        Some(&status),
+        &[running_pod(2)],
+        OverseerState::Unset,
+        100,
+    );
+    assert_eq!(done.status.phase, Some(AgentPhase::Done));
+    assert!(!done.status.loop_.unwrap().active);
+    assert!(matches!(
+        done.actions.as_slice(),
+        [Action::Event { reason: "Done", .. }]
+    ));
+}
+
+#[test]
+fn a_waiting_agent_is_never_nudged() {
+    let spec = spec("{enabled: true, autoNudgeWithoutOverseer: true}");
+    let status = running_status(Some(activity(ActivityState::Waiting, 0, 1)));
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        10_000,
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+}
+
+#[test]
+fn activity_of_an_earlier_attempt_is_ignored() {
+    let spec = spec("{enabled: true, autoNudgeWithoutOverseer: true}");
+    let mut status = running_status(Some(activity(ActivityState::Idle, 0, 1)));
+    status.attempt = Some(2);
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(2)],
+        OverseerState::Unset,
+        10_000,
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+}
+
+#[test]
+fn a_stall_replaces_the_pod_up_to_the_limit_then_blocks() {
+    let spec = spec("{enabled: true, stallAfter: 30m}");
+    let status = running_status(Some(activity(ActivityState::Working, 0, 1)));
+    let early = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        600,
+    );
+    assert!(early.actions.is_empty());
+    assert_eq!(early.requeue_after, Some(Duration::from_secs(1200)));
+
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        1800,
+    );
+    assert!(conditions::is_true(&plan.status.conditions, "Stalled"));
+    assert_eq!(plan.status.loop_.as_ref().unwrap().stalls, 1);
+    assert!(
+        plan.actions
+            .contains(&Action::DeletePod { name: "a-1".into() })
+    );
+    // The pod is gone: after the backoff the next attempt starts.
+    let wait = run(&spec, Some(&plan.status), &[], OverseerState::Ready, 1801);
+    assert!(wait.actions.is_empty(), "{:?}", wait.actions);
+    let next = run(&spec, Some(&plan.status), &[], OverseerState::Ready, 1803);
+    assert_eq!(next.actions, vec![Action::CreatePod { attempt: 2 }]);
+
+    let mut limit = status.clone();
+    limit.loop_ = Some(LoopStatus {
+        stalls: STALL_LIMIT,
+        ..Default::default()
+    });
+    let blocked = run(
+        &spec,
+        Some(&limit),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        1800,
+    );
+    assert_eq!(blocked.status.phase, Some(AgentPhase::Blocked));
+    assert!(matches!(
+        blocked.actions.as_slice(),
+        [Action::Event {
+            reason: "StallLimit",
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn a_lost_pod_is_replaced_with_the_next_attempt_after_a_backoff() {
+    let spec = spec("{enabled: false}");
+    let status = running_status(None);
+    let ended = AgentPod {
+        phase: PodPhase::Ended,
+        ..running_pod(1)
+    };
+    let plan = run(&spec, Some(&status), &[ended], OverseerState::Unset, 10);
+    assert_eq!(plan.actions[0], Action::DeletePod { name: "a-1".into() });
+    assert!(matches!(
+        plan.actions[1],
+        Action::Event {
+            reason: "PodLost",
+            ..
+        }
+    ));
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(2)));
+    let gone = run(&spec, Some(&plan.status), &[], OverseerState::Unset, 11);
+    assert!(gone.actions.is_empty());
+    let replaced = run(&spec, Some(&plan.status), &[], OverseerState::Unset, 12);
+    assert_eq!(replaced.actions, vec![Action::CreatePod { attempt: 2 }]);
+    assert_eq!(replaced.status.pod_name.as_deref(), Some("a-2"));
+}
+
+#[test]
+fn suspend_stops_the_pod_and_resume_starts_the_next_attempt_at_once() {
+    let mut spec = spec("{enabled: true}");
+    spec.suspend = true;
+    let status = running_status(None);
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Unset,
+        10,
+    );
+    assert_eq!(plan.status.phase, Some(AgentPhase::Suspended));
+    assert_eq!(plan.actions[0], Action::DeletePod { name: "a-1".into() });
+    spec.suspend = false;
+    let resumed = run(&spec, Some(&plan.status), &[], OverseerState::Unset, 11);
+    assert_eq!(resumed.actions, vec![Action::CreatePod { attempt: 2 }]);
+}
+
+#[test]
+fn the_session_timeout_stops_the_agent_and_keeps_its_state() {
+    let spec = spec("{enabled: true, sessionTimeout: 1h}");
+    let status = running_status(Some(activity(ActivityState::Working, 3500, 1)));
+    let before = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Unset,
+        3000,
+    );
+    assert_eq!(before.requeue_after, Some(Duration::from_secs(600)));
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Unset,
+        3600,
+    );
+    assert_eq!(plan.status.phase, Some(AgentPhase::Blocked));
+    assert_eq!(plan.actions[0], Action::DeletePod { name: "a-1".into() });
+    assert_eq!(plan.status.activity, status.activity, "state kept");
+}
+
+#[test]
+fn pod_names_stay_within_the_hostname_limit() {
+    assert_eq!(pod_name("builder", 3), "builder-3");
+    let long = "x".repeat(80);
+    let name = pod_name(&long, 12);
+    assert!(name.len() <= 63, "{name}");
+    assert_ne!(name, pod_name(&"x".repeat(81), 12));
+}
