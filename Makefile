@@ -17,6 +17,7 @@ lint:
 	cargo clippy --all-targets -- -D warnings
 
 unit:
+	bash hack/testenv/packages.sh
 	cargo test
 
 # no_crds first: it removes the CRDs and puts them back, so it must run alone.

@@ -36,6 +36,32 @@ pub enum Command {
     Result,
     /// In an init container: copy this binary to DEST.
     Install { dest: std::path::PathBuf },
+    /// In an agent pod: run the agent CLI under supervision (`overseer shim -- CMD...`).
+    Shim(crate::shim::ShimArgs),
+    /// In an agent pod: deliver the message on stdin to the agent; exits 0 only once delivered.
+    Input {
+        /// Read exactly this many bytes (exec streams may never close stdin); default: until end of input.
+        #[arg(long)]
+        bytes: Option<usize>,
+        #[arg(long, env = "OVERSEER_INPUT_SOCKET", default_value = crate::shim::protocol::DEFAULT_SOCKET)]
+        socket: std::path::PathBuf,
+    },
+    /// In an agent pod: end this agent's loop (`overseer loop done|block`).
+    Loop {
+        #[command(subcommand)]
+        command: LoopCommand,
+        #[arg(long, global = true, env = "OVERSEER_INPUT_SOCKET", default_value = crate::shim::protocol::DEFAULT_SOCKET)]
+        socket: std::path::PathBuf,
+    },
+    /// What is everyone working on: one line per agent.
+    Ps {
+        /// Namespace (default: the kubeconfig's).
+        #[arg(short, long)]
+        namespace: Option<String>,
+        /// Every namespace.
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+    },
     /// Print the CustomResourceDefinitions (YAML), or their field reference (Markdown).
     Crd {
         #[arg(long, value_enum, default_value_t = CrdFormat::Yaml)]
@@ -51,6 +77,20 @@ pub enum GoalCommand {
         /// Namespace of the goal (default: the kubeconfig's).
         #[arg(short, long)]
         namespace: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LoopCommand {
+    /// The work is genuinely finished.
+    Done {
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// The agent cannot go on without help.
+    Block {
+        #[arg(long)]
+        reason: String,
     },
 }
 
@@ -104,5 +144,54 @@ impl RunArgs {
             .clone()
             .or_else(|| self.namespace.clone())
             .unwrap_or_else(|| "default".into())
+    }
+}
+
+/// Runs one command line; returns the process exit code.
+pub async fn dispatch(cli: Cli) -> i32 {
+    let result = match cli.command {
+        Command::Run(args) => {
+            crate::telemetry::init(args.log_format, &args.log_level);
+            crate::operator::run(args).await
+        }
+        Command::Goal {
+            command: GoalCommand::Resume { name, namespace },
+        } => crate::goal::resume(&name, namespace.as_deref()).await,
+        Command::Step { command } => match crate::step::run(&command).await {
+            Ok(code) => return code,
+            Err(error) => Err(error.into()),
+        },
+        Command::Result => crate::step::set_result().await.map_err(Into::into),
+        Command::Install { dest } => crate::step::install(&dest).map_err(Into::into),
+        Command::Shim(args) => {
+            crate::telemetry::init(LogFormat::Text, "info");
+            match crate::shim::run(args).await {
+                Ok(code) => return code,
+                Err(error) => Err(error),
+            }
+        }
+        Command::Input { bytes, socket } => crate::shim::client::input(bytes, &socket).await,
+        Command::Loop { command, socket } => {
+            let (outcome, reason) = match command {
+                LoopCommand::Done { reason } => (crate::agent::ExitOutcome::Done, reason),
+                LoopCommand::Block { reason } => (crate::agent::ExitOutcome::Blocked, Some(reason)),
+            };
+            crate::shim::client::exit(outcome, reason, &socket).await
+        }
+        Command::Ps {
+            namespace,
+            all_namespaces,
+        } => crate::agent::ps::run(namespace.as_deref(), all_namespaces).await,
+        Command::Crd { format } => match format {
+            CrdFormat::Yaml => crate::crd::all_yaml().map(|yaml| print!("{yaml}")),
+            CrdFormat::Reference => crate::crd::reference_markdown().map(|md| print!("{md}")),
+        },
+    };
+    match result {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("error: {error}");
+            1
+        }
     }
 }

@@ -17,6 +17,7 @@ pub mod notify;
 pub mod operator;
 pub mod prwatch;
 pub mod runtimes;
+pub mod shim;
 pub mod step;
 pub mod swarm;
 pub mod telemetry;
@@ -40,6 +41,8 @@ pub enum Error {
     Yaml(#[from] serde_yaml::Error),
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Invalid(String),
 }
 
 impl Error {
@@ -53,6 +56,7 @@ impl Error {
             Error::Serialization(_) => "serialization",
             Error::Yaml(_) => "yaml",
             Error::Io(_) => "io",
+            Error::Invalid(_) => "invalid",
         }
     }
 }

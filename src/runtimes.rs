@@ -1,7 +1,7 @@
 //! The runtime registry: how each agent CLI is started, prompted, resumed, and how
 //! it shows that it waits for a human. Documented in docs/runtimes.md.
 
-use crate::api::{RuntimeName, RuntimeSpec};
+use crate::api::{RuntimeMode, RuntimeName, RuntimeSpec};
 
 /// What overseer knows about one agent CLI.
 #[derive(Debug, PartialEq, Eq)]
@@ -89,20 +89,52 @@ pub fn lookup(name: RuntimeName) -> &'static Runtime {
         .expect("every runtime name is in the registry")
 }
 
-/// The command line of one headless run with `prompt`. A user `command` replaces the
-/// registry's (and is required for custom); `args` are appended before the prompt.
-pub fn headless_command(spec: &RuntimeSpec, prompt: &str) -> Vec<String> {
+/// The command that starts the agent CLI: a user `command` replaces the registry's
+/// (and is required for custom); `args` are appended.
+pub fn base_command(spec: &RuntimeSpec, mode: RuntimeMode) -> Vec<String> {
     let runtime = lookup(spec.name.unwrap_or(RuntimeName::Claude));
+    let registry = match mode {
+        RuntimeMode::Tui => runtime.tui,
+        RuntimeMode::Headless => runtime.headless,
+    };
     let mut command: Vec<String> = match &spec.command {
         Some(command) => command.clone(),
-        None => runtime.headless.iter().map(|s| s.to_string()).collect(),
+        None => registry.iter().map(|s| s.to_string()).collect(),
     };
     command.extend(spec.args.iter().flatten().cloned());
+    command
+}
+
+/// `base` resuming the previous session (the runtime's resume flag).
+pub fn with_resume(runtime: &Runtime, base: &[String]) -> Vec<String> {
+    let mut command = base.to_vec();
+    command.extend(runtime.resume_flag.iter().map(|s| s.to_string()));
+    command
+}
+
+/// One headless run of `base` with `prompt` (after the prompt flag), optionally resuming.
+pub fn with_prompt(runtime: &Runtime, base: &[String], resume: bool, prompt: &str) -> Vec<String> {
+    let mut command = if resume {
+        with_resume(runtime, base)
+    } else {
+        base.to_vec()
+    };
     if !runtime.prompt_flag.is_empty() {
         command.push(runtime.prompt_flag.into());
     }
     command.push(prompt.into());
     command
+}
+
+/// The command line of one headless run with `prompt`.
+pub fn headless_command(spec: &RuntimeSpec, prompt: &str) -> Vec<String> {
+    let runtime = lookup(spec.name.unwrap_or(RuntimeName::Claude));
+    with_prompt(
+        runtime,
+        &base_command(spec, RuntimeMode::Headless),
+        false,
+        prompt,
+    )
 }
 
 /// The registry as the Markdown table of docs/runtimes.md (kept true by a test).

@@ -16,6 +16,8 @@ binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwo
 
 log() { echo "testenv: $*" >&2; }
 
+bash "$here/packages.sh"
+
 stages="$cache_root/$key/stages"
 # kwok's default node and pod Stages: a cluster given any Stage of its own needs them too.
 default_stages=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
@@ -32,18 +34,6 @@ if all_built; then
   echo "$out"
   exit 0
 fi
-
-ensure_packages() {
-  local missing=()
-  command -v openssl >/dev/null || missing+=(openssl)
-  command -v tmux >/dev/null || missing+=(tmux)
-  command -v curl >/dev/null || missing+=(curl)
-  command -v unzip >/dev/null || missing+=(unzip)
-  if [ "${#missing[@]}" -gt 0 ]; then
-    log "installing ${missing[*]}"
-    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
-  fi
-}
 
 # Go from the machine when it is new enough, else the toolchain module from the proxy.
 ensure_go() {
@@ -69,7 +59,6 @@ ensure_go() {
   GO="$dir/bin/go"
 }
 
-ensure_packages
 ensure_go
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
 mkdir -p "$out"

@@ -1,6 +1,7 @@
 //! The `Agent` kind: types, pure decisions, the pod it runs in, and its reconciler.
 
 pub mod decide;
+pub mod ps;
 pub mod types;
 
 pub use types::*;

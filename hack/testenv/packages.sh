@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Machine packages the tests need (tmux for the shim; openssl, curl, unzip for the
+# control plane's build), installed from apt when missing. Idempotent and quick.
+set -euo pipefail
+missing=()
+for tool in openssl tmux curl unzip; do
+  command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "packages: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >&2
+fi

@@ -1,0 +1,141 @@
+//! `overseer ps` (and `kubectl overseer ps`): what is everyone working on.
+
+use jiff::Timestamp;
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
+
+use super::types::Agent;
+use crate::{Error, Result};
+
+pub async fn run(namespace: Option<&str>, all_namespaces: bool) -> Result<()> {
+    let client = Client::try_default()
+        .await
+        .map_err(|e| Error::Connect(e.to_string()))?;
+    let api: Api<Agent> = if all_namespaces {
+        Api::all(client)
+    } else {
+        let ns = namespace.map_or_else(|| client.default_namespace().to_string(), String::from);
+        Api::namespaced(client, &ns)
+    };
+    let agents = api.list(&ListParams::default()).await?.items;
+    print!("{}", table(&agents, all_namespaces, Timestamp::now()));
+    Ok(())
+}
+
+/// One line per agent: agent, role, phase, activity, since, nudges, summary.
+pub fn table(agents: &[Agent], with_namespace: bool, now: Timestamp) -> String {
+    let mut rows: Vec<Vec<String>> = vec![
+        [
+            "NAMESPACE",
+            "AGENT",
+            "ROLE",
+            "PHASE",
+            "ACTIVITY",
+            "SINCE",
+            "NUDGES",
+            "SUMMARY",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let mut agents: Vec<&Agent> = agents.iter().collect();
+    agents.sort_by_key(|a| (a.namespace(), a.name_any()));
+    for agent in agents {
+        let status = agent.status.clone().unwrap_or_default();
+        let activity = status
+            .activity
+            .as_ref()
+            .filter(|a| a.attempt == status.attempt);
+        let dash = || "-".to_string();
+        rows.push(vec![
+            agent.namespace().unwrap_or_default(),
+            agent.name_any(),
+            agent.spec.role.clone(),
+            status.phase.map_or_else(dash, |p| format!("{p:?}")),
+            activity.map_or_else(dash, |a| {
+                serde_json::to_value(a.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            }),
+            activity
+                .and_then(|a| a.since.as_ref())
+                .map_or_else(dash, |since| age(now, since.0)),
+            status
+                .loop_
+                .as_ref()
+                .map_or_else(|| "0".into(), |l| l.nudges.to_string()),
+            activity
+                .and_then(|a| a.summary.clone())
+                .map(|s| {
+                    s.lines()
+                        .next()
+                        .unwrap_or_default()
+                        .chars()
+                        .take(60)
+                        .collect()
+                })
+                .unwrap_or_else(dash),
+        ]);
+    }
+    let skip = usize::from(!with_namespace);
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .map(|(c, cell)| format!("{cell:<width$}", width = widths[c]))
+            .collect();
+        out.push_str(cells.join("   ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// A short age such as `45s`, `12m` or `3h`.
+fn age(now: Timestamp, then: Timestamp) -> String {
+    let seconds = now.duration_since(then).as_secs().max(0);
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s if s < 172_800 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_per_agent_current_attempt_only() {
+        let agents: Vec<Agent> = serde_yaml::from_str(
+            r#"
+- metadata: {name: scout, namespace: team}
+  spec: {role: scout, runtime: {name: claude, image: i}}
+  status:
+    phase: Running
+    attempt: 2
+    activity: {state: idle, since: "2026-12-01T10:00:00Z", attempt: 2, summary: "mapping the repo\nsecond line"}
+    loop: {nudges: 3}
+- metadata: {name: builder, namespace: team}
+  spec: {runtime: {name: codex, image: i}}
+  status:
+    phase: Pending
+    attempt: 2
+    activity: {state: working, since: "2026-12-01T09:00:00Z", attempt: 1}
+"#,
+        )
+        .unwrap();
+        let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
+        insta::assert_snapshot!(table(&agents, false, now), @r"
+        AGENT     ROLE      PHASE     ACTIVITY   SINCE   NUDGES   SUMMARY
+        builder   builder   Pending   -          -       0        -
+        scout     scout     Running   idle       90s     3        mapping the repo
+        ");
+    }
+}

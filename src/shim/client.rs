@@ -1,0 +1,65 @@
+//! The in-pod commands that talk to the shim: `overseer input` (the exec target of
+//! nudges and wakes) and `overseer loop done|block`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+
+use super::protocol::{self, MAX_MESSAGE_BYTES, Reply, Request};
+use crate::agent::ExitOutcome;
+use crate::{Error, Result};
+
+/// Typing, a pause and Enter, or a restarted TUI, all fit in this.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Reads the message (exactly `bytes`, or to the end), hands it to the shim, and
+/// succeeds only when the shim confirms delivery.
+pub async fn input(bytes: Option<usize>, socket: &Path) -> Result<()> {
+    let mut stdin = tokio::io::stdin();
+    let mut message = Vec::new();
+    match bytes {
+        Some(n) if n > MAX_MESSAGE_BYTES => {
+            return Err(Error::Invalid(format!(
+                "message of {n} bytes is over the {MAX_MESSAGE_BYTES}-byte limit"
+            )));
+        }
+        Some(n) => {
+            message.resize(n, 0);
+            stdin
+                .read_exact(&mut message)
+                .await
+                .map_err(|e| Error::Invalid(format!("expected {n} bytes on stdin: {e}")))?;
+        }
+        None => {
+            (&mut stdin)
+                .take(MAX_MESSAGE_BYTES as u64 + 1)
+                .read_to_end(&mut message)
+                .await?;
+            if message.len() > MAX_MESSAGE_BYTES {
+                return Err(Error::Invalid(format!(
+                    "message is over the {MAX_MESSAGE_BYTES}-byte limit"
+                )));
+            }
+        }
+    }
+    let message = String::from_utf8(message)
+        .map_err(|_| Error::Invalid("the message is not UTF-8".into()))?;
+    confirmed(protocol::request(socket, &Request::Input { message }, DELIVERY_TIMEOUT).await)
+}
+
+/// Records the agent's own end of its loop for the current attempt.
+pub async fn exit(outcome: ExitOutcome, reason: Option<String>, socket: &Path) -> Result<()> {
+    confirmed(protocol::request(socket, &Request::Exit { outcome, reason }, DELIVERY_TIMEOUT).await)
+}
+
+fn confirmed(reply: Result<Reply, String>) -> Result<()> {
+    match reply {
+        Ok(Reply { ok: true, .. }) => Ok(()),
+        Ok(Reply { error, .. }) => Err(Error::Invalid(format!(
+            "not delivered: {}",
+            error.unwrap_or_else(|| "refused".into())
+        ))),
+        Err(error) => Err(Error::Invalid(format!("not delivered: {error}"))),
+    }
+}

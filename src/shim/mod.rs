@@ -1,0 +1,456 @@
+//! `overseer shim -- CMD...`: the in-pod supervisor. It runs the agent CLI (TUI
+//! inside tmux, headless as a child), tracks what it is doing, reports that to the
+//! Agent's status (field manager `overseer-shim`) on every change plus one heartbeat
+//! per interval, and takes input and the agent's self-exit on a local socket.
+
+pub mod activity;
+pub mod client;
+pub mod headless;
+pub mod protocol;
+pub mod tmux;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, oneshot};
+use tracing::{info, warn};
+
+use crate::agent::{Activity, ActivityState, Agent, AgentExit};
+use crate::api::{RuntimeMode, RuntimeName, SHIM_MANAGER};
+use crate::runtimes;
+use activity::{Observation, Tracker};
+use protocol::{Reply, Request};
+
+/// How often the agent is looked at.
+const POLL: Duration = Duration::from_millis(250);
+/// Pause between typing a message and pressing Enter.
+const TYPE_PAUSE: Duration = Duration::from_millis(300);
+
+#[derive(Args, Debug, Clone)]
+pub struct ShimArgs {
+    /// The Agent this pod runs (no status is reported without it).
+    #[arg(long, env = "OVERSEER_AGENT")]
+    pub agent: Option<String>,
+    /// Namespace of the Agent (default: the client's).
+    #[arg(long, env = "OVERSEER_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// The attempt (spawn id) this pod is.
+    #[arg(long, env = "OVERSEER_ATTEMPT", default_value_t = 1)]
+    pub attempt: i64,
+    /// Runtime name (claude, codex, pi, copilot, cursor, custom): its prompt patterns and resume flag.
+    #[arg(long, env = "OVERSEER_RUNTIME", default_value = "custom")]
+    pub runtime: String,
+    /// tui or headless.
+    #[arg(long, env = "OVERSEER_MODE", default_value = "tui")]
+    pub mode: String,
+    /// Heartbeat: one status report per interval even when nothing changes (`off`: none).
+    #[arg(long, env = "OVERSEER_INTERVAL", default_value = "15s")]
+    pub interval: String,
+    /// No output change for this long counts as idle.
+    #[arg(long, env = "OVERSEER_QUIET", default_value = "5s")]
+    pub quiet: String,
+    /// The local socket `overseer input` and `overseer loop` talk to.
+    #[arg(long, env = "OVERSEER_INPUT_SOCKET", default_value = protocol::DEFAULT_SOCKET)]
+    pub socket: PathBuf,
+    /// The agent's first prompt (headless: the first run's; TUI: typed once it is ready).
+    #[arg(long, env = "OVERSEER_PROMPT")]
+    pub prompt: Option<String>,
+    /// The agent CLI.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+/// Where the shim's view of the agent goes: the Agent's status.
+struct Reporter {
+    api: Api<Agent>,
+    name: String,
+}
+
+impl Reporter {
+    async fn connect(args: &ShimArgs) -> crate::Result<Option<Reporter>> {
+        let Some(name) = args.agent.clone() else {
+            return Ok(None);
+        };
+        let client = Client::try_default()
+            .await
+            .map_err(|e| crate::Error::Connect(e.to_string()))?;
+        let namespace = args
+            .namespace
+            .clone()
+            .unwrap_or_else(|| client.default_namespace().to_string());
+        Ok(Some(Reporter {
+            api: Api::namespaced(client, &namespace),
+            name,
+        }))
+    }
+
+    async fn report(
+        &self,
+        activity: &Activity,
+        exit: Option<&AgentExit>,
+    ) -> Result<(), kube::Error> {
+        let mut status = json!({"activity": activity});
+        if let Some(exit) = exit {
+            status["exit"] = json!(exit);
+        }
+        let patch =
+            json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent", "status": status});
+        self.api
+            .patch_status(
+                &self.name,
+                &PatchParams::apply(SHIM_MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+            .map(drop)
+    }
+}
+
+enum Driver {
+    Tui(tmux::Tmux),
+    Headless(Box<headless::Headless>),
+}
+
+struct Shim {
+    args: ShimArgs,
+    runtime: &'static runtimes::Runtime,
+    driver: Driver,
+    tracker: Tracker,
+    exit: Option<AgentExit>,
+    reporter: Option<Reporter>,
+    /// A report is due (a change not yet written, or a failed write).
+    report_due: bool,
+    last_report: tokio::time::Instant,
+    /// The TUI's first prompt, typed once the agent first sits idle.
+    pending_prompt: Option<String>,
+    /// The pane as last seen, to tell a change.
+    last_screen: Option<String>,
+}
+
+/// Runs the shim until SIGTERM; returns the process exit code.
+pub async fn run(args: ShimArgs) -> crate::Result<i32> {
+    let runtime_name: RuntimeName = serde_json::from_value(json!(args.runtime))
+        .map_err(|_| crate::Error::Invalid(format!("unknown runtime {:?}", args.runtime)))?;
+    let mode: RuntimeMode = serde_json::from_value(json!(args.mode)).map_err(|_| {
+        crate::Error::Invalid(format!("unknown mode {:?} (tui or headless)", args.mode))
+    })?;
+    let quiet = crate::duration::parse(&args.quiet)
+        .ok_or_else(|| crate::Error::Invalid(format!("bad --quiet {:?}", args.quiet)))?;
+    let interval = crate::duration::parse_or_off(&args.interval)
+        .ok_or_else(|| crate::Error::Invalid(format!("bad --interval {:?}", args.interval)))?;
+    let runtime = runtimes::lookup(runtime_name);
+    let run_dir = args
+        .socket
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    tokio::fs::create_dir_all(&run_dir).await?;
+    let _ = tokio::fs::remove_file(&args.socket).await;
+    let listener = UnixListener::bind(&args.socket)?;
+    let reporter = Reporter::connect(&args).await?;
+
+    let prompt = args.prompt.clone().filter(|p| !p.trim().is_empty());
+    let (driver, pending_prompt) = match mode {
+        RuntimeMode::Tui => (
+            Driver::Tui(tmux::Tmux::start(&run_dir, &args.command).await?),
+            prompt,
+        ),
+        RuntimeMode::Headless => {
+            let mut headless = Box::<headless::Headless>::default();
+            let command = match &prompt {
+                Some(prompt) => runtimes::with_prompt(runtime, &args.command, false, prompt),
+                None => args.command.clone(),
+            };
+            headless.start(&command)?;
+            (Driver::Headless(headless), None)
+        }
+    };
+    info!(agent = args.agent.as_deref().unwrap_or("-"), attempt = args.attempt, socket = %args.socket.display(), "shim started");
+    let mut shim = Shim {
+        tracker: Tracker::new(Timestamp::now(), quiet, runtime.waiting_patterns),
+        runtime,
+        driver,
+        exit: None,
+        reporter,
+        report_due: true,
+        last_report: tokio::time::Instant::now(),
+        pending_prompt,
+        last_screen: None,
+        args,
+    };
+
+    let (requests, mut incoming) = mpsc::channel::<(Request, oneshot::Sender<Reply>)>(16);
+    tokio::spawn(accept(listener, requests));
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut poll = tokio::time::interval(POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let heartbeat = interval.map(|i| shim.last_report + i);
+        tokio::select! {
+            _ = poll.tick() => {
+                shim.look().await;
+                if shim.report_due {
+                    shim.report().await;
+                }
+                shim.type_first_prompt().await;
+            }
+            _ = sleep_until(heartbeat) => shim.report().await,
+            Some((request, reply)) = incoming.recv() => {
+                let answer = shim.handle(request).await;
+                let _ = reply.send(answer);
+            }
+            _ = terminate.recv() => break,
+            _ = tokio::signal::ctrl_c() => break,
+        }
+    }
+    info!("stopping the agent");
+    match &mut shim.driver {
+        Driver::Tui(tmux) => tmux.kill().await,
+        Driver::Headless(headless) => headless.kill().await,
+    }
+    let _ = tokio::fs::remove_file(&shim.args.socket).await;
+    Ok(0)
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Serves the socket: one request per connection, answered by the main loop.
+async fn accept(listener: UnixListener, requests: mpsc::Sender<(Request, oneshot::Sender<Reply>)>) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let requests = requests.clone();
+        tokio::spawn(async move {
+            if let Err(error) = serve(stream, requests).await {
+                warn!(%error, "socket client failed");
+            }
+        });
+    }
+}
+
+async fn serve(
+    stream: UnixStream,
+    requests: mpsc::Sender<(Request, oneshot::Sender<Reply>)>,
+) -> std::io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    BufReader::new(read.take(protocol::MAX_MESSAGE_BYTES as u64 * 2))
+        .read_line(&mut line)
+        .await?;
+    let reply = match serde_json::from_str::<Request>(&line) {
+        Err(error) => Reply::refused(format!("bad request: {error}")),
+        Ok(request) => {
+            let (tx, rx) = oneshot::channel();
+            if requests.send((request, tx)).await.is_err() {
+                Reply::refused("the shim is stopping")
+            } else {
+                rx.await
+                    .unwrap_or_else(|_| Reply::refused("the shim is stopping"))
+            }
+        }
+    };
+    let mut out = serde_json::to_vec(&reply)?;
+    out.push(b'\n');
+    write.write_all(&out).await
+}
+
+impl Shim {
+    fn activity(&self) -> Activity {
+        let t = &self.tracker;
+        Activity {
+            state: t.state,
+            since: Some(Time(t.since)),
+            last_activity_time: Some(Time(t.last_activity)),
+            heartbeat_time: Some(Time(Timestamp::now())),
+            attempt: Some(self.args.attempt),
+            exit_code: t.exit_code.filter(|_| t.state == ActivityState::Exited),
+            summary: None,
+        }
+    }
+
+    async fn look(&mut self) {
+        let now = Timestamp::now();
+        let changed = match &mut self.driver {
+            Driver::Tui(tmux) => match tmux.look().await {
+                Ok(look) => match look.exited {
+                    Some(code) => self.tracker.observe(Observation::Exited(code), now),
+                    None => {
+                        let changed = self.last_screen.as_deref() != Some(look.screen.as_str());
+                        let state = self.tracker.observe(
+                            Observation::Output {
+                                changed,
+                                text: &look.screen,
+                            },
+                            now,
+                        );
+                        self.last_screen = Some(look.screen);
+                        state
+                    }
+                },
+                Err(error) => {
+                    warn!(%error, "looking at the agent's pane failed");
+                    false
+                }
+            },
+            Driver::Headless(headless) => {
+                let (changed, tail, exited) = headless.look();
+                let tail = tail.to_string();
+                let state = self.tracker.observe(
+                    Observation::Output {
+                        changed,
+                        text: &tail,
+                    },
+                    now,
+                );
+                match exited {
+                    Some(code) => self.tracker.observe(Observation::Exited(code), now) || state,
+                    None => state,
+                }
+            }
+        };
+        if changed {
+            info!(state = ?self.tracker.state, "activity");
+            self.report_due = true;
+        }
+    }
+
+    async fn report(&mut self) {
+        self.last_report = tokio::time::Instant::now();
+        let Some(reporter) = &self.reporter else {
+            self.report_due = false;
+            return;
+        };
+        match reporter.report(&self.activity(), self.exit.as_ref()).await {
+            Ok(()) => self.report_due = false,
+            Err(error) => warn!(%error, "reporting activity failed; retrying"),
+        }
+    }
+
+    async fn type_first_prompt(&mut self) {
+        if self.tracker.state != ActivityState::Idle {
+            return;
+        }
+        if let Some(prompt) = self.pending_prompt.take() {
+            let reply = self.deliver(&prompt).await;
+            if !reply.ok {
+                warn!(
+                    error = reply.error.as_deref().unwrap_or_default(),
+                    "typing the first prompt failed"
+                );
+            }
+        }
+    }
+
+    async fn handle(&mut self, request: Request) -> Reply {
+        match request {
+            Request::Status => Reply {
+                activity: Some(self.activity()),
+                ..Reply::ok()
+            },
+            Request::Input { message } => self.deliver(&message).await,
+            Request::Exit { outcome, reason } => {
+                let Some(reporter) = &self.reporter else {
+                    return Reply::refused(
+                        "this shim reports to no Agent (OVERSEER_AGENT is not set)",
+                    );
+                };
+                let exit = AgentExit {
+                    outcome,
+                    reason: reason.map(|r| r.chars().take(1024).collect()),
+                    time: Some(Time(Timestamp::now())),
+                    attempt: self.args.attempt,
+                };
+                match reporter.report(&self.activity(), Some(&exit)).await {
+                    Ok(()) => {
+                        self.exit = Some(exit);
+                        Reply::ok()
+                    }
+                    Err(error) => Reply::refused(format!("recording the exit failed: {error}")),
+                }
+            }
+        }
+    }
+
+    /// Delivers a message; Ok only when delivery is confirmed.
+    async fn deliver(&mut self, message: &str) -> Reply {
+        if message.trim().is_empty() {
+            return Reply::refused("empty message");
+        }
+        let now = Timestamp::now();
+        let resume = runtimes::with_prompt(self.runtime, &self.args.command, true, message);
+        match &mut self.driver {
+            Driver::Headless(headless) => {
+                if headless.running() {
+                    return Reply::refused("a run is in progress; the message was not delivered");
+                }
+                if let Err(error) = headless.start(&resume) {
+                    return Reply::refused(format!("starting the resumed run failed: {error}"));
+                }
+                self.tracker.observe(Observation::Restarted, now);
+                self.report_due = true;
+                Reply::ok()
+            }
+            Driver::Tui(tmux) => {
+                let before = match tmux.look().await {
+                    Ok(look) => look,
+                    Err(error) => {
+                        return Reply::refused(format!("the agent's pane is unreachable: {error}"));
+                    }
+                };
+                if before.exited.is_some() {
+                    // The TUI ended: start it again, resuming its session, then type.
+                    let command = runtimes::with_resume(self.runtime, &self.args.command);
+                    if let Err(error) = tmux.respawn(&command).await {
+                        return Reply::refused(format!("restarting the agent failed: {error}"));
+                    }
+                    self.tracker.observe(Observation::Restarted, now);
+                    self.report_due = true;
+                    if !wait_for_screen(tmux).await {
+                        return Reply::refused("the restarted agent showed nothing within 15s");
+                    }
+                }
+                let before = tmux.look().await.map(|l| l.screen).unwrap_or_default();
+                if let Err(error) = tmux.type_text(message).await {
+                    return Reply::refused(format!("typing failed: {error}"));
+                }
+                tokio::time::sleep(TYPE_PAUSE).await;
+                let after = tmux.look().await.map(|l| l.screen).unwrap_or_default();
+                if after == before {
+                    return Reply::refused(
+                        "the typed text did not show on the agent's screen; Enter was not sent",
+                    );
+                }
+                if let Err(error) = tmux.enter().await {
+                    return Reply::refused(format!("sending Enter failed: {error}"));
+                }
+                Reply::ok()
+            }
+        }
+    }
+}
+
+/// Waits until a freshly started TUI shows something.
+async fn wait_for_screen(tmux: &tmux::Tmux) -> bool {
+    for _ in 0..60 {
+        if let Ok(look) = tmux.look().await
+            && look.exited.is_none()
+            && !look.screen.trim().is_empty()
+        {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            return true;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    false
+}

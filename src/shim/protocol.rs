@@ -1,0 +1,82 @@
+//! The shim's local socket: one JSON request line, one JSON reply line. The CLI
+//! (`overseer input`, `overseer loop`) are its clients inside the pod.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::agent::{Activity, ExitOutcome};
+
+/// Where the shim listens inside an agent pod (the `/overseer` emptyDir).
+pub const DEFAULT_SOCKET: &str = "/overseer/run/input.sock";
+/// Longest message accepted (a wake names many agents; keep it bounded).
+pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum Request {
+    /// Deliver a message to the agent (TUI: typed then Enter; headless: a resumed run).
+    Input { message: String },
+    /// The agent ends its loop (`overseer loop done|block`).
+    Exit {
+        outcome: ExitOutcome,
+        reason: Option<String>,
+    },
+    /// The shim's current view of the agent.
+    Status,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Reply {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<Activity>,
+}
+
+impl Reply {
+    pub fn ok() -> Reply {
+        Reply {
+            ok: true,
+            error: None,
+            activity: None,
+        }
+    }
+
+    pub fn refused(error: impl Into<String>) -> Reply {
+        Reply {
+            ok: false,
+            error: Some(error.into()),
+            activity: None,
+        }
+    }
+}
+
+/// Sends one request to the shim at `socket` and waits for its reply.
+pub async fn request(socket: &Path, request: &Request, timeout: Duration) -> Result<Reply, String> {
+    let exchange = async {
+        let stream = tokio::net::UnixStream::connect(socket)
+            .await
+            .map_err(|e| format!("cannot reach the shim at {}: {e}", socket.display()))?;
+        let (read, mut write) = stream.into_split();
+        let mut line = serde_json::to_vec(request).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        write
+            .write_all(&line)
+            .await
+            .map_err(|e| format!("sending to the shim: {e}"))?;
+        let mut reply = String::new();
+        BufReader::new(read)
+            .read_line(&mut reply)
+            .await
+            .map_err(|e| format!("reading the shim's reply: {e}"))?;
+        serde_json::from_str::<Reply>(&reply)
+            .map_err(|e| format!("the shim's reply is not understood ({e}): {reply:?}"))
+    };
+    tokio::time::timeout(timeout, exchange)
+        .await
+        .map_err(|_| format!("the shim did not answer within {timeout:?}"))?
+}
