@@ -126,6 +126,13 @@ pub struct RunArgs {
     /// Image holding the `overseer` binary, copied into agent and step pods by an init container.
     #[arg(long, env = "OVERSEER_IMAGE", default_value = concat!("ghcr.io/overseer-dev/overseer:", env!("CARGO_PKG_VERSION")))]
     pub overseer_image: String,
+    /// The `overseer` binary inside agent pods, which nudges and wakes run through exec.
+    #[arg(
+        long,
+        env = "OVERSEER_INPUT_COMMAND",
+        default_value = "/overseer/bin/overseer"
+    )]
+    pub input_command: String,
     /// Log format.
     #[arg(long, value_enum, env = "OVERSEER_LOG_FORMAT", default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

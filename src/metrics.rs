@@ -25,6 +25,14 @@ pub struct StepResultLabels {
     pub result: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DeliveryLabels {
+    /// wake or nudge
+    pub kind: &'static str,
+    /// delivered or failed
+    pub outcome: &'static str,
+}
+
 /// All metrics, registered once at start-up and shared through the `Context`.
 pub struct Metrics {
     registry: Registry,
@@ -38,6 +46,12 @@ pub struct Metrics {
     pub step_retries: Counter,
     /// Previous step pod seen Succeeded → next step pod created.
     pub step_advance: Histogram,
+    /// Nudges and wakes by kind and outcome.
+    pub deliveries: Family<DeliveryLabels, Counter>,
+    /// In-loop agents found stopped before declaring done or blocked.
+    pub premature_stops: Counter,
+    /// From an agent crossing `idleAfter` to the delivered nudge or wake.
+    pub stop_to_delivery: Family<DeliveryLabels, Histogram>,
 }
 
 impl Default for Metrics {
@@ -53,6 +67,26 @@ impl Default for Metrics {
         let step_results = Family::<StepResultLabels, Counter>::default();
         let step_retries = Counter::default();
         let step_advance = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
+        let deliveries = Family::<DeliveryLabels, Counter>::default();
+        let premature_stops = Counter::default();
+        let stop_to_delivery = Family::<DeliveryLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.05, 2.0, 14))
+        });
+        registry.register(
+            "agent_deliveries",
+            "Nudges and wakes delivered through exec input, by kind and outcome",
+            deliveries.clone(),
+        );
+        registry.register(
+            "agent_premature_stops",
+            "In-loop agents found stopped before declaring done or blocked",
+            premature_stops.clone(),
+        );
+        registry.register(
+            "agent_stop_to_delivery_seconds",
+            "From an agent crossing idleAfter to the delivered nudge or wake",
+            stop_to_delivery.clone(),
+        );
         registry.register(
             "reconciliations",
             "Reconciliations started",
@@ -97,6 +131,9 @@ impl Default for Metrics {
             step_results,
             step_retries,
             step_advance,
+            deliveries,
+            premature_stops,
+            stop_to_delivery,
         }
     }
 }

@@ -30,6 +30,8 @@ pub struct Context {
     pub concurrency: u16,
     /// Image holding the `overseer` binary for the pods' init containers.
     pub overseer_image: String,
+    /// The `overseer` binary as exec finds it inside agent pods.
+    pub input_command: String,
 }
 
 impl Context {
@@ -77,7 +79,10 @@ fn controllers(
     shutdown: Shutdown,
 ) -> Vec<Pin<Box<dyn Future<Output = ()> + Send>>> {
     // Each kind's controller is registered here as it is delivered.
-    vec![Box::pin(crate::goal::controller::run(ctx, shutdown))]
+    vec![
+        Box::pin(crate::goal::controller::run(ctx.clone(), shutdown.clone())),
+        Box::pin(crate::agent::controller::run(ctx, shutdown)),
+    ]
 }
 
 /// Runs the operator until SIGTERM (Ok) or until leadership is lost (Err).
@@ -125,6 +130,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         namespace: args.namespace.clone(),
         concurrency: args.concurrency,
         overseer_image: args.overseer_image.clone(),
+        input_command: args.input_command.clone(),
     });
     let work = {
         let shutdown = shutdown.clone();

@@ -1,6 +1,9 @@
 //! The `Agent` kind: types, pure decisions, the pod it runs in, and its reconciler.
 
+pub mod controller;
 pub mod decide;
+pub mod message;
+pub mod pod;
 pub mod ps;
 pub mod types;
 

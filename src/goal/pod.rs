@@ -4,18 +4,17 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, Pod,
-    PodSecurityContext, PodSpec, SeccompProfile, SecurityContext, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, EnvVar, Pod, PodSpec, Volume, VolumeMount,
 };
 use kube::Resource;
 use kube::api::ObjectMeta;
 
 use super::types::{Goal, GoalStatus, StepPhase};
 use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
-use crate::runtimes;
+use crate::{pods, runtimes};
 
 /// Where the init container puts the `overseer` binary.
-pub const BIN_DIR: &str = "/overseer/bin";
+pub use crate::pods::BIN_DIR;
 /// Where the step pod finds the results of the earlier steps.
 pub const RESULTS_FILE: &str = "/overseer/results/results.json";
 /// Labels that identify a step pod.
@@ -73,11 +72,7 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
     .collect();
     let mut command = vec![format!("{BIN_DIR}/overseer"), "step".into(), "--".into()];
     command.extend(runtimes::headless_command(p.runtime, &step.action));
-    let bin_mount = VolumeMount {
-        name: "overseer".into(),
-        mount_path: "/overseer".into(),
-        ..Default::default()
-    };
+    let bin_mount = pods::overseer_mount();
     let results_mount = VolumeMount {
         name: "results".into(),
         mount_path: "/overseer/results".into(),
@@ -96,42 +91,20 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
             restart_policy: Some("Never".into()),
             active_deadline_seconds: Some(p.timeout.as_secs().max(1) as i64),
             automount_service_account_token: Some(false),
-            security_context: Some(PodSecurityContext {
-                run_as_non_root: Some(true),
-                seccomp_profile: Some(SeccompProfile {
-                    type_: "RuntimeDefault".into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            init_containers: Some(vec![Container {
-                name: "install-overseer".into(),
-                image: Some(p.overseer_image.into()),
-                command: Some(vec![
-                    "/overseer".into(),
-                    "install".into(),
-                    format!("{BIN_DIR}/overseer"),
-                ]),
-                volume_mounts: Some(vec![bin_mount.clone()]),
-                security_context: Some(restricted()),
-                ..Default::default()
-            }]),
+            security_context: Some(pods::restricted_pod()),
+            init_containers: Some(vec![pods::install_container(p.overseer_image)]),
             containers: vec![Container {
                 name: "agent".into(),
                 image: p.runtime.image.clone(),
                 command: Some(command),
                 env: Some(env),
                 volume_mounts: Some(vec![bin_mount, results_mount]),
-                security_context: Some(restricted()),
+                security_context: Some(pods::restricted()),
                 termination_message_policy: Some("File".into()),
                 ..Default::default()
             }],
             volumes: Some(vec![
-                Volume {
-                    name: "overseer".into(),
-                    empty_dir: Some(EmptyDirVolumeSource::default()),
-                    ..Default::default()
-                },
+                pods::overseer_volume(),
                 Volume {
                     name: "results".into(),
                     config_map: Some(ConfigMapVolumeSource {
@@ -144,19 +117,6 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
             ..Default::default()
         }),
         status: None,
-    }
-}
-
-/// The restricted Pod Security Standard, per container.
-fn restricted() -> SecurityContext {
-    SecurityContext {
-        allow_privilege_escalation: Some(false),
-        capabilities: Some(Capabilities {
-            drop: Some(vec!["ALL".into()]),
-            ..Default::default()
-        }),
-        run_as_non_root: Some(true),
-        ..Default::default()
     }
 }
 

@@ -1,0 +1,204 @@
+//! The agent's pod and its identity (ServiceAccount, and a Role limited by
+//! `resourceNames` to its own Agent's status), built as plain values (no I/O).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodSpec, ServiceAccount,
+};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use kube::api::ObjectMeta;
+use kube::{Resource, ResourceExt};
+
+use super::decide::pod_name;
+use super::types::Agent;
+use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, label_value};
+use crate::{pods, runtimes};
+
+pub const AGENT_LABEL: &str = "overseer.dev/agent";
+pub const ATTEMPT_LABEL: &str = "overseer.dev/attempt";
+pub const ROLE_LABEL: &str = "overseer.dev/role";
+pub const SWARM_LABEL: &str = "overseer.dev/swarm";
+/// The container the agent CLI (under the shim) runs in; exec targets it.
+pub const CONTAINER: &str = "agent";
+
+/// Name of the agent's ServiceAccount, Role and RoleBinding.
+pub fn identity_name(agent: &str) -> String {
+    format!("overseer-agent-{}", &agent[..agent.len().min(230)])
+}
+
+fn labels(agent: &Agent) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::from([
+        (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
+        (AGENT_LABEL.into(), label_value(&agent.name_any())),
+        (ROLE_LABEL.into(), agent.spec.role.clone()),
+    ]);
+    if let Some(swarm) = &agent.spec.swarm {
+        labels.insert(SWARM_LABEL.into(), label_value(swarm));
+    }
+    labels
+}
+
+fn meta(agent: &Agent, name: String) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        namespace: agent.namespace(),
+        labels: Some(labels(agent)),
+        owner_references: agent.controller_owner_ref(&()).map(|r| vec![r]),
+        ..Default::default()
+    }
+}
+
+/// The agent's ServiceAccount, its Role (its own Agent's status: get, patch) and the binding.
+pub fn identity(agent: &Agent) -> (ServiceAccount, Role, RoleBinding) {
+    let name = identity_name(&agent.name_any());
+    let account = ServiceAccount {
+        metadata: meta(agent, name.clone()),
+        ..Default::default()
+    };
+    let role = Role {
+        metadata: meta(agent, name.clone()),
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec![crate::api::GROUP.into()]),
+            resources: Some(vec!["agents/status".into()]),
+            resource_names: Some(vec![agent.name_any()]),
+            verbs: vec!["get".into(), "patch".into()],
+            ..Default::default()
+        }]),
+    };
+    let binding = RoleBinding {
+        metadata: meta(agent, name.clone()),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "Role".into(),
+            name: name.clone(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name,
+            namespace: agent.namespace(),
+            ..Default::default()
+        }]),
+    };
+    (account, role, binding)
+}
+
+fn env(name: &str, value: impl Into<String>) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..Default::default()
+    }
+}
+
+/// The pod of one attempt: the agent CLI under `overseer shim`, as its own ServiceAccount.
+pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str) -> Pod {
+    let spec = &agent.spec;
+    let runtime_name = spec.runtime.name.unwrap_or(RuntimeName::Custom);
+    let mode = spec.runtime.mode.unwrap_or(RuntimeMode::Tui);
+    let mut command = vec![
+        format!("{}/overseer", pods::BIN_DIR),
+        "shim".into(),
+        "--".into(),
+    ];
+    command.extend(runtimes::base_command(&spec.runtime, mode));
+    let name_of = |v: serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let mut env_vars = vec![
+        env("OVERSEER_AGENT", agent.name_any()),
+        EnvVar {
+            name: "OVERSEER_NAMESPACE".into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: "metadata.namespace".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        env("OVERSEER_ATTEMPT", attempt.to_string()),
+        env("OVERSEER_RUNTIME", name_of(serde_json::json!(runtime_name))),
+        env("OVERSEER_MODE", name_of(serde_json::json!(mode))),
+        env("OVERSEER_INTERVAL", spec.loop_.interval.clone()),
+    ];
+    if let Some(prompt) = &spec.prompt {
+        env_vars.push(env("OVERSEER_PROMPT", prompt.clone()));
+    }
+    let overlay = spec.pod_template.clone().unwrap_or_default();
+    env_vars.extend(overlay.env);
+    let mut pod_labels = labels(agent);
+    pod_labels.insert(ATTEMPT_LABEL.into(), attempt.to_string());
+    pod_labels.extend(overlay.labels);
+    let mut mounts = vec![pods::overseer_mount()];
+    mounts.extend(overlay.volume_mounts);
+    let mut volumes = vec![pods::overseer_volume()];
+    volumes.extend(overlay.volumes);
+    let non_empty = |v: BTreeMap<String, String>| (!v.is_empty()).then_some(v);
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(pod_name(&agent.name_any(), attempt)),
+            namespace: agent.namespace(),
+            labels: Some(pod_labels),
+            annotations: non_empty(overlay.annotations),
+            owner_references: agent.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            service_account_name: Some(identity_name(&agent.name_any())),
+            security_context: Some(pods::restricted_pod()),
+            init_containers: Some(vec![pods::install_container(overseer_image)]),
+            containers: vec![Container {
+                name: CONTAINER.into(),
+                image: spec.runtime.image.clone(),
+                command: Some(command),
+                env: Some(env_vars),
+                env_from: non_empty_vec(overlay.env_from),
+                resources: overlay.resources,
+                volume_mounts: Some(mounts),
+                security_context: Some(pods::restricted()),
+                ..Default::default()
+            }],
+            volumes: Some(volumes),
+            node_selector: non_empty(overlay.node_selector),
+            tolerations: non_empty_vec(overlay.tolerations),
+            image_pull_secrets: non_empty_vec(overlay.image_pull_secrets),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+fn non_empty_vec<T>(items: Vec<T>) -> Option<Vec<T>> {
+    (!items.is_empty()).then_some(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agent_pod_and_its_identity() {
+        let mut agent: Agent = serde_yaml::from_str(
+            r#"
+apiVersion: overseer.dev/v1alpha1
+kind: Agent
+metadata: {name: builder, namespace: team, uid: 0b5e6f0e-1111-2222-3333-444455556666}
+spec:
+  role: builder
+  runtime: {name: claude, image: example.com/claude:1}
+  prompt: Implement the parser.
+  loop: {enabled: true, interval: 10s}
+  podTemplate:
+    env: [{name: GIT_AUTHOR_NAME, value: agent}]
+    resources: {limits: {memory: 2Gi}}
+"#,
+        )
+        .unwrap();
+        agent.metadata.namespace = Some("team".into());
+        let pod = agent_pod(&agent, 3, "ghcr.io/overseer-dev/overseer:0.1.0");
+        let (account, role, binding) = identity(&agent);
+        insta::assert_yaml_snapshot!("agent_pod", pod);
+        insta::assert_yaml_snapshot!("agent_role", (account, role, binding));
+    }
+}

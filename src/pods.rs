@@ -1,0 +1,69 @@
+//! Pieces every generated pod shares: the `overseer` binary copied in by an init
+//! container, and the restricted Pod Security Standard.
+
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, EmptyDirVolumeSource, PodSecurityContext, SeccompProfile,
+    SecurityContext, Volume, VolumeMount,
+};
+
+/// Where the init container puts the `overseer` binary.
+pub const BIN_DIR: &str = "/overseer/bin";
+/// The emptyDir holding the binary and the shim's socket.
+const VOLUME: &str = "overseer";
+
+/// The init container that copies the operator's own binary into the pod.
+pub fn install_container(overseer_image: &str) -> Container {
+    Container {
+        name: "install-overseer".into(),
+        image: Some(overseer_image.into()),
+        command: Some(vec![
+            "/overseer".into(),
+            "install".into(),
+            format!("{BIN_DIR}/overseer"),
+        ]),
+        volume_mounts: Some(vec![overseer_mount()]),
+        security_context: Some(restricted()),
+        ..Default::default()
+    }
+}
+
+pub fn overseer_volume() -> Volume {
+    Volume {
+        name: VOLUME.into(),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Default::default()
+    }
+}
+
+pub fn overseer_mount() -> VolumeMount {
+    VolumeMount {
+        name: VOLUME.into(),
+        mount_path: "/overseer".into(),
+        ..Default::default()
+    }
+}
+
+/// The restricted Pod Security Standard, per pod.
+pub fn restricted_pod() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The restricted Pod Security Standard, per container.
+pub fn restricted() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            ..Default::default()
+        }),
+        run_as_non_root: Some(true),
+        ..Default::default()
+    }
+}
