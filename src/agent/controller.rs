@@ -103,7 +103,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
     let name = cached.name_any();
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     // Decide on the latest status (the shim writes it too), never on a stale cache.
-    let Some(agent) = agents.get_opt(&name).await? else {
+    let Some(mut agent) = agents.get_opt(&name).await? else {
         return Ok(Requeue::await_change());
     };
     if agent.meta().deletion_timestamp.is_some() {
@@ -124,6 +124,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
 
     if agent.status.as_ref() != Some(&plan.status) {
         apply_status(&agents, &name, &plan.status).await?;
+        agent.status = Some(plan.status.clone());
     }
     let mut requeue = plan.requeue_after;
     for action in &plan.actions {
@@ -402,16 +403,11 @@ async fn record(
     };
     match outcome {
         Ok(()) => {
-            let status = agent.status.clone().unwrap_or_default();
-            let loop_status = decide::record_delivery(&status, kind, reason, now);
-            let patch = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent", "status": {"loop": loop_status}});
-            agents
-                .patch_status(
-                    &agent.name_any(),
-                    &PatchParams::apply(CONTROLLER_MANAGER).force(),
-                    &Patch::Apply(&patch),
-                )
-                .await?;
+            // The whole of the operator's status: a partial apply by the same field
+            // manager would remove the fields it leaves out.
+            let mut status = agent.status.clone().unwrap_or_default();
+            status.loop_ = Some(decide::record_delivery(&status, kind, reason, now));
+            apply_status(agents, &agent.name_any(), &status).await?;
             ctx.metrics
                 .deliveries
                 .get_or_create(&labels("delivered"))

@@ -31,6 +31,8 @@ use protocol::{Reply, Request};
 
 /// How often the agent is looked at.
 const POLL: Duration = Duration::from_millis(250);
+/// How soon a failed status write is tried again.
+const RETRY: Duration = Duration::from_secs(1);
 /// Pause between typing a message and pressing Enter.
 const TYPE_PAUSE: Duration = Duration::from_millis(300);
 
@@ -128,6 +130,8 @@ struct Shim {
     reporter: Option<Reporter>,
     /// A report is due (a change not yet written, or a failed write).
     report_due: bool,
+    /// The last write failed (the API server is away, or the Agent does not exist yet).
+    report_failed: bool,
     last_report: tokio::time::Instant,
     /// The TUI's first prompt, typed once the agent first sits idle.
     pending_prompt: Option<String>,
@@ -181,6 +185,7 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         exit: None,
         reporter,
         report_due: true,
+        report_failed: false,
         last_report: tokio::time::Instant::now(),
         pending_prompt,
         last_screen: None,
@@ -197,7 +202,8 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         tokio::select! {
             _ = poll.tick() => {
                 shim.look().await;
-                if shim.report_due {
+                // A change is reported at once; a failed write is retried once a second.
+                if shim.report_due && (!shim.report_failed || shim.last_report.elapsed() >= RETRY) {
                     shim.report().await;
                 }
                 shim.type_first_prompt().await;
@@ -332,8 +338,16 @@ impl Shim {
             return;
         };
         match reporter.report(&self.activity(), self.exit.as_ref()).await {
-            Ok(()) => self.report_due = false,
-            Err(error) => warn!(%error, "reporting activity failed; retrying"),
+            Ok(()) => {
+                self.report_due = false;
+                self.report_failed = false;
+            }
+            Err(error) => {
+                if !self.report_failed {
+                    warn!(%error, "reporting activity failed; retrying");
+                }
+                self.report_failed = true;
+            }
         }
     }
 

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod agent;
 mod api_server;
 mod chart;
 mod exec;

@@ -1,0 +1,469 @@
+//! The Agent controller on the real control plane. Agent pods are simulated by kwok;
+//! each one's container is stood in for by a real `overseer shim` on this machine
+//! (real tmux, a scripted fake agent CLI), reporting to the Agent as the pod would.
+//! The operator's exec into the pod runs the real `overseer input`, which kwok routes
+//! to that shim's socket through a per-pod kwok `Exec` object.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use overseer::agent::{ActivityState, Agent, AgentPhase};
+use serde_json::json;
+
+use crate::support::cluster::{Operator, TestNamespace, kubectl, setup, wait_in};
+use crate::support::shim::Shim;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn operator(ns: &TestNamespace) -> Operator {
+    Operator::start(&[
+        "--namespace",
+        &ns.name,
+        "--input-command",
+        env!("CARGO_BIN_EXE_overseer"),
+    ])
+}
+
+async fn create_agent(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
+    let mut full =
+        json!({"role": "builder", "runtime": {"name": "pi", "image": "example.com/pi:1"}});
+    full.as_object_mut()
+        .unwrap()
+        .extend(spec.as_object().unwrap().clone());
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": name}, "spec": full
+    }))
+    .unwrap();
+    ns.api::<Agent>()
+        .create(&PostParams::default(), &agent)
+        .await
+        .expect("create agent");
+}
+
+/// Routes `kubectl exec` into `pod` to the local shim's socket (a kwok `Exec`).
+async fn route_exec(ns: &TestNamespace, pod: &str, shim: &Shim) {
+    let gvk = kube::api::GroupVersionKind::gvk("kwok.x-k8s.io", "v1alpha1", "Exec");
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "execs");
+    let api: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
+    let exec: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Exec",
+        "metadata": {"name": pod},
+        "spec": {"execs": [{"local": {"workDir": "/tmp", "envs": [
+            {"name": "OVERSEER_INPUT_SOCKET", "value": shim.socket().display().to_string()}
+        ]}}]}
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &exec)
+        .await
+        .expect("create kwok Exec");
+}
+
+/// The shim of `agent`'s pod of `attempt`, reporting to the Agent, reachable by exec.
+async fn pod_shim(
+    ns: &TestNamespace,
+    agent: &str,
+    attempt: i64,
+    runtime: &str,
+    script: &str,
+) -> Shim {
+    let test = format!("{}-{agent}", ns.name);
+    let attempt = attempt.to_string();
+    let kubeconfig = crate::support::cluster::kubeconfig_path();
+    let shim = Shim::start_with(
+        &test,
+        "tui",
+        runtime,
+        script,
+        &[("KUBECONFIG", kubeconfig.to_str().unwrap())],
+        &[
+            "--agent",
+            agent,
+            "--namespace",
+            &ns.name,
+            "--attempt",
+            &attempt,
+            "--interval",
+            "2s",
+        ],
+    );
+    route_exec(ns, &format!("{agent}-{attempt}"), &shim).await;
+    shim
+}
+
+async fn agent(ns: &TestNamespace, name: &str) -> Agent {
+    ns.api::<Agent>().get(name).await.expect("get agent")
+}
+
+async fn events(ns: &TestNamespace, object: &str, reason: &str) -> Vec<Event> {
+    ns.api::<Event>()
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.involved_object.name.as_deref() == Some(object) && e.reason.as_deref() == Some(reason)
+        })
+        .collect()
+}
+
+fn count(log: &str, prefix: &str) -> usize {
+    log.lines().filter(|l| l.starts_with(prefix)).count()
+}
+
+async fn wait_condition(
+    ns: &TestNamespace,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Agent) -> bool,
+) -> Agent {
+    wait_in(ns, what, WAIT, || {
+        let api = ns.api::<Agent>();
+        let check = &check;
+        async move { api.get(name).await.ok().filter(|a| check(a)) }
+    })
+    .await
+}
+
+fn condition_true(agent: &Agent, type_: &str) -> bool {
+    agent
+        .status
+        .as_ref()
+        .is_some_and(|s| overseer::conditions::is_true(&s.conditions, type_))
+}
+
+fn nudges(agent: &Agent) -> i32 {
+    agent
+        .status
+        .as_ref()
+        .and_then(|s| s.loop_.as_ref())
+        .map_or(0, |l| l.nudges)
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn idle_agents_of_one_overseer_give_it_one_wake_and_the_cooldown_holds() {
+    let ns = setup("agent-wake").await;
+    let _operator = operator(&ns);
+    let loop_ = json!({"enabled": true, "interval": "1s", "idleAfter": "2s", "cooldown": "1h"});
+    // The overseer does not exist yet: offline, and without auto-nudge only observed.
+    let b1 = pod_shim(&ns, "b1", 1, "pi", "tui-works-then-idles.sh").await;
+    let b2 = pod_shim(&ns, "b2", 1, "pi", "tui-works-then-idles.sh").await;
+    create_agent(&ns, "b1", json!({"overseer": "lead", "loop": loop_})).await;
+    create_agent(&ns, "b2", json!({"overseer": "lead", "loop": loop_})).await;
+    for name in ["b1", "b2"] {
+        wait_condition(&ns, name, "StoppedEarly with the overseer offline", |a| {
+            condition_true(a, "StoppedEarly")
+        })
+        .await;
+        assert_eq!(events(&ns, name, "StoppedEarly").await.len(), 1);
+        assert_eq!(
+            nudges(&agent(&ns, name).await),
+            0,
+            "observe only: nothing delivered"
+        );
+    }
+    assert_eq!(b1.fake_log(), "", "observe only: nothing typed");
+
+    // The overseer comes online: one wake names both.
+    let lead = pod_shim(&ns, "lead", 1, "pi", "tui-works-then-idles.sh").await;
+    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    for name in ["b1", "b2"] {
+        let woken = wait_condition(&ns, name, "the wake recorded", |a| nudges(a) == 1).await;
+        let loop_status = woken.status.unwrap().loop_.unwrap();
+        assert_eq!(loop_status.wakes, 1);
+        assert!(loop_status.last_wake_time.is_some());
+    }
+    // The fake reads its input when it gets to its prompt.
+    let log = wait_in(&ns, "the wake read by the overseer's CLI", WAIT, || async {
+        let log = lead.fake_log();
+        log.contains("- agent=b2").then_some(log)
+    })
+    .await;
+    assert_eq!(
+        count(&log, "[overseer] wake: 2 agent(s)"),
+        1,
+        "one wake for the batch:\n{log}"
+    );
+    assert_eq!(
+        count(&log, "- agent=b1 role=builder state=idle"),
+        1,
+        "{log}"
+    );
+    assert_eq!(
+        count(&log, "- agent=b2 role=builder state=idle"),
+        1,
+        "{log}"
+    );
+
+    // The cooldown (1h) holds through several heartbeats.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        count(&lead.fake_log(), "[overseer] wake:"),
+        1,
+        "no second wake"
+    );
+    assert_eq!(nudges(&agent(&ns, "b1").await), 1);
+    assert_eq!(b2.fake_log(), "", "the builders were not nudged directly");
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn without_an_overseer_the_canned_nudge_runs_until_nudges_run_out() {
+    let ns = setup("agent-nudge").await;
+    let _operator = operator(&ns);
+    let shim = pod_shim(&ns, "solo", 1, "pi", "tui-works-then-idles.sh").await;
+    create_agent(
+        &ns,
+        "solo",
+        json!({"overseer": "ghost", "loop": {"enabled": true, "interval": "1s", "idleAfter": "1s",
+            "cooldown": "2s", "maxNudges": 2, "autoNudgeWithoutOverseer": true}}),
+    )
+    .await;
+    let blocked = wait_condition(&ns, "solo", "Blocked after two nudges", |a| {
+        a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Blocked)
+    })
+    .await;
+    assert_eq!(nudges(&blocked), 2);
+    assert_eq!(
+        count(&shim.fake_log(), "[overseer] nudge: you have been idle"),
+        2,
+        "{}",
+        shim.fake_log()
+    );
+    assert_eq!(
+        events(&ns, "solo", "Nudged").await.len(),
+        1,
+        "one Event object, its count says how many"
+    );
+    let exhausted = events(&ns, "solo", "NudgesExhausted").await;
+    assert_eq!(exhausted.len(), 1);
+    assert_eq!(exhausted[0].type_.as_deref(), Some("Warning"));
+    assert!(!condition_true(&blocked, "InLoop"));
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_failed_delivery_does_not_start_the_cooldown() {
+    let ns = setup("agent-failed").await;
+    let _operator = operator(&ns);
+    // The fake's screen never shows typed text: the shim refuses, exec fails.
+    let _shim = pod_shim(&ns, "mute", 1, "pi", "tui-no-echo.sh").await;
+    create_agent(
+        &ns,
+        "mute",
+        json!({"loop": {"enabled": true, "interval": "1s", "idleAfter": "1s", "cooldown": "1h",
+            "autoNudgeWithoutOverseer": true}}),
+    )
+    .await;
+    wait_in(&ns, "two failed nudges (a retry)", WAIT, || async {
+        let failed = events(&ns, "mute", "NudgeFailed").await;
+        failed
+            .first()
+            .filter(|e| e.count.unwrap_or(1) >= 2 || e.series.is_some())
+            .cloned()
+    })
+    .await;
+    let failed = events(&ns, "mute", "NudgeFailed").await;
+    assert!(
+        failed[0]
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("did not show"),
+        "{failed:?}"
+    );
+    let status = agent(&ns, "mute").await.status.unwrap();
+    let loop_status = status.loop_.unwrap_or_default();
+    assert_eq!(loop_status.nudges, 0);
+    assert!(
+        loop_status.last_nudge_time.is_none(),
+        "no cooldown after a failed delivery"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_waiting_agent_is_never_nudged() {
+    let ns = setup("agent-waiting").await;
+    let _operator = operator(&ns);
+    let shim = pod_shim(&ns, "asker", 1, "pi", "tui-permission.sh").await;
+    create_agent(
+        &ns,
+        "asker",
+        json!({"loop": {"enabled": true, "interval": "1s", "idleAfter": "1s", "cooldown": "1s",
+            "autoNudgeWithoutOverseer": true}}),
+    )
+    .await;
+    wait_condition(&ns, "asker", "activity waiting", |a| {
+        a.status
+            .as_ref()
+            .and_then(|s| s.activity.as_ref())
+            .map(|x| x.state)
+            == Some(ActivityState::Waiting)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(nudges(&agent(&ns, "asker").await), 0);
+    assert!(events(&ns, "asker", "Nudged").await.is_empty());
+    assert_eq!(shim.fake_log(), "", "nothing answered the prompt");
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_stale_exit_is_ignored_and_loop_done_ends_the_loop() {
+    let ns = setup("agent-exit").await;
+    let _operator = operator(&ns);
+    let shim = pod_shim(&ns, "worker", 1, "pi", "tui-works-then-idles.sh").await;
+    create_agent(
+        &ns,
+        "worker",
+        json!({"loop": {"enabled": true, "interval": "1s", "idleAfter": "1s", "cooldown": "1h",
+            "autoNudgeWithoutOverseer": true}}),
+    )
+    .await;
+    // A "done" from an earlier spawn (attempt 0) must not end attempt 1.
+    let stale = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+        "status": {"exit": {"outcome": "done", "reason": "old", "attempt": 0}}});
+    ns.api::<Agent>()
+        .patch_status(
+            "worker",
+            &PatchParams::apply("an-earlier-spawn"),
+            &Patch::Apply(&stale),
+        )
+        .await
+        .unwrap();
+    let nudged = wait_condition(&ns, "worker", "nudged despite the stale exit", |a| {
+        nudges(a) == 1
+    })
+    .await;
+    assert_eq!(nudged.status.unwrap().phase, Some(AgentPhase::Running));
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_overseer"))
+        .args(["loop", "done", "--reason", "all tests pass"])
+        .arg("--socket")
+        .arg(shim.socket())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let done = wait_condition(&ns, "worker", "Done", |a| {
+        a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Done)
+    })
+    .await;
+    let status = done.status.unwrap();
+    assert_eq!(status.exit.as_ref().map(|e| e.attempt), Some(1));
+    assert_eq!(
+        status.exit.unwrap().reason.as_deref(),
+        Some("all tests pass")
+    );
+    assert!(!overseer::conditions::is_true(&status.conditions, "InLoop"));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        nudges(&agent(&ns, "worker").await),
+        1,
+        "no nudge after done"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_stalled_agent_gets_a_fresh_pod() {
+    let ns = setup("agent-stall").await;
+    let _operator = operator(&ns);
+    create_agent(
+        &ns,
+        "stuck",
+        json!({"loop": {"enabled": true, "interval": "1s", "stallAfter": "2s"}}),
+    )
+    .await;
+    let pods: Api<Pod> = ns.api();
+    wait_in(&ns, "pod stuck-1", WAIT, || async {
+        pods.get_opt("stuck-1").await.ok().flatten()
+    })
+    .await;
+    wait_condition(&ns, "stuck", "Running", |a| {
+        a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Running)
+    })
+    .await;
+    // The pod reports working, then nothing changes (as a hung agent would).
+    let working = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+        "status": {"activity": {"state": "working", "since": "2026-01-01T00:00:00Z",
+            "lastActivityTime": "2026-01-01T00:00:00Z", "attempt": 1}}});
+    ns.api::<Agent>()
+        .patch_status(
+            "stuck",
+            &PatchParams::apply("overseer-shim").force(),
+            &Patch::Apply(&working),
+        )
+        .await
+        .unwrap();
+    let replaced = wait_condition(&ns, "stuck", "attempt 2", |a| {
+        a.status.as_ref().and_then(|s| s.attempt) == Some(2)
+    })
+    .await;
+    let status = replaced.status.unwrap();
+    assert_eq!(status.loop_.unwrap().stalls, 1);
+    assert!(overseer::conditions::is_true(&status.conditions, "Stalled"));
+    wait_in(&ns, "pod stuck-2", WAIT, || async {
+        pods.get_opt("stuck-2").await.ok().flatten()
+    })
+    .await;
+    wait_in(&ns, "pod stuck-1 gone", WAIT, || async {
+        match pods.get_opt("stuck-1").await {
+            Ok(None) => Some(()),
+            Ok(Some(p)) if p.metadata.deletion_timestamp.is_some() => Some(()),
+            _ => None,
+        }
+    })
+    .await;
+    assert_eq!(events(&ns, "stuck", "Stalled").await.len(), 1);
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn each_agent_may_write_its_own_status_and_no_other() {
+    let ns = setup("agent-rbac").await;
+    let _operator = operator(&ns);
+    create_agent(&ns, "x", json!({})).await;
+    create_agent(&ns, "y", json!({})).await;
+    let pods: Api<Pod> = ns.api();
+    for pod in ["x-1", "y-1"] {
+        let found = wait_in(&ns, pod, WAIT, || async {
+            pods.get_opt(pod).await.ok().flatten()
+        })
+        .await;
+        let spec = found.spec.unwrap();
+        assert_eq!(
+            spec.service_account_name.as_deref(),
+            Some(format!("overseer-agent-{}", &pod[..1]).as_str())
+        );
+    }
+    let can = |verb: &str, resource: &str, sub: Option<&str>| {
+        let user = format!("system:serviceaccount:{}:overseer-agent-x", ns.name);
+        let mut args = vec![
+            "auth", "can-i", verb, resource, "-n", &ns.name, "--as", &user,
+        ];
+        if let Some(sub) = sub {
+            args.extend(["--subresource", sub]);
+        }
+        let out = kubectl(&args, "");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    // The API server's own authorizer answers (a SubjectAccessReview through kubectl).
+    assert_eq!(can("patch", "agents.overseer.dev/x", Some("status")), "yes");
+    assert_eq!(can("get", "agents.overseer.dev/x", Some("status")), "yes");
+    assert_eq!(can("patch", "agents.overseer.dev/y", Some("status")), "no");
+    assert_eq!(
+        can("patch", "agents.overseer.dev/x", None),
+        "no",
+        "no spec writes"
+    );
+    assert_eq!(can("create", "pods", Some("exec")), "no");
+    assert_eq!(can("list", "agents.overseer.dev", None), "no");
+}

@@ -1,0 +1,160 @@
+//! `overseer shim` as a local process, standing in for an agent pod's container:
+//! real tmux, real child processes, the scripted fake agent CLIs of tests/fake-agents/.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use overseer::agent::{Activity, ActivityState};
+use overseer::shim::protocol::{Request, request};
+
+pub fn tmux_present() {
+    let found = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "tmux is needed by the shim tests: install it (`bash hack/testenv/packages.sh`) or run `make test`"
+    );
+}
+
+pub struct Shim {
+    child: Child,
+    pub dir: PathBuf,
+}
+
+impl Shim {
+    /// `overseer shim` running `script` (with `args`) under `runtime`/`mode`, idle after 1s of quiet.
+    pub fn start(
+        test: &str,
+        mode: &str,
+        runtime: &str,
+        script: &str,
+        env: &[(&str, &str)],
+    ) -> Shim {
+        Shim::start_with(test, mode, runtime, script, env, &["--interval", "off"])
+    }
+
+    /// As `start`, with more `overseer shim` arguments (for example `--agent`).
+    pub fn start_with(
+        test: &str,
+        mode: &str,
+        runtime: &str,
+        script: &str,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> Shim {
+        tmux_present();
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("target/test-shim")
+            .join(format!("{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fake-agents")
+            .join(script);
+        let log = std::fs::File::create(dir.join("shim.log")).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_overseer"))
+            .args([
+                "shim",
+                "--mode",
+                mode,
+                "--runtime",
+                runtime,
+                "--quiet",
+                "1s",
+            ])
+            .args(args)
+            .arg("--socket")
+            .arg(dir.join("input.sock"))
+            .arg("--")
+            .arg(script)
+            .env_remove("OVERSEER_AGENT")
+            .env("FAKE_LOG", dir.join("fake.log"))
+            .envs(env.iter().copied())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start overseer shim");
+        Shim { child, dir }
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("input.sock")
+    }
+
+    /// What the fake agent recorded (its arguments and the lines it read).
+    pub fn fake_log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("fake.log")).unwrap_or_default()
+    }
+
+    pub async fn activity(&self) -> Option<Activity> {
+        request(&self.socket(), &Request::Status, Duration::from_secs(5))
+            .await
+            .ok()?
+            .activity
+    }
+
+    pub async fn wait_for(&self, state: ActivityState) -> Activity {
+        let mut last = None;
+        for _ in 0..150 {
+            if let Some(activity) = self.activity().await {
+                if activity.state == state {
+                    return activity;
+                }
+                last = Some(activity);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "the shim never reported {state:?}; last: {last:?}\nshim log:\n{}",
+            std::fs::read_to_string(self.dir.join("shim.log")).unwrap_or_default()
+        );
+    }
+
+    /// `overseer input --bytes N` with `message` on stdin, as the operator's exec runs it.
+    pub fn input(&self, message: &str) -> Output {
+        input(&self.socket(), message)
+    }
+}
+
+pub fn input(socket: &Path, message: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_overseer"))
+        .args(["input", "--bytes", &message.len().to_string()])
+        .arg("--socket")
+        .arg(socket)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Like kwok's exec, keep stdin open: the length frames the message.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(message.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    drop(stdin);
+    output
+}
+
+impl Drop for Shim {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        for _ in 0..50 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(self.dir.join("tmux.sock"))
+            .arg("kill-server")
+            .output();
+    }
+}
