@@ -276,7 +276,7 @@ impl Shim {
         let t = &self.tracker;
         Activity {
             state: t.state,
-            since: Some(Time(t.since)),
+            since: Some(Time(ceil_to_second(t.since))),
             last_activity_time: Some(Time(t.last_activity)),
             heartbeat_time: Some(Time(Timestamp::now())),
             attempt: Some(self.args.attempt),
@@ -452,6 +452,13 @@ impl Shim {
             }
         }
     }
+}
+
+/// Status times have whole seconds: `since` is rounded up, so an agent is never
+/// judged idle for longer than it was.
+fn ceil_to_second(t: Timestamp) -> Timestamp {
+    let up = i64::from(t.subsec_nanosecond() > 0);
+    Timestamp::from_second(t.as_second() + up).unwrap_or(t)
 }
 
 /// Waits until a freshly started TUI shows something.
