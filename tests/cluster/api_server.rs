@@ -2,6 +2,7 @@
 //! the validation table is refused with the expected field and message.
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::support::cases::{self};
@@ -36,20 +37,26 @@ async fn every_example_is_accepted() {
     let mut created = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        let object: Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let stored = create(&ns, &object)
-            .await
-            .unwrap_or_else(|e| panic!("{} refused: {e}", path.display()));
-        // Defaults are written by the schema, so GitOps tools see no drift.
-        if object["kind"] == "PRWatch" {
-            assert_eq!(
-                stored.data["spec"]["maxFailedPolls"], 30,
-                "schema default applied"
-            );
+        let text = std::fs::read_to_string(&path).unwrap();
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let object = Value::deserialize(document).unwrap();
+            let stored = create(&ns, &object)
+                .await
+                .unwrap_or_else(|e| panic!("{} refused: {e}", path.display()));
+            // Defaults are written by the schema, so GitOps tools see no drift.
+            if object["kind"] == "PRWatch" {
+                assert_eq!(
+                    stored.data["spec"]["maxFailedPolls"], 30,
+                    "schema default applied"
+                );
+            }
+            created += 1;
         }
-        created += 1;
     }
-    assert_eq!(created, 4);
+    assert_eq!(
+        created, 5,
+        "the four examples, the agent one with its overseer"
+    );
 }
 
 #[tokio::test]
