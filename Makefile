@@ -47,7 +47,8 @@ generate:
 build:
 	cargo build --release
 
-## Step-advance latency (p50/p99 over 100 transitions) on the local cluster.
+## Step-advance and wake latency (p50/p99) on the local cluster.
 bench:
 	bash $(CLUSTER) up test
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench step_advance
+	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench wake_latency

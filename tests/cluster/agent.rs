@@ -7,12 +7,12 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use overseer::agent::{ActivityState, Agent, AgentPhase};
 use serde_json::json;
 
 use crate::support::cluster::{Operator, TestNamespace, kubectl, setup, wait_in};
-use crate::support::shim::Shim;
+use crate::support::shim::pod_shim;
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -40,56 +40,6 @@ async fn create_agent(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
         .create(&PostParams::default(), &agent)
         .await
         .expect("create agent");
-}
-
-/// Routes `kubectl exec` into `pod` to the local shim's socket (a kwok `Exec`).
-async fn route_exec(ns: &TestNamespace, pod: &str, shim: &Shim) {
-    let gvk = kube::api::GroupVersionKind::gvk("kwok.x-k8s.io", "v1alpha1", "Exec");
-    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "execs");
-    let api: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
-    let exec: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Exec",
-        "metadata": {"name": pod},
-        "spec": {"execs": [{"local": {"workDir": "/tmp", "envs": [
-            {"name": "OVERSEER_INPUT_SOCKET", "value": shim.socket().display().to_string()}
-        ]}}]}
-    }))
-    .unwrap();
-    api.create(&PostParams::default(), &exec)
-        .await
-        .expect("create kwok Exec");
-}
-
-/// The shim of `agent`'s pod of `attempt`, reporting to the Agent, reachable by exec.
-async fn pod_shim(
-    ns: &TestNamespace,
-    agent: &str,
-    attempt: i64,
-    runtime: &str,
-    script: &str,
-) -> Shim {
-    let test = format!("{}-{agent}", ns.name);
-    let attempt = attempt.to_string();
-    let kubeconfig = crate::support::cluster::kubeconfig_path();
-    let shim = Shim::start_with(
-        &test,
-        "tui",
-        runtime,
-        script,
-        &[("KUBECONFIG", kubeconfig.to_str().unwrap())],
-        &[
-            "--agent",
-            agent,
-            "--namespace",
-            &ns.name,
-            "--attempt",
-            &attempt,
-            "--interval",
-            "2s",
-        ],
-    );
-    route_exec(ns, &format!("{agent}-{attempt}"), &shim).await;
-    shim
 }
 
 async fn agent(ns: &TestNamespace, name: &str) -> Agent {

@@ -5,8 +5,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+use kube::api::{Api, DynamicObject, PostParams};
 use overseer::agent::{Activity, ActivityState};
 use overseer::shim::protocol::{Request, request};
+use serde_json::json;
+
+use super::cluster::TestNamespace;
 
 pub fn tmux_present() {
     let found = Command::new("tmux")
@@ -157,4 +161,54 @@ impl Drop for Shim {
             .arg("kill-server")
             .output();
     }
+}
+
+/// Routes `kubectl exec` into `pod` to the local shim's socket (a kwok `Exec`).
+pub async fn route_exec(ns: &TestNamespace, pod: &str, shim: &Shim) {
+    let gvk = kube::api::GroupVersionKind::gvk("kwok.x-k8s.io", "v1alpha1", "Exec");
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "execs");
+    let api: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
+    let exec: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Exec",
+        "metadata": {"name": pod},
+        "spec": {"execs": [{"local": {"workDir": "/tmp", "envs": [
+            {"name": "OVERSEER_INPUT_SOCKET", "value": shim.socket().display().to_string()}
+        ]}}]}
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &exec)
+        .await
+        .expect("create kwok Exec");
+}
+
+/// The shim of `agent`'s pod of `attempt`, reporting to the Agent, reachable by exec.
+pub async fn pod_shim(
+    ns: &TestNamespace,
+    agent: &str,
+    attempt: i64,
+    runtime: &str,
+    script: &str,
+) -> Shim {
+    let test = format!("{}-{agent}", ns.name);
+    let attempt = attempt.to_string();
+    let kubeconfig = super::cluster::kubeconfig_path();
+    let shim = Shim::start_with(
+        &test,
+        "tui",
+        runtime,
+        script,
+        &[("KUBECONFIG", kubeconfig.to_str().unwrap())],
+        &[
+            "--agent",
+            agent,
+            "--namespace",
+            &ns.name,
+            "--attempt",
+            &attempt,
+            "--interval",
+            "2s",
+        ],
+    );
+    route_exec(ns, &format!("{agent}-{attempt}"), &shim).await;
+    shim
 }
