@@ -53,12 +53,12 @@ async fn main() {
         &ns,
         "b",
         json!({"runtime": runtime, "overseer": "lead", "loop": {"enabled": true,
-        "interval": "1s", "idleAfter": "2s", "cooldown": "100ms", "maxNudges": 10000}}),
+        "interval": "1s", "idleAfter": "2s", "cooldown": "3s", "maxNudges": 10000}}),
     )
     .await;
     let started = Instant::now();
     let mut versions = std::collections::BTreeSet::new();
-    while times(&lead.fake_log(), "wake ").len() < STOPS {
+    while times(&builder.fake_log(), "stop ").len() <= STOPS {
         assert!(
             started.elapsed() < Duration::from_secs(180),
             "too few wakes:\n{}",
@@ -72,15 +72,15 @@ async fn main() {
     let elapsed = started.elapsed().as_secs_f64();
     let stops = times(&builder.fake_log(), "stop ");
     let wakes = times(&lead.fake_log(), "wake ");
-    // Each wake answers the last stop before it.
-    let mut latencies: Vec<f64> = wakes
+    // The first wake after each stop answers it (later ones repeat after the cooldown).
+    let mut latencies: Vec<f64> = stops
         .iter()
-        .filter_map(|w| {
-            stops
+        .zip(stops.iter().skip(1).map(Some).chain([None]))
+        .filter_map(|(stop, next)| {
+            let wake = wakes
                 .iter()
-                .rev()
-                .find(|s| **s < *w)
-                .map(|s| w - (s + IDLE_AFTER))
+                .find(|w| **w > *stop && next.is_none_or(|n| **w < *n))?;
+            Some(wake - (stop + IDLE_AFTER))
         })
         .collect();
     latencies.sort_by(|a, b| a.partial_cmp(b).unwrap());
