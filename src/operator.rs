@@ -10,7 +10,8 @@ use axum::{Router, extract::State, http::StatusCode, routing::get};
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::runtime::events::{Recorder, Reporter};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource, api::ListParams};
 use serde::de::DeserializeOwned;
 use tracing::{error, info};
@@ -42,6 +43,34 @@ impl Context {
         K::DynamicType: Default,
     {
         scoped_api(&self.client, self.namespace.as_deref())
+    }
+}
+
+impl Context {
+    /// Publishes an Event about `regarding` (optionally related to another object);
+    /// a failure is logged, never fatal: Events are a courtesy, not the record.
+    pub async fn publish(
+        &self,
+        regarding: &ObjectReference,
+        warning: bool,
+        reason: &str,
+        message: &str,
+        related: Option<ObjectReference>,
+    ) {
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(message.chars().take(1000).collect()),
+            action: "Reconcile".into(),
+            secondary: related,
+        };
+        if let Err(error) = self.recorder.publish(&event, regarding).await {
+            tracing::warn!(%error, reason, "publishing an event failed");
+        }
     }
 }
 

@@ -11,7 +11,6 @@ use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action as Requeue, Controller};
-use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
@@ -263,14 +262,13 @@ async fn ensure_identity(ctx: &Context, agent: &Agent) -> Result<()> {
 }
 
 /// Time from the agent crossing `idleAfter` to now (the delivery).
-fn since_threshold(agent: &Agent, now: jiff::Timestamp) -> Option<f64> {
-    let status = agent.status.as_ref()?;
-    let since = decide::current_activity(status)?.since.as_ref()?.0;
-    let idle_after = decide::LoopTimes::of(&agent.spec.loop_).idle_after;
-    let crossed = since
-        .checked_add(jiff::SignedDuration::try_from(idle_after).ok()?)
-        .ok()?;
-    Some(now.duration_since(crossed).as_secs_f64().max(0.0))
+fn since_threshold(agent: &Agent, now: jiff::Timestamp) -> f64 {
+    let status = agent.status.clone().unwrap_or_default();
+    let input = decide::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
+    input
+        .in_state_for
+        .saturating_sub(input.idle_after)
+        .as_secs_f64()
 }
 
 fn activity_word(agent: &Agent) -> &'static str {
@@ -413,15 +411,10 @@ async fn record(
                 .get_or_create(&labels("delivered"))
                 .inc();
             ctx.metrics.premature_stops.inc();
-            if let Some(latency) = since_threshold(agent, now) {
-                ctx.metrics
-                    .stop_to_delivery
-                    .get_or_create(&DeliveryLabels {
-                        kind: kind_label,
-                        outcome: "delivered",
-                    })
-                    .observe(latency);
-            }
+            ctx.metrics
+                .stop_to_delivery
+                .get_or_create(&labels("delivered"))
+                .observe(since_threshold(agent, now));
             let event = match kind {
                 Delivery::Wake => "OverseerWoken",
                 Delivery::Nudge => "Nudged",
@@ -452,18 +445,6 @@ async fn record(
 }
 
 async fn publish(ctx: &Context, agent: &Agent, warning: bool, reason: &str, message: &str) {
-    let event = Event {
-        type_: if warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: reason.into(),
-        note: Some(message.chars().take(1000).collect()),
-        action: "Reconcile".into(),
-        secondary: None,
-    };
-    if let Err(error) = ctx.recorder.publish(&event, &agent.object_ref(&())).await {
-        warn!(%error, reason, "publishing an event failed");
-    }
+    ctx.publish(&agent.object_ref(&()), warning, reason, message, None)
+        .await;
 }

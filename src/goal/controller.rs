@@ -8,7 +8,6 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod, Secret};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action as Requeue, Controller};
-use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
@@ -268,20 +267,8 @@ async fn publish(
     message: &str,
     related: Option<ObjectReference>,
 ) {
-    let event = Event {
-        type_: if warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: reason.into(),
-        note: Some(message.chars().take(1000).collect()),
-        action: "Reconcile".into(),
-        secondary: related,
-    };
-    if let Err(error) = ctx.recorder.publish(&event, &goal.object_ref(&())).await {
-        warn!(%error, reason, "publishing an event failed");
-    }
+    ctx.publish(&goal.object_ref(&()), warning, reason, message, related)
+        .await;
 }
 
 /// Sends the webhook notification; any failure becomes a Warning Event and nothing else.
