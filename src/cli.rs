@@ -38,6 +38,15 @@ pub enum Command {
     Install { dest: std::path::PathBuf },
     /// In an agent pod: run the agent CLI under supervision (`overseer shim -- CMD...`).
     Shim(crate::shim::ShimArgs),
+    /// Inside the shim's tmux pane: run the agent CLI and record its exit code in
+    /// EXIT_FILE (tmux itself sometimes loses the status of a dead pane).
+    #[command(hide = true)]
+    PaneRun {
+        #[arg(long)]
+        exit_file: std::path::PathBuf,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// In an agent pod: deliver the message on stdin to the agent; exits 0 only once delivered.
     Input {
         /// Read exactly this many bytes (exec streams may never close stdin); default: until end of input.
@@ -176,6 +185,9 @@ pub async fn dispatch(cli: Cli) -> i32 {
                 Ok(code) => return code,
                 Err(error) => Err(error),
             }
+        }
+        Command::PaneRun { exit_file, command } => {
+            return crate::shim::tmux::run_in_pane(&exit_file, &command).await;
         }
         Command::Input { bytes, socket } => crate::shim::client::input(bytes, &socket).await,
         Command::Loop { command, socket } => {
