@@ -59,6 +59,18 @@ async fn events(ns: &TestNamespace, object: &str, reason: &str) -> Vec<Event> {
         .collect()
 }
 
+/// The Events of `reason` once there is one: an Event is published just after
+/// the status write it explains, so a test that saw the status waits for it.
+async fn wait_events(ns: &TestNamespace, object: &str, reason: &str) -> Vec<Event> {
+    wait_in(
+        ns,
+        &format!("a {reason} Event for {object}"),
+        WAIT,
+        || async { Some(events(ns, object, reason).await).filter(|found| !found.is_empty()) },
+    )
+    .await
+}
+
 fn count(log: &str, prefix: &str) -> usize {
     log.lines().filter(|l| l.starts_with(prefix)).count()
 }
@@ -108,7 +120,7 @@ async fn idle_agents_of_one_overseer_give_it_one_wake_and_the_cooldown_holds() {
             condition_true(a, "StoppedEarly")
         })
         .await;
-        assert_eq!(events(&ns, name, "StoppedEarly").await.len(), 1);
+        assert_eq!(wait_events(&ns, name, "StoppedEarly").await.len(), 1);
         assert_eq!(
             nudges(&agent(&ns, name).await),
             0,
@@ -188,7 +200,7 @@ async fn without_an_overseer_the_canned_nudge_runs_until_nudges_run_out() {
         1,
         "one Event object, its count says how many"
     );
-    let exhausted = events(&ns, "solo", "NudgesExhausted").await;
+    let exhausted = wait_events(&ns, "solo", "NudgesExhausted").await;
     assert_eq!(exhausted.len(), 1);
     assert_eq!(exhausted[0].type_.as_deref(), Some("Warning"));
     assert!(!condition_true(&blocked, "InLoop"));
@@ -372,7 +384,7 @@ async fn a_stalled_agent_gets_a_fresh_pod() {
         }
     })
     .await;
-    assert_eq!(events(&ns, "stuck", "Stalled").await.len(), 1);
+    assert_eq!(wait_events(&ns, "stuck", "Stalled").await.len(), 1);
 }
 
 #[tokio::test]
