@@ -413,22 +413,33 @@ fn decide(b: &mut Builder) {
 
     if let Some(exit) = current_exit(&b.status).cloned() {
         let reason = exit.reason.clone().unwrap_or_default();
-        let (phase, why) = match exit.outcome {
-            ExitOutcome::Done => (AgentPhase::Done, "Done"),
-            ExitOutcome::Blocked => (AgentPhase::Blocked, "Blocked"),
+        let (phase, why, message) = match exit.outcome {
+            ExitOutcome::Done => (
+                AgentPhase::Done,
+                "Done",
+                format!("the agent ran `overseer loop done`: {reason}"),
+            ),
+            ExitOutcome::Blocked => (
+                AgentPhase::Blocked,
+                "Blocked",
+                format!("the agent ran `overseer loop block`: {reason}"),
+            ),
+            ExitOutcome::Released => (
+                AgentPhase::Done,
+                "Released",
+                format!("its overseer ran `overseer loop release`: {reason}"),
+            ),
         };
-        let message = format!(
-            "the agent ran `overseer loop {}`: {reason}",
-            why.to_lowercase()
-        );
         b.finish(phase, why, message, false);
         return;
     }
-    // Blocked or Failed by the operator stays so: the pod is kept for a person to look at.
+    // Blocked or Failed by the operator stays so: the pod is kept for a person to look
+    // at. A phase that came from an exit ends with the exit (`overseer loop add`).
     if matches!(
         b.status.phase,
         Some(AgentPhase::Blocked | AgentPhase::Failed | AgentPhase::Done)
-    ) {
+    ) && !ended_by_exit(&b.status)
+    {
         return;
     }
 
@@ -587,6 +598,115 @@ fn decide(b: &mut Builder) {
             b.condition("StoppedEarly", false, "Active", "the agent is working");
         }
         Verdict::NotInLoop | Verdict::LoopEnded | Verdict::Waiting => {}
+    }
+}
+
+/// The terminal phase came from an exit (done, block, release), not from the operator.
+fn ended_by_exit(status: &AgentStatus) -> bool {
+    status.conditions.iter().any(|c| {
+        c.type_ == "InLoop" && matches!(c.reason.as_str(), "Done" | "Blocked" | "Released")
+    })
+}
+
+/// An inbox message waits this long for a pod that can take it, then fails.
+pub const SEND_EXPIRY: Duration = Duration::from_secs(300);
+/// Send outcomes kept in `status.sends.results`.
+const SEND_RESULTS_KEPT: usize = 10;
+
+/// What to do about the inbox next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendStep {
+    /// Nothing is queued.
+    Idle,
+    /// A claim left by an operator that stopped during delivery: it may or may not
+    /// have arrived, so it is reported failed and never delivered again.
+    Abandon { seq: i64 },
+    /// The pod cannot take input yet: look again by then (or when the pod changes).
+    Wait { retry_after: Duration },
+    /// Waited `SEND_EXPIRY` for a pod: report it failed.
+    Expire(InboxMessage),
+    /// Claim it, then deliver it.
+    Deliver(InboxMessage),
+}
+
+/// The next inbox step: messages go strictly in `seq` order, one at a time.
+pub fn next_send(status: &AgentStatus, pod_ready: bool, now: Timestamp) -> SendStep {
+    let sends = status.sends.clone().unwrap_or_default();
+    if let Some(seq) = sends.in_flight_seq {
+        return SendStep::Abandon { seq };
+    }
+    let Some(head) = pending_messages(status).into_iter().next() else {
+        return SendStep::Idle;
+    };
+    if pod_ready {
+        return SendStep::Deliver(head);
+    }
+    let expires = after(&head.sent_time, SEND_EXPIRY);
+    if expires <= now {
+        SendStep::Expire(head)
+    } else {
+        SendStep::Wait {
+            retry_after: expires.duration_since(now).try_into().unwrap_or_default(),
+        }
+    }
+}
+
+/// Inbox messages not handled yet, in delivery order.
+pub fn pending_messages(status: &AgentStatus) -> Vec<InboxMessage> {
+    let handled = status.sends.as_ref().map_or(0, |s| s.handled_seq);
+    let mut pending: Vec<InboxMessage> = status
+        .inbox
+        .iter()
+        .filter(|m| m.seq > handled)
+        .cloned()
+        .collect();
+    pending.sort_by_key(|m| m.seq);
+    pending
+}
+
+/// The record before delivering `seq`: handled from now on, and in flight.
+pub fn claim_send(status: &AgentStatus, seq: i64) -> SendStatus {
+    let mut sends = status.sends.clone().unwrap_or_default();
+    sends.handled_seq = sends.handled_seq.max(seq);
+    sends.in_flight_seq = Some(seq);
+    sends
+}
+
+/// The record once `seq` is settled (delivered or failed).
+pub fn settle_send(
+    status: &AgentStatus,
+    seq: i64,
+    from: &str,
+    outcome: Result<(), String>,
+    now: Timestamp,
+) -> SendStatus {
+    let mut sends = status.sends.clone().unwrap_or_default();
+    sends.handled_seq = sends.handled_seq.max(seq);
+    sends.in_flight_seq = None;
+    let (outcome, reason) = match outcome {
+        Ok(()) => (SendOutcome::Delivered, None),
+        Err(reason) => (SendOutcome::Failed, Some(reason.chars().take(512).collect())),
+    };
+    sends.results.push(SendResult {
+        seq,
+        from: from.to_string(),
+        outcome,
+        reason,
+        time: Time(now),
+    });
+    let excess = sends.results.len().saturating_sub(SEND_RESULTS_KEPT);
+    sends.results.drain(..excess);
+    sends
+}
+
+/// The first line of a delivered message, at most 100 characters, for `overseer ps`.
+pub fn excerpt(text: &str) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let line: String = line.trim().chars().filter(|c| !c.is_control()).collect();
+    if line.chars().count() > 100 {
+        format!("{}…", line.chars().take(99).collect::<String>())
+    } else {
+        line
     }
 }
 

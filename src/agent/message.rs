@@ -41,11 +41,20 @@ pub fn wake(namespace: &str, items: &[WakeItem]) -> String {
             item.pod
         ));
     }
-    out.push_str(&format!(
-        "Decide for each: give it direction to continue, or leave it. This message quotes nothing the agents wrote.\n\
-         Commands:\n  {BIN_DIR}/overseer ps -n {namespace}\n  kubectl -n {namespace} logs POD -c agent --tail 100\n"
-    ));
+    out.push_str("Decide for each: give it direction to continue, or release it. This message quotes nothing the agents wrote.\n");
+    out.push_str(&commands());
     out
+}
+
+/// The overseer's commands, as the wake message and the standing instructions list them.
+pub fn commands() -> String {
+    format!(
+        "Commands:\n\
+         \x20 {BIN_DIR}/overseer peek AGENT --lines 60\n\
+         \x20 {BIN_DIR}/overseer send AGENT \"continue: <direction>\"\n\
+         \x20 {BIN_DIR}/overseer loop release AGENT --reason \"<why>\"\n\
+         \x20 {BIN_DIR}/overseer ps\n"
+    )
 }
 
 /// The canned nudge sent to an agent directly (no overseer online).
@@ -75,15 +84,17 @@ mod tests {
             attempt: 2,
             pod: format!("{agent}-2"),
         };
-        insta::assert_snapshot!(wake("team", &[item("builder-a", "idle", 75, 0), item("builder-b", "exited", 301, 4)]), @r"
+        insta::assert_snapshot!(wake("team", &[item("builder-a", "idle", 75, 0), item("builder-b", "exited", 301, 4)]), @r#"
         [overseer] wake: 2 agent(s) you oversee in namespace team stopped before declaring done or blocked.
         - agent=builder-a role=builder state=idle for=75s idleAfter=60s nudges=0/20 attempt=2 pod=builder-a-2
         - agent=builder-b role=builder state=exited for=301s idleAfter=60s nudges=4/20 attempt=2 pod=builder-b-2
-        Decide for each: give it direction to continue, or leave it. This message quotes nothing the agents wrote.
+        Decide for each: give it direction to continue, or release it. This message quotes nothing the agents wrote.
         Commands:
-          /overseer/bin/overseer ps -n team
-          kubectl -n team logs POD -c agent --tail 100
-        ");
+          /overseer/bin/overseer peek AGENT --lines 60
+          /overseer/bin/overseer send AGENT "continue: <direction>"
+          /overseer/bin/overseer loop release AGENT --reason "<why>"
+          /overseer/bin/overseer ps
+        "#);
     }
 
     #[test]

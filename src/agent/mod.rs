@@ -4,6 +4,7 @@ pub mod controller;
 pub mod decide;
 pub mod message;
 pub mod pod;
+pub mod preamble;
 pub mod ps;
 pub mod types;
 

@@ -226,9 +226,21 @@ pub struct AgentStatus {
     /// Written by the agent pod itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activity: Option<Activity>,
-    /// Written by the agent through `overseer loop done|block`.
+    /// Written by the agent through `overseer loop done|block`, or by its overseer
+    /// through `overseer loop release`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit: Option<AgentExit>,
+    /// Messages waiting for delivery, written by senders (`overseer send`); the
+    /// operator delivers them in `seq` order, each at most once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub inbox: Vec<InboxMessage>,
+    /// The operator's record of inbox deliveries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sends: Option<SendStatus>,
+    /// The last message delivered to this agent (a send, nudge or wake), for `overseer ps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_message: Option<LastMessage>,
     /// The operator's record of the loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(rename = "loop")]
@@ -270,6 +282,8 @@ pub struct Activity {
 pub enum ExitOutcome {
     Done,
     Blocked,
+    /// Its overseer stopped driving it (`overseer loop release`).
+    Released,
 }
 
 /// The agent's self-declared end of its loop; stale when `attempt` is not the current one.
@@ -304,4 +318,66 @@ pub struct LoopStatus {
     /// Pods replaced because the agent stalled.
     #[serde(default)]
     pub stalls: i32,
+}
+
+/// Longest message `overseer send` accepts (bytes).
+pub const MAX_SEND_BYTES: usize = 16 * 1024;
+
+/// One message for the agent, queued by `overseer send`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxMessage {
+    /// Delivery order; greater than every seq handled before.
+    pub seq: i64,
+    /// Who sent it: an agent's name, or `user` for a person.
+    #[schemars(length(max = 253))]
+    pub from: String,
+    #[schemars(length(max = 16384))]
+    pub text: String,
+    pub sent_time: Time,
+}
+
+/// What became of inbox messages.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SendStatus {
+    /// Every message up to this seq was handled (delivered or failed) or is in flight.
+    #[serde(default)]
+    pub handled_seq: i64,
+    /// Claimed for delivery and not yet settled: after an operator restart it is
+    /// reported failed, never delivered again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_seq: Option<i64>,
+    /// Outcomes of the most recent messages, newest last (at most 10).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 10))]
+    pub results: Vec<SendResult>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum SendOutcome {
+    Delivered,
+    Failed,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SendResult {
+    pub seq: i64,
+    pub from: String,
+    pub outcome: SendOutcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub time: Time,
+}
+
+/// The last message delivered to an agent.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LastMessage {
+    /// `operator` (a nudge or wake), or the sender of an inbox message.
+    pub from: String,
+    /// The first line, at most 100 characters.
+    pub excerpt: String,
+    pub time: Time,
 }
