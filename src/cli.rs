@@ -62,6 +62,29 @@ pub enum Command {
         #[arg(long, global = true, env = "OVERSEER_INPUT_SOCKET", default_value = crate::shim::protocol::DEFAULT_SOCKET)]
         socket: std::path::PathBuf,
     },
+    /// Send AGENT a message (the words given, else stdin); the operator types it in
+    /// and this waits for the delivery to be confirmed.
+    Send {
+        agent: String,
+        /// The message; when absent it is read from stdin.
+        message: Vec<String>,
+        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
+        namespace: Option<String>,
+        /// Recorded as the sender (in an agent pod: that agent).
+        #[arg(long, env = "OVERSEER_AGENT", default_value = "user")]
+        from: String,
+        /// Seconds to wait for the delivery; 0 only queues it.
+        #[arg(long, default_value_t = 120)]
+        wait: u64,
+    },
+    /// Show what AGENT last did: the tail of its pod's log.
+    Peek {
+        agent: String,
+        #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(i64).range(1..=5000))]
+        lines: i64,
+        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
+        namespace: Option<String>,
+    },
     /// What is everyone working on: one line per agent.
     Ps {
         /// Namespace (default: the kubeconfig's).
@@ -100,6 +123,26 @@ pub enum LoopCommand {
     Block {
         #[arg(long)]
         reason: String,
+    },
+    /// (Overseer) stop driving AGENT: its loop ends with outcome `released`.
+    Release {
+        agent: String,
+        #[arg(long)]
+        reason: String,
+        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
+        namespace: Option<String>,
+    },
+    /// Put AGENT in the loop (taking back an earlier done, block or release).
+    Add {
+        agent: String,
+        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
+        namespace: Option<String>,
+    },
+    /// Take AGENT out of the loop.
+    Remove {
+        agent: String,
+        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
+        namespace: Option<String>,
     },
 }
 
@@ -191,12 +234,45 @@ pub async fn dispatch(cli: Cli) -> i32 {
         }
         Command::Input { bytes, socket } => crate::shim::client::input(bytes, &socket).await,
         Command::Loop { command, socket } => {
-            let (outcome, reason) = match command {
-                LoopCommand::Done { reason } => (crate::agent::ExitOutcome::Done, reason),
-                LoopCommand::Block { reason } => (crate::agent::ExitOutcome::Blocked, Some(reason)),
-            };
-            crate::shim::client::exit(outcome, reason, &socket).await
+            use crate::agent::{ExitOutcome, commands};
+            match command {
+                LoopCommand::Done { reason } => {
+                    crate::shim::client::exit(ExitOutcome::Done, reason, &socket).await
+                }
+                LoopCommand::Block { reason } => {
+                    crate::shim::client::exit(ExitOutcome::Blocked, Some(reason), &socket).await
+                }
+                LoopCommand::Release {
+                    agent,
+                    reason,
+                    namespace,
+                } => commands::release(namespace.as_deref(), &agent, &reason).await,
+                LoopCommand::Add { agent, namespace } => {
+                    commands::set_loop(namespace.as_deref(), &agent, true).await
+                }
+                LoopCommand::Remove { agent, namespace } => {
+                    commands::set_loop(namespace.as_deref(), &agent, false).await
+                }
+            }
         }
+        Command::Send {
+            agent,
+            message,
+            namespace,
+            from,
+            wait,
+        } => match read_message(message).await {
+            Ok(text) => {
+                let wait = Duration::from_secs(wait);
+                crate::agent::commands::send(namespace.as_deref(), &agent, &from, &text, wait).await
+            }
+            Err(error) => Err(error),
+        },
+        Command::Peek {
+            agent,
+            lines,
+            namespace,
+        } => crate::agent::commands::peek(namespace.as_deref(), &agent, lines).await,
         Command::Ps {
             namespace,
             all_namespaces,
@@ -213,4 +289,18 @@ pub async fn dispatch(cli: Cli) -> i32 {
             1
         }
     }
+}
+
+/// The words given, else all of stdin.
+async fn read_message(words: Vec<String>) -> crate::Result<String> {
+    if !words.is_empty() {
+        return Ok(words.join(" "));
+    }
+    use tokio::io::AsyncReadExt;
+    let mut text = String::new();
+    tokio::io::stdin()
+        .take(crate::agent::MAX_SEND_BYTES as u64 + 1)
+        .read_to_string(&mut text)
+        .await?;
+    Ok(text)
 }

@@ -17,16 +17,21 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 use tracing::{info, instrument, warn};
 
-use super::decide::{self, Action, AgentPod, Delivery, OverseerState, PodPhase, Verdict};
+use super::decide::{self, Action, AgentPod, Delivery, OverseerState, PodPhase, SendStep, Verdict};
 use super::message::{self, WakeItem};
 use super::pod::{self, AGENT_LABEL, ATTEMPT_LABEL, CONTAINER};
-use super::types::{ActivityState, Agent, AgentPhase, AgentStatus};
+use super::types::{ActivityState, Agent, AgentPhase, AgentStatus, LastMessage};
 use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, label_value};
 use crate::metrics::DeliveryLabels;
 use crate::operator::{Context, Shutdown};
 use crate::{Error, Result, conditions};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 const CONTROLLER: &str = "agent";
+/// Field manager of `status.lastMessage`.
+const MESSAGES_MANAGER: &str = "overseer-messages";
+/// `lastMessage.from` of nudges and wakes.
+const OPERATOR_SENDER: &str = "operator";
 
 /// Runs the Agent controller until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
@@ -35,12 +40,13 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let selector = format!("{}={},{AGENT_LABEL}", MANAGED_BY.0, MANAGED_BY.1);
     let controller = Controller::new(agents.clone(), watcher::Config::default().any_semantic());
     let store = controller.store();
-    let overseen_store = store.clone();
+    let related_store = store.clone();
     controller
         .owns(pods, watcher::Config::default().labels(&selector))
-        // An overseer coming online (or going away) changes what its agents need.
+        // An overseer coming online (or going away) changes what its agents need, and
+        // an agent naming its overseer changes what the overseer may write.
         .watches(agents, watcher::Config::default(), move |changed: Agent| {
-            overseen(&overseen_store, &changed)
+            related(&related_store, &changed)
         })
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
@@ -49,6 +55,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             error_policy,
             Arc::new(AgentContext {
                 ctx,
+                store,
                 wake_locks: Mutex::default(),
             }),
         )
@@ -61,6 +68,8 @@ type WakeLocks = Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>;
 
 struct AgentContext {
     ctx: Arc<Context>,
+    /// The controller's cache of Agents: who oversees whom.
+    store: Store<Agent>,
     /// One wake at a time per overseer, so a batch is never sent twice.
     wake_locks: WakeLocks,
 }
@@ -75,17 +84,33 @@ impl AgentContext {
     }
 }
 
-fn overseen(store: &Store<Agent>, changed: &Agent) -> Vec<ObjectRef<Agent>> {
-    let name = changed.name_any();
-    store
+/// The agents `changed` oversees, and its own overseer.
+fn related(store: &Store<Agent>, changed: &Agent) -> Vec<ObjectRef<Agent>> {
+    let namespace = changed.namespace().unwrap_or_default();
+    let mut refs: Vec<ObjectRef<Agent>> = overseen_by(store, &namespace, &changed.name_any())
+        .into_iter()
+        .map(|name| ObjectRef::new(&name).within(&namespace))
+        .collect();
+    if let Some(overseer) = &changed.spec.overseer {
+        refs.push(ObjectRef::new(overseer).within(&namespace));
+    }
+    refs
+}
+
+/// Names of the agents that name `overseer` as theirs (sorted).
+fn overseen_by(store: &Store<Agent>, namespace: &str, overseer: &str) -> Vec<String> {
+    let mut names: Vec<String> = store
         .state()
         .iter()
         .filter(|a| {
-            a.namespace() == changed.namespace()
-                && a.spec.overseer.as_deref() == Some(name.as_str())
+            a.namespace().as_deref() == Some(namespace)
+                && a.spec.overseer.as_deref() == Some(overseer)
+                && a.meta().deletion_timestamp.is_none()
         })
-        .map(|a| ObjectRef::from_obj(a.as_ref()))
-        .collect()
+        .map(|a| a.name_any())
+        .collect();
+    names.sort();
+    names
 }
 
 fn error_policy(agent: Arc<Agent>, error: &Error, ac: Arc<AgentContext>) -> Requeue {
@@ -110,6 +135,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let observed = observe_pods(&pods, &agent).await?;
+    let overseen = overseen_by(&ac.store, &namespace, &name);
     let overseer = overseer_state(&agents, &agent).await?;
     let plan = decide::plan(&decide::Input {
         name: &name,
@@ -129,8 +155,9 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
     for action in &plan.actions {
         match action {
             Action::CreatePod { attempt } => {
-                ensure_identity(ctx, &agent).await?;
-                let pod = pod::agent_pod(&agent, *attempt, &ctx.overseer_image);
+                ensure_identity(ctx, &agent, &overseen).await?;
+                let overseer = pod::acts_as_overseer(&agent, &overseen);
+                let pod = pod::agent_pod(&agent, *attempt, &ctx.overseer_image, overseer);
                 match pods.create(&PostParams::default(), &pod).await {
                     Ok(_) => info!(pod = pod.metadata.name.as_deref(), "created agent pod"),
                     Err(kube::Error::Api(status)) if status.code == 409 => {}
@@ -167,8 +194,161 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
             }
         }
     }
+    let pod_ready = agent.status.as_ref().is_some_and(|s| {
+        observed
+            .iter()
+            .any(|p| Some(p.attempt) == s.attempt && p.ready && p.phase == PodPhase::Running)
+    });
+    if pod_ready {
+        sync_role(ctx, &agent, &overseen).await?;
+    }
+    if let Some(retry) = deliver_inbox(ctx, &agents, &pods, &mut agent, pod_ready).await? {
+        requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
+    }
     ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
     Ok(requeue.map_or_else(Requeue::await_change, Requeue::requeue))
+}
+
+/// Keeps the agent's Role in step with whom it oversees (agents come and go).
+async fn sync_role(ctx: &Context, agent: &Agent, overseen: &[String]) -> Result<()> {
+    let namespace = agent.namespace().unwrap_or_default();
+    let roles = Api::<Role>::namespaced(ctx.client.clone(), &namespace);
+    let current = roles
+        .get_opt(&pod::identity_name(&agent.name_any()))
+        .await?;
+    let wanted = pod::role_rules(agent, overseen);
+    if current.and_then(|r| r.rules).as_ref() != Some(&wanted) {
+        info!(overseen = ?overseen, "updating the agent's Role");
+        ensure_identity(ctx, agent, overseen).await?;
+    }
+    Ok(())
+}
+
+/// Delivers the agent's inbox in order, each message at most once: it is claimed in
+/// status before the exec, so an operator that stops mid-delivery never repeats it.
+/// Returns when to look again while a message waits for a pod.
+async fn deliver_inbox(
+    ctx: &Context,
+    agents: &Api<Agent>,
+    pods: &Api<Pod>,
+    agent: &mut Agent,
+    pod_ready: bool,
+) -> Result<Option<Duration>> {
+    loop {
+        let status = agent.status.clone().unwrap_or_default();
+        let now = jiff::Timestamp::now();
+        let (seq, from, outcome) = match decide::next_send(&status, pod_ready, now) {
+            SendStep::Idle => return Ok(None),
+            SendStep::Wait { retry_after } => return Ok(Some(retry_after)),
+            SendStep::Abandon { seq } => {
+                let from = status
+                    .inbox
+                    .iter()
+                    .find(|m| m.seq == seq)
+                    .map(|m| m.from.clone());
+                let reason = "the operator stopped while delivering it; it is not sent again, so that no message is ever delivered twice";
+                (seq, from.unwrap_or_default(), Err(reason.to_string()))
+            }
+            SendStep::Expire(message) => {
+                let reason = format!(
+                    "no running pod could take it within {}s",
+                    decide::SEND_EXPIRY.as_secs()
+                );
+                (message.seq, message.from, Err(reason))
+            }
+            SendStep::Deliver(message) => {
+                let mut claimed = status.clone();
+                claimed.sends = Some(decide::claim_send(&status, message.seq));
+                apply_status(agents, &agent.name_any(), &claimed).await?;
+                agent.status = Some(claimed);
+                let pod = status.pod_name.clone().unwrap_or_default();
+                let outcome =
+                    crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, &message.text)
+                        .await;
+                if outcome.is_ok() {
+                    apply_last_message(agents, &agent.name_any(), &message.from, &message.text)
+                        .await?;
+                }
+                (message.seq, message.from, outcome)
+            }
+        };
+        let mut settled = agent.status.clone().unwrap_or_default();
+        settled.sends = Some(decide::settle_send(
+            &settled,
+            seq,
+            &from,
+            outcome.clone(),
+            now,
+        ));
+        apply_status(agents, &agent.name_any(), &settled).await?;
+        agent.status = Some(settled);
+        prune_inbox(agents, &agent.name_any(), seq).await;
+        let labels = |outcome: &'static str| DeliveryLabels {
+            kind: "send",
+            outcome,
+        };
+        match outcome {
+            Ok(()) => {
+                ctx.metrics
+                    .deliveries
+                    .get_or_create(&labels("delivered"))
+                    .inc();
+                let message = format!("message #{seq} from {from} delivered");
+                publish(ctx, agent, false, "MessageDelivered", &message).await;
+            }
+            Err(reason) => {
+                ctx.metrics
+                    .deliveries
+                    .get_or_create(&labels("failed"))
+                    .inc();
+                let message = format!("message #{seq} from {from} not delivered: {reason}");
+                publish(ctx, agent, true, "SendFailed", &message).await;
+            }
+        }
+    }
+}
+
+/// Removes a handled message from the head of the inbox so its text is not kept.
+/// The JSON patch first tests that the head is still that message; when a sender
+/// rewrote the inbox meanwhile it does nothing (senders drop handled messages too).
+async fn prune_inbox(agents: &Api<Agent>, name: &str, seq: i64) {
+    let patch: json_patch::Patch = match serde_json::from_value(json!([
+        {"op": "test", "path": "/status/inbox/0/seq", "value": seq},
+        {"op": "remove", "path": "/status/inbox/0"},
+    ])) {
+        Ok(patch) => patch,
+        Err(_) => return,
+    };
+    let params = PatchParams {
+        field_manager: Some(CONTROLLER_MANAGER.into()),
+        ..Default::default()
+    };
+    if let Err(error) = agents
+        .patch_status(name, &params, &Patch::<()>::Json(patch))
+        .await
+    {
+        info!(%error, seq, "inbox head not pruned; a later send drops it");
+    }
+}
+
+/// Records the last message delivered to `name` (its own field manager, so the
+/// overseer's and the agent's reconciles never overwrite each other's status).
+async fn apply_last_message(agents: &Api<Agent>, name: &str, from: &str, text: &str) -> Result<()> {
+    let last = LastMessage {
+        from: from.to_string(),
+        excerpt: decide::excerpt(text),
+        time: Time(jiff::Timestamp::now()),
+    };
+    let patch = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+        "status": {"lastMessage": last}});
+    agents
+        .patch_status(
+            name,
+            &PatchParams::apply(MESSAGES_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    Ok(())
 }
 
 /// This agent's pods that are not being deleted.
@@ -225,12 +405,14 @@ fn overseer_ready(overseer: &Agent) -> bool {
     })
 }
 
-/// Writes the operator's part of the status; `activity` and `exit` belong to the pod.
+/// Writes the operator's part of the status: `activity` and `exit` belong to the
+/// pod (or the overseer), `inbox` to senders, `lastMessage` to `apply_last_message`.
 async fn apply_status(agents: &Api<Agent>, name: &str, status: &AgentStatus) -> Result<()> {
     let mut status = serde_json::to_value(status)?;
     if let Some(fields) = status.as_object_mut() {
-        fields.remove("activity");
-        fields.remove("exit");
+        for owned_elsewhere in ["activity", "exit", "inbox", "lastMessage"] {
+            fields.remove(owned_elsewhere);
+        }
     }
     let patch = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent", "status": status});
     agents
@@ -244,9 +426,9 @@ async fn apply_status(agents: &Api<Agent>, name: &str, status: &AgentStatus) -> 
 }
 
 /// The agent's ServiceAccount, Role and RoleBinding (server-side applied: idempotent).
-async fn ensure_identity(ctx: &Context, agent: &Agent) -> Result<()> {
+async fn ensure_identity(ctx: &Context, agent: &Agent, overseen: &[String]) -> Result<()> {
     let namespace = agent.namespace().unwrap_or_default();
-    let (account, role, binding) = pod::identity(agent);
+    let (account, role, binding) = pod::identity(agent, overseen);
     let params = PatchParams::apply(CONTROLLER_MANAGER).force();
     let name = pod::identity_name(&agent.name_any());
     Api::<ServiceAccount>::namespaced(ctx.client.clone(), &namespace)
@@ -290,6 +472,9 @@ async fn nudge(ctx: &Context, agents: &Api<Agent>, pods: &Api<Pod>, agent: &Agen
         return Ok(false);
     };
     let outcome = crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, &text).await;
+    if outcome.is_ok() {
+        apply_last_message(agents, &agent.name_any(), OPERATOR_SENDER, &text).await?;
+    }
     record(
         ctx,
         agents,
@@ -367,6 +552,9 @@ async fn wake(
         .unwrap_or_default();
     let outcome =
         crate::exec::deliver(pods, &overseer_pod, CONTAINER, &ctx.input_command, &text).await;
+    if outcome.is_ok() {
+        apply_last_message(agents, &overseer_name, OPERATOR_SENDER, &text).await?;
+    }
     let mut delivered = true;
     for member in &batch {
         let status = member.status.clone().unwrap_or_default();

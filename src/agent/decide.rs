@@ -685,7 +685,10 @@ pub fn settle_send(
     sends.in_flight_seq = None;
     let (outcome, reason) = match outcome {
         Ok(()) => (SendOutcome::Delivered, None),
-        Err(reason) => (SendOutcome::Failed, Some(reason.chars().take(512).collect())),
+        Err(reason) => (
+            SendOutcome::Failed,
+            Some(reason.chars().take(512).collect()),
+        ),
     };
     sends.results.push(SendResult {
         seq,

@@ -443,7 +443,13 @@ fn a_release_ends_the_loop_and_taking_an_exit_back_resumes_it() {
         time: None,
         attempt: 1,
     });
-    let released = run(&spec, Some(&status), &[running_pod(1)], OverseerState::Ready, 100);
+    let released = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        100,
+    );
     assert_eq!(released.status.phase, Some(AgentPhase::Done));
     let in_loop = released
         .status
@@ -451,19 +457,34 @@ fn a_release_ends_the_loop_and_taking_an_exit_back_resumes_it() {
         .iter()
         .find(|c| c.type_ == "InLoop")
         .unwrap();
-    assert_eq!((in_loop.status.as_str(), in_loop.reason.as_str()), ("False", "Released"));
+    assert_eq!(
+        (in_loop.status.as_str(), in_loop.reason.as_str()),
+        ("False", "Released")
+    );
     assert!(matches!(
         released.actions.as_slice(),
         [Action::Event { reason: "Released", message, .. }] if message.contains("merged by hand")
     ));
     // Released again on the next look: no nudge, no second Event.
-    let again = run(&spec, Some(&released.status), &[running_pod(1)], OverseerState::Ready, 500);
+    let again = run(
+        &spec,
+        Some(&released.status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        500,
+    );
     assert_eq!(again.actions, vec![]);
 
     // `overseer loop add` removes the exit: the loop runs again.
     let mut readded = released.status.clone();
     readded.exit = None;
-    let resumed = run(&spec, Some(&readded), &[running_pod(1)], OverseerState::Ready, 500);
+    let resumed = run(
+        &spec,
+        Some(&readded),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        500,
+    );
     assert_eq!(resumed.status.phase, Some(AgentPhase::Running));
     assert_eq!(resumed.actions, vec![Action::Deliver(Delivery::Wake)]);
 }
@@ -476,9 +497,21 @@ fn blocked_by_the_operator_stays_blocked_without_an_exit() {
         nudges: 1,
         ..Default::default()
     });
-    let blocked = run(&spec, Some(&status), &[running_pod(1)], OverseerState::Unset, 100);
+    let blocked = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Unset,
+        100,
+    );
     assert_eq!(blocked.status.phase, Some(AgentPhase::Blocked));
-    let later = run(&spec, Some(&blocked.status), &[running_pod(1)], OverseerState::Unset, 900);
+    let later = run(
+        &spec,
+        Some(&blocked.status),
+        &[running_pod(1)],
+        OverseerState::Unset,
+        900,
+    );
     assert_eq!(later.status.phase, Some(AgentPhase::Blocked));
     assert_eq!(later.actions, vec![]);
 }
@@ -495,9 +528,25 @@ fn message(seq: i64, sent: i64) -> InboxMessage {
 /// The inbox, one row per case: (case, inbox, handled, in flight, pod ready, now, step).
 #[test]
 fn inbox_steps() {
-    let rows: Vec<(&str, Vec<InboxMessage>, i64, Option<i64>, bool, i64, SendStep)> = vec![
+    let rows: Vec<(
+        &str,
+        Vec<InboxMessage>,
+        i64,
+        Option<i64>,
+        bool,
+        i64,
+        SendStep,
+    )> = vec![
         ("empty", vec![], 0, None, true, 10, SendStep::Idle),
-        ("all handled", vec![message(1, 0), message(2, 0)], 2, None, true, 10, SendStep::Idle),
+        (
+            "all handled",
+            vec![message(1, 0), message(2, 0)],
+            2,
+            None,
+            true,
+            10,
+            SendStep::Idle,
+        ),
         (
             "lowest unhandled seq first, whatever the list order",
             vec![message(3, 0), message(2, 0), message(1, 0)],
@@ -558,11 +607,23 @@ fn a_send_is_claimed_before_delivery_and_settled_after() {
         ..Default::default()
     };
     status.sends = Some(claim_send(&status, 1));
-    assert_eq!(next_send(&status, true, at(5)), SendStep::Abandon { seq: 1 });
+    assert_eq!(
+        next_send(&status, true, at(5)),
+        SendStep::Abandon { seq: 1 }
+    );
     status.sends = Some(settle_send(&status, 1, "lead", Ok(()), at(5)));
-    assert_eq!(next_send(&status, true, at(5)), SendStep::Deliver(message(2, 0)));
+    assert_eq!(
+        next_send(&status, true, at(5)),
+        SendStep::Deliver(message(2, 0))
+    );
     for seq in 2..=14 {
-        status.sends = Some(settle_send(&status, seq, "lead", Err("pod gone".into()), at(6)));
+        status.sends = Some(settle_send(
+            &status,
+            seq,
+            "lead",
+            Err("pod gone".into()),
+            at(6),
+        ));
     }
     let sends = status.sends.unwrap();
     assert_eq!(sends.handled_seq, 14);
@@ -573,7 +634,10 @@ fn a_send_is_claimed_before_delivery_and_settled_after() {
 
 #[test]
 fn excerpts_are_one_clean_line() {
-    assert_eq!(excerpt("\n  continue: fix the tests\nthen more"), "continue: fix the tests");
+    assert_eq!(
+        excerpt("\n  continue: fix the tests\nthen more"),
+        "continue: fix the tests"
+    );
     assert_eq!(excerpt("bell\u{7} here"), "bell here");
     let long = excerpt(&"x".repeat(300));
     assert_eq!(long.chars().count(), 100);

@@ -1,5 +1,6 @@
 //! The `Agent` kind: types, pure decisions, the pod it runs in, and its reconciler.
 
+pub mod commands;
 pub mod controller;
 pub mod decide;
 pub mod message;

@@ -11,6 +11,7 @@ use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
 use super::decide::pod_name;
+use super::preamble;
 use super::types::Agent;
 use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, label_value};
 use crate::{pods, runtimes};
@@ -49,8 +50,54 @@ fn meta(agent: &Agent, name: String) -> ObjectMeta {
     }
 }
 
-/// The agent's ServiceAccount, its Role (its own Agent's status: get, patch) and the binding.
-pub fn identity(agent: &Agent) -> (ServiceAccount, Role, RoleBinding) {
+/// Whether `agent` acts as an overseer: it has an overseer role, or agents name it.
+pub fn acts_as_overseer(agent: &Agent, overseen: &[String]) -> bool {
+    !overseen.is_empty() || preamble::OVERSEER_ROLES.contains(&agent.spec.role.as_str())
+}
+
+fn rule(group: &str, resources: &[&str], names: Option<Vec<String>>, verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec![group.into()]),
+        resources: Some(resources.iter().map(|r| r.to_string()).collect()),
+        resource_names: names,
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+/// The rules of an agent's Role. Every agent may read and write its own status
+/// (`overseer loop done|block`). An overseer may also read the agents, goals and
+/// PR watches of its namespace and its agents' pod logs (`overseer peek`), and
+/// write the status of exactly the agents it oversees (`overseer send`, `loop
+/// release`). Nobody gets pods/exec: the operator delivers every message.
+pub fn role_rules(agent: &Agent, overseen: &[String]) -> Vec<PolicyRule> {
+    let mut writable = vec![agent.name_any()];
+    writable.extend(overseen.iter().cloned());
+    writable.sort();
+    writable.dedup();
+    let mut rules = vec![rule(
+        crate::api::GROUP,
+        &["agents/status"],
+        Some(writable),
+        &["get", "patch"],
+    )];
+    if acts_as_overseer(agent, overseen) {
+        rules.extend([
+            rule(
+                crate::api::GROUP,
+                &["agents", "goals", "prwatches"],
+                None,
+                &["get", "list", "watch"],
+            ),
+            rule("", &["pods"], None, &["get", "list"]),
+            rule("", &["pods/log"], None, &["get"]),
+        ]);
+    }
+    rules
+}
+
+/// The agent's ServiceAccount, its Role (`role_rules`) and the binding.
+pub fn identity(agent: &Agent, overseen: &[String]) -> (ServiceAccount, Role, RoleBinding) {
     let name = identity_name(&agent.name_any());
     let account = ServiceAccount {
         metadata: meta(agent, name.clone()),
@@ -58,13 +105,7 @@ pub fn identity(agent: &Agent) -> (ServiceAccount, Role, RoleBinding) {
     };
     let role = Role {
         metadata: meta(agent, name.clone()),
-        rules: Some(vec![PolicyRule {
-            api_groups: Some(vec![crate::api::GROUP.into()]),
-            resources: Some(vec!["agents/status".into()]),
-            resource_names: Some(vec![agent.name_any()]),
-            verbs: vec!["get".into(), "patch".into()],
-            ..Default::default()
-        }]),
+        rules: Some(role_rules(agent, overseen)),
     };
     let binding = RoleBinding {
         metadata: meta(agent, name.clone()),
@@ -91,8 +132,9 @@ fn env(name: &str, value: impl Into<String>) -> EnvVar {
     }
 }
 
-/// The pod of one attempt: the agent CLI under `overseer shim`, as its own ServiceAccount.
-pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str) -> Pod {
+/// The pod of one attempt: the agent CLI under `overseer shim`, as its own
+/// ServiceAccount. An overseer's prompt starts with its standing instructions.
+pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, overseer: bool) -> Pod {
     let spec = &agent.spec;
     let runtime_name = spec.runtime.name.unwrap_or(RuntimeName::Custom);
     let mode = spec.runtime.mode.unwrap_or(RuntimeMode::Tui);
@@ -121,8 +163,12 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str) -> Pod {
         env("OVERSEER_MODE", name_of(serde_json::json!(mode))),
         env("OVERSEER_INTERVAL", spec.loop_.interval.clone()),
     ];
-    if let Some(prompt) = &spec.prompt {
-        env_vars.push(env("OVERSEER_PROMPT", prompt.clone()));
+    let prompt = match overseer {
+        true => Some(preamble::overseer_prompt(spec.prompt.as_deref())),
+        false => spec.prompt.clone(),
+    };
+    if let Some(prompt) = prompt {
+        env_vars.push(env("OVERSEER_PROMPT", prompt));
     }
     let overlay = spec.pod_template.clone().unwrap_or_default();
     env_vars.extend(overlay.env);
@@ -196,9 +242,42 @@ spec:
         )
         .unwrap();
         agent.metadata.namespace = Some("team".into());
-        let pod = agent_pod(&agent, 3, "ghcr.io/overseer-dev/overseer:0.1.0");
-        let (account, role, binding) = identity(&agent);
+        let pod = agent_pod(&agent, 3, "ghcr.io/overseer-dev/overseer:0.1.0", false);
+        let (account, role, binding) = identity(&agent, &[]);
         insta::assert_yaml_snapshot!("agent_pod", pod);
         insta::assert_yaml_snapshot!("agent_role", (account, role, binding));
+    }
+
+    #[test]
+    fn an_overseer_reads_its_namespace_and_writes_only_its_agents() {
+        let lead: Agent = serde_yaml::from_str(
+            r#"
+apiVersion: overseer.dev/v1alpha1
+kind: Agent
+metadata: {name: lead, namespace: team}
+spec:
+  role: reviewer
+  runtime: {name: claude, image: example.com/claude:1}
+  prompt: Keep the builders going.
+"#,
+        )
+        .unwrap();
+        assert!(!acts_as_overseer(&lead, &[]));
+        assert_eq!(
+            role_rules(&lead, &[]).len(),
+            1,
+            "an agent alone: its own status"
+        );
+        let overseen = ["builder-b".to_string(), "builder-a".to_string()];
+        assert!(acts_as_overseer(&lead, &overseen));
+        insta::assert_yaml_snapshot!("overseer_role", role_rules(&lead, &overseen));
+        let env = agent_pod(&lead, 1, "img", true).spec.unwrap().containers[0]
+            .env
+            .clone()
+            .unwrap();
+        let prompt = env.iter().find(|e| e.name == "OVERSEER_PROMPT").unwrap();
+        let prompt = prompt.value.as_deref().unwrap();
+        assert!(prompt.starts_with("# Overseer standing instructions (v1)"));
+        assert!(prompt.ends_with("Keep the builders going.\n"));
     }
 }

@@ -73,6 +73,9 @@ mod tests {
 
     #[test]
     fn the_standing_instructions_are_versioned_and_fixed() {
-        insta::assert_snapshot!(format!("v{VERSION}"), overseer_prompt(Some("Lead the parser rewrite.")));
+        insta::assert_snapshot!(
+            format!("v{VERSION}"),
+            overseer_prompt(Some("Lead the parser rewrite."))
+        );
     }
 }

@@ -22,7 +22,8 @@ pub async fn run(namespace: Option<&str>, all_namespaces: bool) -> Result<()> {
     Ok(())
 }
 
-/// One line per agent: agent, role, phase, activity, since, nudges, summary.
+/// One line per agent: agent, role, phase, activity, since, nudges, summary, and
+/// the last message delivered to it (how long ago, who sent it, its first line).
 pub fn table(agents: &[Agent], with_namespace: bool, now: Timestamp) -> String {
     let mut rows: Vec<Vec<String>> = vec![
         [
@@ -34,6 +35,7 @@ pub fn table(agents: &[Agent], with_namespace: bool, now: Timestamp) -> String {
             "SINCE",
             "NUDGES",
             "SUMMARY",
+            "LAST MESSAGE",
         ]
         .map(String::from)
         .to_vec(),
@@ -76,6 +78,10 @@ pub fn table(agents: &[Agent], with_namespace: bool, now: Timestamp) -> String {
                         .collect()
                 })
                 .unwrap_or_else(dash),
+            status.last_message.as_ref().map_or_else(dash, |m| {
+                let excerpt: String = m.excerpt.chars().take(48).collect();
+                format!("{} {}: {excerpt}", age(now, m.time.0), m.from)
+            }),
         ]);
     }
     let skip = usize::from(!with_namespace);
@@ -122,6 +128,7 @@ mod tests {
     attempt: 2
     activity: {state: idle, since: "2026-12-01T10:00:00Z", attempt: 2, summary: "mapping the repo\nsecond line"}
     loop: {nudges: 3}
+    lastMessage: {from: lead, excerpt: "continue: map the tests directory too", time: "2026-12-01T10:00:30Z"}
 - metadata: {name: builder, namespace: team}
   spec: {runtime: {name: codex, image: i}}
   status:
@@ -133,9 +140,9 @@ mod tests {
         .unwrap();
         let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
         insta::assert_snapshot!(table(&agents, false, now), @r"
-        AGENT     ROLE      PHASE     ACTIVITY   SINCE   NUDGES   SUMMARY
-        builder   builder   Pending   -          -       0        -
-        scout     scout     Running   idle       90s     3        mapping the repo
+        AGENT     ROLE      PHASE     ACTIVITY   SINCE   NUDGES   SUMMARY            LAST MESSAGE
+        builder   builder   Pending   -          -       0        -                  -
+        scout     scout     Running   idle       90s     3        mapping the repo   60s lead: continue: map the tests directory too
         ");
     }
 }

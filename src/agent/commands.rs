@@ -1,0 +1,343 @@
+//! The overseer's toolkit (and a person's): `overseer peek`, `overseer send`,
+//! `overseer loop release|add|remove`. Each is one or two API calls that the
+//! caller's own permissions allow or refuse; nothing here execs into a pod: the
+//! operator delivers every message.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{LogParams, Patch, PatchParams};
+use kube::runtime::wait::await_condition;
+use kube::{Api, Client};
+use serde_json::json;
+
+use super::decide::{self, current_exit};
+use super::pod::CONTAINER;
+use super::types::{
+    Agent, AgentExit, ExitOutcome, InboxMessage, MAX_SEND_BYTES, SendOutcome, SendResult,
+};
+use crate::{Error, Result};
+
+/// Field manager of senders' inbox writes.
+const SEND_MANAGER: &str = "overseer-send";
+/// Field manager of `loop release|add|remove`.
+const LOOP_MANAGER: &str = "overseer-loop";
+/// Inbox messages waiting at once, at most (the schema's limit).
+const INBOX_LIMIT: usize = 16;
+
+async fn agents(namespace: Option<&str>) -> Result<Api<Agent>> {
+    let client = Client::try_default()
+        .await
+        .map_err(|e| Error::Connect(e.to_string()))?;
+    Ok(match namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::default_namespaced(client),
+    })
+}
+
+/// A refusal by the API server, in words that say what to do about it.
+fn refused(action: &str, agent: &str, error: kube::Error) -> Error {
+    match error {
+        kube::Error::Api(status) if status.code == 403 => Error::Invalid(format!(
+            "not allowed to {action} {agent}: only its overseer (or a person with access to agents/status) may; {}",
+            status.message
+        )),
+        kube::Error::Api(status) if status.code == 404 => Error::Invalid(format!(
+            "there is no agent {agent} here: {}",
+            status.message
+        )),
+        other => other.into(),
+    }
+}
+
+async fn get(api: &Api<Agent>, action: &str, agent: &str) -> Result<Agent> {
+    api.get(agent).await.map_err(|e| refused(action, agent, e))
+}
+
+/// `overseer peek AGENT`: the last `lines` lines the agent's pod logged (what the
+/// shim mirrors of the agent's screen or output).
+pub async fn peek(namespace: Option<&str>, agent: &str, lines: i64) -> Result<()> {
+    let api = agents(namespace).await?;
+    let found = get(&api, "read", agent).await?;
+    let pod = found
+        .status
+        .and_then(|s| s.pod_name)
+        .ok_or_else(|| Error::Invalid(format!("agent {agent} has no pod yet")))?;
+    let pods: Api<Pod> = Api::namespaced(api.clone().into_client(), &namespace_of(&api, namespace));
+    let params = LogParams {
+        container: Some(CONTAINER.into()),
+        tail_lines: Some(lines),
+        ..Default::default()
+    };
+    let log = pods
+        .logs(&pod, &params)
+        .await
+        .map_err(|e| refused("read the log of", agent, e))?;
+    print!("{log}");
+    if !log.is_empty() && !log.ends_with('\n') {
+        println!();
+    }
+    Ok(())
+}
+
+fn namespace_of(api: &Api<Agent>, namespace: Option<&str>) -> String {
+    namespace.map_or_else(
+        || api.clone().into_client().default_namespace().to_string(),
+        String::from,
+    )
+}
+
+/// The inbox after queueing `text`: handled messages are dropped, the new one gets
+/// the next seq. Refuses an empty or oversized message and a full inbox.
+pub fn enqueue(agent: &Agent, from: &str, text: &str, now: Timestamp) -> Result<Vec<InboxMessage>> {
+    if text.trim().is_empty() {
+        return Err(Error::Invalid("the message is empty".into()));
+    }
+    if text.len() > MAX_SEND_BYTES {
+        return Err(Error::Invalid(format!(
+            "the message is {} bytes; at most {MAX_SEND_BYTES} are sent",
+            text.len()
+        )));
+    }
+    let status = agent.status.clone().unwrap_or_default();
+    let mut inbox = decide::pending_messages(&status);
+    if inbox.len() >= INBOX_LIMIT {
+        return Err(Error::Invalid(format!(
+            "{INBOX_LIMIT} messages are already waiting for this agent; send again once they are delivered"
+        )));
+    }
+    let sends = status.sends.unwrap_or_default();
+    let last = inbox
+        .iter()
+        .map(|m| m.seq)
+        .chain(sends.results.iter().map(|r| r.seq))
+        .chain([sends.handled_seq])
+        .max()
+        .unwrap_or(0);
+    inbox.push(InboxMessage {
+        seq: last + 1,
+        from: from.to_string(),
+        text: text.to_string(),
+        sent_time: Time(now),
+    });
+    Ok(inbox)
+}
+
+/// `overseer send AGENT`: queues `text` on the agent (optimistic concurrency on its
+/// resourceVersion, so concurrent senders never lose a message), then waits up to
+/// `wait` for the operator to report its delivery.
+pub async fn send(
+    namespace: Option<&str>,
+    agent: &str,
+    from: &str,
+    text: &str,
+    wait: Duration,
+) -> Result<()> {
+    let api = agents(namespace).await?;
+    let mut seq = None;
+    for _ in 0..8 {
+        let current = get(&api, "send to", agent).await?;
+        let inbox = enqueue(&current, from, text, Timestamp::now())?;
+        let patch = json!({
+            "metadata": {"resourceVersion": current.metadata.resource_version},
+            "status": {"inbox": inbox},
+        });
+        let params = PatchParams {
+            field_manager: Some(SEND_MANAGER.into()),
+            ..Default::default()
+        };
+        match api
+            .patch_status(agent, &params, &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                seq = inbox.last().map(|m| m.seq);
+                break;
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 => continue,
+            Err(error) => return Err(refused("send to", agent, error)),
+        }
+    }
+    let seq = seq.ok_or_else(|| {
+        Error::Invalid(format!(
+            "{agent} changed too often to queue the message; try again"
+        ))
+    })?;
+    if wait.is_zero() {
+        println!("message #{seq} queued for {agent}");
+        return Ok(());
+    }
+    let settled = |a: Option<&Agent>| result_of(a, seq).is_some();
+    let outcome = tokio::time::timeout(wait, await_condition(api.clone(), agent, settled)).await;
+    let result = match outcome {
+        Ok(Ok(found)) => result_of(found.as_ref(), seq),
+        Ok(Err(error)) => return Err(Error::Invalid(format!("waiting for delivery: {error}"))),
+        Err(_) => {
+            return Err(Error::Invalid(format!(
+                "message #{seq} is still queued for {agent} after {}s (is its pod ready?); it is delivered once the pod can take it, or reported failed after {}s",
+                wait.as_secs(),
+                decide::SEND_EXPIRY.as_secs()
+            )));
+        }
+    };
+    match result {
+        Some(SendResult {
+            outcome: SendOutcome::Delivered,
+            ..
+        }) => {
+            println!("message #{seq} delivered to {agent}");
+            Ok(())
+        }
+        Some(result) => Err(Error::Invalid(format!(
+            "message #{seq} was not delivered to {agent}: {}",
+            result.reason.unwrap_or_default()
+        ))),
+        None => Err(Error::Invalid(format!("{agent} was deleted"))),
+    }
+}
+
+fn result_of(agent: Option<&Agent>, seq: i64) -> Option<SendResult> {
+    agent?
+        .status
+        .as_ref()?
+        .sends
+        .as_ref()?
+        .results
+        .iter()
+        .find(|r| r.seq == seq)
+        .cloned()
+}
+
+/// `overseer loop release AGENT --reason R`: its overseer stops driving it; the
+/// loop of its current attempt ends with outcome `released`.
+pub async fn release(namespace: Option<&str>, agent: &str, reason: &str) -> Result<()> {
+    let api = agents(namespace).await?;
+    let current = get(&api, "release", agent).await?;
+    let status = current.status.clone().unwrap_or_default();
+    if let Some(exit) = current_exit(&status) {
+        println!("{agent} already ended its loop ({:?})", exit.outcome);
+        return Ok(());
+    }
+    let attempt = status
+        .attempt
+        .ok_or_else(|| Error::Invalid(format!("{agent} has not started yet")))?;
+    let exit = AgentExit {
+        outcome: ExitOutcome::Released,
+        reason: Some(reason.chars().take(1024).collect()),
+        time: Some(Time(Timestamp::now())),
+        attempt,
+    };
+    let patch = json!({"status": {"exit": exit}});
+    api.patch_status(agent, &loop_params(), &Patch::Merge(&patch))
+        .await
+        .map_err(|e| refused("release", agent, e))?;
+    println!("{agent} released: its loop has ended");
+    Ok(())
+}
+
+fn loop_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(LOOP_MANAGER.into()),
+        ..Default::default()
+    }
+}
+
+/// `overseer loop add|remove AGENT`: turns the agent's loop on or off. Adding also
+/// takes back an exit of the current attempt (done, block, release), so the agent
+/// is driven again.
+pub async fn set_loop(namespace: Option<&str>, agent: &str, enabled: bool) -> Result<()> {
+    let api = agents(namespace).await?;
+    let current = get(&api, "change the loop of", agent).await?;
+    let patch = json!({"spec": {"loop": {"enabled": enabled}}});
+    api.patch(agent, &loop_params(), &Patch::Merge(&patch))
+        .await
+        .map_err(|e| refused("change the loop of", agent, e))?;
+    let status = current.status.unwrap_or_default();
+    if enabled && current_exit(&status).is_some() {
+        let patch = json!({"status": {"exit": null}});
+        api.patch_status(agent, &loop_params(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| refused("take back the exit of", agent, e))?;
+        println!("{agent}: loop on; its earlier exit was taken back");
+    } else {
+        println!("{agent}: loop {}", if enabled { "on" } else { "off" });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::types::SendStatus;
+
+    fn agent(inbox: Vec<InboxMessage>, sends: Option<SendStatus>) -> Agent {
+        let mut agent: Agent = serde_yaml::from_str(
+            "apiVersion: overseer.dev/v1alpha1\nkind: Agent\nmetadata: {name: b}\nspec: {runtime: {name: pi, image: x}}\n",
+        )
+        .unwrap();
+        agent.status = Some(super::super::types::AgentStatus {
+            inbox,
+            sends,
+            ..Default::default()
+        });
+        agent
+    }
+
+    fn queued(seq: i64) -> InboxMessage {
+        InboxMessage {
+            seq,
+            from: "lead".into(),
+            text: "go".into(),
+            sent_time: Time(Timestamp::UNIX_EPOCH),
+        }
+    }
+
+    #[test]
+    fn enqueue_drops_handled_messages_and_takes_the_next_seq() {
+        let sends = SendStatus {
+            handled_seq: 2,
+            in_flight_seq: None,
+            results: vec![],
+        };
+        let inbox = enqueue(
+            &agent(vec![queued(1), queued(2), queued(3)], Some(sends)),
+            "lead",
+            "continue",
+            Timestamp::UNIX_EPOCH,
+        )
+        .unwrap();
+        assert_eq!(inbox.iter().map(|m| m.seq).collect::<Vec<_>>(), vec![3, 4]);
+        assert_eq!(inbox[1].text, "continue");
+        // Seq never goes back, even with an empty inbox.
+        let fresh = SendStatus {
+            handled_seq: 7,
+            in_flight_seq: None,
+            results: vec![],
+        };
+        let inbox = enqueue(
+            &agent(vec![], Some(fresh)),
+            "lead",
+            "x",
+            Timestamp::UNIX_EPOCH,
+        )
+        .unwrap();
+        assert_eq!(inbox[0].seq, 8);
+    }
+
+    #[test]
+    fn enqueue_refuses_empty_oversized_and_full() {
+        let empty = agent(vec![], None);
+        for (text, expected) in [
+            ("  \n", "empty"),
+            (&"x".repeat(MAX_SEND_BYTES + 1) as &str, "at most"),
+        ] {
+            let error = enqueue(&empty, "lead", text, Timestamp::UNIX_EPOCH).unwrap_err();
+            assert!(error.to_string().contains(expected), "{error}");
+        }
+        let full = agent((1..=16).map(queued).collect(), None);
+        let error = enqueue(&full, "lead", "x", Timestamp::UNIX_EPOCH).unwrap_err();
+        assert!(error.to_string().contains("already waiting"), "{error}");
+    }
+}
