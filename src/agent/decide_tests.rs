@@ -528,15 +528,17 @@ fn message(seq: i64, sent: i64) -> InboxMessage {
 /// The inbox, one row per case: (case, inbox, handled, in flight, pod ready, now, step).
 #[test]
 fn inbox_steps() {
-    let rows: Vec<(
-        &str,
+    /// (case, inbox, handled, in flight, pod ready, now, step)
+    type Row = (
+        &'static str,
         Vec<InboxMessage>,
         i64,
         Option<i64>,
         bool,
         i64,
         SendStep,
-    )> = vec![
+    );
+    let rows: Vec<Row> = vec![
         ("empty", vec![], 0, None, true, 10, SendStep::Idle),
         (
             "all handled",
