@@ -185,6 +185,10 @@ pub struct RunArgs {
         default_value = "/overseer/bin/overseer"
     )]
     pub input_command: String,
+    /// How long a message from `overseer send` waits for a pod that can take it
+    /// before it is reported failed.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub send_expiry: Duration,
     /// Log format.
     #[arg(long, value_enum, env = "OVERSEER_LOG_FORMAT", default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -303,4 +307,9 @@ async fn read_message(words: Vec<String>) -> crate::Result<String> {
         .read_to_string(&mut text)
         .await?;
     Ok(text)
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    crate::duration::parse(text)
+        .ok_or_else(|| format!("{text:?} is not a duration such as 90s, 5m or 1h"))
 }

@@ -33,6 +33,8 @@ pub struct Context {
     pub overseer_image: String,
     /// The `overseer` binary as exec finds it inside agent pods.
     pub input_command: String,
+    /// How long an inbox message waits for a pod that can take it.
+    pub send_expiry: std::time::Duration,
 }
 
 impl Context {
@@ -160,6 +162,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         concurrency: args.concurrency,
         overseer_image: args.overseer_image.clone(),
         input_command: args.input_command.clone(),
+        send_expiry: args.send_expiry,
     });
     let work = {
         let shutdown = shutdown.clone();

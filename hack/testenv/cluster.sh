@@ -64,7 +64,7 @@ up() {
   log "creating cluster ($profile profile)"
   "$bin/kwokctl" create cluster --name "$name" --runtime binary \
     --config "$state/kwok.yaml" \
-    --enable-crds Exec \
+    --enable-crds Exec --enable-crds Logs \
     --kubeconfig "$state/kubeconfig" \
     --kube-apiserver-binary "$bin/kube-apiserver" \
     --kube-controller-manager-binary "$bin/kube-controller-manager" \

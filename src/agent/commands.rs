@@ -176,9 +176,8 @@ pub async fn send(
         Ok(Err(error)) => return Err(Error::Invalid(format!("waiting for delivery: {error}"))),
         Err(_) => {
             return Err(Error::Invalid(format!(
-                "message #{seq} is still queued for {agent} after {}s (is its pod ready?); it is delivered once the pod can take it, or reported failed after {}s",
+                "message #{seq} is still queued for {agent} after {}s (is its pod ready?); it is delivered once the pod can take it, or reported failed (the operator's --send-expiry)",
                 wait.as_secs(),
-                decide::SEND_EXPIRY.as_secs()
             )));
         }
     };

@@ -237,7 +237,8 @@ async fn deliver_inbox(
     loop {
         let status = agent.status.clone().unwrap_or_default();
         let now = jiff::Timestamp::now();
-        let (seq, from, outcome) = match decide::next_send(&status, pod_ready, now) {
+        let (seq, from, outcome) = match decide::next_send(&status, pod_ready, ctx.send_expiry, now)
+        {
             SendStep::Idle => return Ok(None),
             SendStep::Wait { retry_after } => return Ok(Some(retry_after)),
             SendStep::Abandon { seq } => {
@@ -252,7 +253,7 @@ async fn deliver_inbox(
             SendStep::Expire(message) => {
                 let reason = format!(
                     "no running pod could take it within {}s",
-                    decide::SEND_EXPIRY.as_secs()
+                    ctx.send_expiry.as_secs()
                 );
                 (message.seq, message.from, Err(reason))
             }

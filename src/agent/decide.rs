@@ -608,8 +608,6 @@ fn ended_by_exit(status: &AgentStatus) -> bool {
     })
 }
 
-/// An inbox message waits this long for a pod that can take it, then fails.
-pub const SEND_EXPIRY: Duration = Duration::from_secs(300);
 /// Send outcomes kept in `status.sends.results`.
 const SEND_RESULTS_KEPT: usize = 10;
 
@@ -623,14 +621,19 @@ pub enum SendStep {
     Abandon { seq: i64 },
     /// The pod cannot take input yet: look again by then (or when the pod changes).
     Wait { retry_after: Duration },
-    /// Waited `SEND_EXPIRY` for a pod: report it failed.
+    /// Waited `expiry` for a pod: report it failed.
     Expire(InboxMessage),
     /// Claim it, then deliver it.
     Deliver(InboxMessage),
 }
 
 /// The next inbox step: messages go strictly in `seq` order, one at a time.
-pub fn next_send(status: &AgentStatus, pod_ready: bool, now: Timestamp) -> SendStep {
+pub fn next_send(
+    status: &AgentStatus,
+    pod_ready: bool,
+    expiry: Duration,
+    now: Timestamp,
+) -> SendStep {
     let sends = status.sends.clone().unwrap_or_default();
     if let Some(seq) = sends.in_flight_seq {
         return SendStep::Abandon { seq };
@@ -641,7 +644,7 @@ pub fn next_send(status: &AgentStatus, pod_ready: bool, now: Timestamp) -> SendS
     if pod_ready {
         return SendStep::Deliver(head);
     }
-    let expires = after(&head.sent_time, SEND_EXPIRY);
+    let expires = after(&head.sent_time, expiry);
     if expires <= now {
         SendStep::Expire(head)
     } else {

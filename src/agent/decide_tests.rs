@@ -579,7 +579,7 @@ fn inbox_steps() {
             },
         ),
         (
-            "no ready pod for SEND_EXPIRY: fails",
+            "no ready pod for the expiry: fails",
             vec![message(1, 0)],
             0,
             None,
@@ -598,7 +598,11 @@ fn inbox_steps() {
             }),
             ..Default::default()
         };
-        assert_eq!(next_send(&status, ready, at(now)), expected, "{case}");
+        assert_eq!(
+            next_send(&status, ready, Duration::from_secs(300), at(now)),
+            expected,
+            "{case}"
+        );
     }
 }
 
@@ -610,12 +614,12 @@ fn a_send_is_claimed_before_delivery_and_settled_after() {
     };
     status.sends = Some(claim_send(&status, 1));
     assert_eq!(
-        next_send(&status, true, at(5)),
+        next_send(&status, true, Duration::from_secs(300), at(5)),
         SendStep::Abandon { seq: 1 }
     );
     status.sends = Some(settle_send(&status, 1, "lead", Ok(()), at(5)));
     assert_eq!(
-        next_send(&status, true, at(5)),
+        next_send(&status, true, Duration::from_secs(300), at(5)),
         SendStep::Deliver(message(2, 0))
     );
     for seq in 2..=14 {

@@ -6,6 +6,7 @@
 pub mod activity;
 pub mod client;
 pub mod headless;
+pub mod mirror;
 pub mod protocol;
 pub mod tmux;
 
@@ -137,6 +138,21 @@ struct Shim {
     pending_prompt: Option<String>,
     /// The pane as last seen, to tell a change.
     last_screen: Option<String>,
+    /// What of the pane has been mirrored to the container log.
+    mirror: mirror::Mirror,
+}
+
+/// Mirrors agent output to stdout, the container log (the shim's own log is stderr).
+fn print_lines(lines: &[String]) {
+    use std::io::Write;
+    if lines.is_empty() {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    for line in lines {
+        let _ = writeln!(stdout, "{line}");
+    }
+    let _ = stdout.flush();
 }
 
 /// Runs the shim until SIGTERM; returns the process exit code.
@@ -189,6 +205,7 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         last_report: tokio::time::Instant::now(),
         pending_prompt,
         last_screen: None,
+        mirror: mirror::Mirror::default(),
         args,
     };
 
@@ -293,6 +310,10 @@ impl Shim {
                     Some(code) => self.tracker.observe(Observation::Exited(code), now),
                     None => {
                         let changed = self.last_screen.as_deref() != Some(look.screen.as_str());
+                        if changed {
+                            let previous = self.last_screen.as_deref().unwrap_or_default();
+                            print_lines(&self.mirror.new_lines(previous, &look.screen));
+                        }
                         let state = self.tracker.observe(
                             Observation::Output {
                                 changed,

@@ -14,9 +14,9 @@ use serde_json::json;
 use crate::support::cluster::{Operator, TestNamespace, kubectl, setup, wait_in};
 use crate::support::shim::pod_shim;
 
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
-fn operator(ns: &TestNamespace) -> Operator {
+pub(crate) fn operator(ns: &TestNamespace) -> Operator {
     Operator::start(&[
         "--namespace",
         &ns.name,
@@ -25,7 +25,7 @@ fn operator(ns: &TestNamespace) -> Operator {
     ])
 }
 
-async fn create_agent(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
+pub(crate) async fn create_agent(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
     let mut full =
         json!({"role": "builder", "runtime": {"name": "pi", "image": "example.com/pi:1"}});
     full.as_object_mut()
@@ -42,11 +42,11 @@ async fn create_agent(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
         .expect("create agent");
 }
 
-async fn agent(ns: &TestNamespace, name: &str) -> Agent {
+pub(crate) async fn agent(ns: &TestNamespace, name: &str) -> Agent {
     ns.api::<Agent>().get(name).await.expect("get agent")
 }
 
-async fn events(ns: &TestNamespace, object: &str, reason: &str) -> Vec<Event> {
+pub(crate) async fn events(ns: &TestNamespace, object: &str, reason: &str) -> Vec<Event> {
     ns.api::<Event>()
         .list(&ListParams::default())
         .await
@@ -61,7 +61,7 @@ async fn events(ns: &TestNamespace, object: &str, reason: &str) -> Vec<Event> {
 
 /// The Events of `reason` once there is one: an Event is published just after
 /// the status write it explains, so a test that saw the status waits for it.
-async fn wait_events(ns: &TestNamespace, object: &str, reason: &str) -> Vec<Event> {
+pub(crate) async fn wait_events(ns: &TestNamespace, object: &str, reason: &str) -> Vec<Event> {
     wait_in(
         ns,
         &format!("a {reason} Event for {object}"),
@@ -71,11 +71,11 @@ async fn wait_events(ns: &TestNamespace, object: &str, reason: &str) -> Vec<Even
     .await
 }
 
-fn count(log: &str, prefix: &str) -> usize {
+pub(crate) fn count(log: &str, prefix: &str) -> usize {
     log.lines().filter(|l| l.starts_with(prefix)).count()
 }
 
-async fn wait_condition(
+pub(crate) async fn wait_condition(
     ns: &TestNamespace,
     name: &str,
     what: &str,
@@ -89,7 +89,7 @@ async fn wait_condition(
     .await
 }
 
-fn condition_true(agent: &Agent, type_: &str) -> bool {
+pub(crate) fn condition_true(agent: &Agent, type_: &str) -> bool {
     agent
         .status
         .as_ref()

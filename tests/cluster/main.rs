@@ -11,3 +11,4 @@ mod chart;
 mod exec;
 mod goal;
 mod leader_election;
+mod overseer;

@@ -76,12 +76,26 @@ impl Shim {
             .arg(script)
             .env_remove("OVERSEER_AGENT")
             .env("FAKE_LOG", dir.join("fake.log"))
+            .env("FAKE_DIR", &dir)
+            // What the fake CLIs call, as the agent in a pod calls /overseer/bin/overseer.
+            .env("OVERSEER_BIN", env!("CARGO_BIN_EXE_overseer"))
+            .env("OVERSEER_INPUT_SOCKET", dir.join("input.sock"))
             .envs(env.iter().copied())
-            .stdout(log.try_clone().unwrap())
+            .stdout(Stdio::piped())
             .stderr(log)
             .spawn()
             .expect("start overseer shim");
+        let mut child = child;
+        let stdout = child.stdout.take().unwrap();
+        let container_log = dir.join("container.log");
+        std::thread::spawn(move || write_container_log(stdout, &container_log));
         Shim { child, dir }
+    }
+
+    /// The container log as the kubelet would keep it (CRI format), which kwok serves
+    /// to `kubectl logs` for the pod this shim stands in for.
+    pub fn container_log(&self) -> PathBuf {
+        self.dir.join("container.log")
     }
 
     pub fn socket(&self) -> PathBuf {
@@ -120,6 +134,19 @@ impl Shim {
     /// `overseer input --bytes N` with `message` on stdin, as the operator's exec runs it.
     pub fn input(&self, message: &str) -> Output {
         input(&self.socket(), message)
+    }
+}
+
+/// Copies the shim's stdout (the mirrored agent output) into a CRI log file.
+fn write_container_log(stdout: std::process::ChildStdout, path: &Path) {
+    use std::io::{BufRead, Write};
+    let Ok(mut file) = std::fs::File::create(path) else {
+        return;
+    };
+    for line in std::io::BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        let _ = writeln!(file, "{} stdout F {line}", jiff::Timestamp::now());
+        let _ = file.flush();
     }
 }
 
@@ -181,6 +208,23 @@ pub async fn route_exec(ns: &TestNamespace, pod: &str, shim: &Shim) {
         .expect("create kwok Exec");
 }
 
+/// Serves `kubectl logs` of `pod` from the local shim's container log (a kwok `Logs`).
+pub async fn route_logs(ns: &TestNamespace, pod: &str, shim: &Shim) {
+    let gvk = kube::api::GroupVersionKind::gvk("kwok.x-k8s.io", "v1alpha1", "Logs");
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "logs");
+    let api: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
+    let logs: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Logs",
+        "metadata": {"name": pod},
+        "spec": {"logs": [{"containers": ["agent"],
+            "logsFile": shim.container_log().display().to_string()}]}
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &logs)
+        .await
+        .expect("create kwok Logs");
+}
+
 /// The shim of `agent`'s pod of `attempt`, reporting to the Agent, reachable by exec.
 pub async fn pod_shim(
     ns: &TestNamespace,
@@ -189,15 +233,32 @@ pub async fn pod_shim(
     runtime: &str,
     script: &str,
 ) -> Shim {
+    pod_shim_with(ns, agent, attempt, runtime, script, &[]).await
+}
+
+/// As `pod_shim`, with more environment for the shim and the fake CLI.
+pub async fn pod_shim_with(
+    ns: &TestNamespace,
+    agent: &str,
+    attempt: i64,
+    runtime: &str,
+    script: &str,
+    env: &[(&str, &str)],
+) -> Shim {
     let test = format!("{}-{agent}", ns.name);
     let attempt = attempt.to_string();
     let kubeconfig = super::cluster::kubeconfig_path();
+    let mut all_env = vec![
+        ("KUBECONFIG", kubeconfig.to_str().unwrap()),
+        ("OVERSEER_NAMESPACE", ns.name.as_str()),
+    ];
+    all_env.extend_from_slice(env);
     let shim = Shim::start_with(
         &test,
         "tui",
         runtime,
         script,
-        &[("KUBECONFIG", kubeconfig.to_str().unwrap())],
+        &all_env,
         &[
             "--agent",
             agent,
@@ -210,5 +271,6 @@ pub async fn pod_shim(
         ],
     );
     route_exec(ns, &format!("{agent}-{attempt}"), &shim).await;
+    route_logs(ns, &format!("{agent}-{attempt}"), &shim).await;
     shim
 }
