@@ -251,6 +251,8 @@ pub async fn pod_shim_with(
     let mut all_env = vec![
         ("KUBECONFIG", kubeconfig.to_str().unwrap()),
         ("OVERSEER_NAMESPACE", ns.name.as_str()),
+        // As in the pod: the CLI inside knows which agent it runs as.
+        ("OVERSEER_AGENT", agent),
     ];
     all_env.extend_from_slice(env);
     let shim = Shim::start_with(
