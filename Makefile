@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CLUSTER := hack/testenv/cluster.sh
 TEST_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: run test lint unit integration cluster cluster-down testenv generate build bench
+.PHONY: run test lint unit integration cluster cluster-down testenv generate build bench demo-loop
 
 ## The operator against the current cluster, or against the local one it brings up.
 run:
@@ -46,6 +46,10 @@ generate:
 
 build:
 	cargo build --release
+
+## The overseer loop on the local cluster (with `make run` in another shell).
+demo-loop:
+	bash hack/demo-loop.sh
 
 ## Step-advance and wake latency (p50/p99) on the local cluster.
 bench:

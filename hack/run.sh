@@ -14,6 +14,8 @@ else
   echo "run: no cluster answers the current context; starting the local one" >&2
   bash hack/testenv/cluster.sh up demo
   export KUBECONFIG="$repo/.cluster/kubeconfig"
+  # kwok runs exec on this machine: nudges, wakes and sends run this binary.
+  export OVERSEER_INPUT_COMMAND="$repo/target/release/overseer"
   echo "run: in another shell: export KUBECONFIG=$KUBECONFIG PATH=$repo/.cluster/bin:\$PATH" >&2
 fi
 
