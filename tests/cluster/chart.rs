@@ -1,12 +1,15 @@
 //! The Helm chart renders, installs, and its least-privilege RBAC is enough: the
-//! operator runs a goal as the chart's ServiceAccount.
+//! operator runs a goal, and creates agents with their identities (an overseer's
+//! Role included), as the chart's ServiceAccount.
 
 use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use k8s_openapi::api::rbac::v1::Role;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{AuthInfo, Kubeconfig};
+use overseer::agent::Agent;
 use overseer::goal::{Goal, GoalPhase};
 use serde_json::json;
 
@@ -26,7 +29,7 @@ fn kubectl_ok(args: &[&str], stdin: Option<&str>) -> String {
 
 #[tokio::test]
 #[ignore = "needs the test cluster: run by `make test`"]
-async fn the_chart_installs_and_its_rbac_is_enough_to_run_a_goal() {
+async fn the_chart_installs_and_its_rbac_is_enough_for_goals_and_agents() {
     let ns = setup("chart").await;
     let chart = repo_root().join("charts/overseer");
     let lint = Command::new(tool("helm"))
@@ -131,5 +134,44 @@ async fn the_chart_installs_and_its_rbac_is_enough_to_run_a_goal() {
         reasons.iter().any(|r| r == "GoalSucceeded"),
         "events were allowed: {reasons:?}"
     );
+
+    // Agents: their pods and identities, including an overseer's Role, which the
+    // API server lets the operator grant only when it holds every rule itself.
+    let agents: Api<Agent> = ns.api();
+    for (name, extra) in [
+        ("lead", json!({"role": "overseer"})),
+        ("b", json!({"overseer": "lead"})),
+    ] {
+        let mut spec = json!({"runtime": {"name": "pi", "image": "example.com/pi:1"}});
+        spec.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let agent: Agent = serde_json::from_value(json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+            "metadata": {"name": name}, "spec": spec
+        }))
+        .unwrap();
+        agents.create(&PostParams::default(), &agent).await.unwrap();
+    }
+    let roles: Api<Role> = ns.api();
+    wait_in(
+        &ns,
+        "the overseer's Role, granted as the ServiceAccount",
+        Duration::from_secs(30),
+        || async {
+            pods.get_opt("lead-1").await.ok()??;
+            pods.get_opt("b-1").await.ok()??;
+            let role = roles.get_opt("overseer-agent-lead").await.ok()??;
+            let rules = role.rules?;
+            let names = rules.first()?.resource_names.clone()?;
+            let logs = rules.iter().any(|r| {
+                r.resources
+                    .as_ref()
+                    .is_some_and(|x| x.contains(&"pods/log".to_string()))
+            });
+            (names == ["b", "lead"] && logs).then_some(())
+        },
+    )
+    .await;
     let _ = std::fs::remove_file(path);
 }
