@@ -11,6 +11,8 @@ pub const GROUP: &str = "overseer.dev";
 pub const CONTROLLER_MANAGER: &str = "overseer-controller";
 /// Field manager of what an agent pod reports about itself.
 pub const SHIM_MANAGER: &str = "overseer-shim";
+/// Field manager of `status.exit` (`overseer loop done|block|release|add`).
+pub const LOOP_MANAGER: &str = "overseer-loop";
 
 /// Go-style duration, as `time.ParseDuration` and CEL's `duration()` read it.
 pub const DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";

@@ -18,12 +18,11 @@ use super::pod::CONTAINER;
 use super::types::{
     Agent, AgentExit, ExitOutcome, InboxMessage, MAX_SEND_BYTES, SendOutcome, SendResult,
 };
+use crate::api::LOOP_MANAGER;
 use crate::{Error, Result};
 
 /// Field manager of senders' inbox writes.
 const SEND_MANAGER: &str = "overseer-send";
-/// Field manager of `loop release|add|remove`.
-const LOOP_MANAGER: &str = "overseer-loop";
 /// Inbox messages waiting at once, at most (the schema's limit).
 const INBOX_LIMIT: usize = 16;
 

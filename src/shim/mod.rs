@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{info, warn};
 
 use crate::agent::{Activity, ActivityState, Agent, AgentExit};
-use crate::api::{RuntimeMode, RuntimeName, SHIM_MANAGER};
+use crate::api::{LOOP_MANAGER, RuntimeMode, RuntimeName, SHIM_MANAGER};
 use crate::runtimes;
 use activity::{Observation, Tracker};
 use protocol::{Reply, Request};
@@ -95,21 +95,24 @@ impl Reporter {
         }))
     }
 
-    async fn report(
-        &self,
-        activity: &Activity,
-        exit: Option<&AgentExit>,
-    ) -> Result<(), kube::Error> {
-        let mut status = json!({"activity": activity});
-        if let Some(exit) = exit {
-            status["exit"] = json!(exit);
-        }
+    async fn report(&self, activity: &Activity) -> Result<(), kube::Error> {
+        self.apply(SHIM_MANAGER, json!({"activity": activity}))
+            .await
+    }
+
+    /// The exit goes once, under the loop's own field manager: later activity reports
+    /// do not re-assert it, so `overseer loop add` can take it back.
+    async fn record_exit(&self, exit: &AgentExit) -> Result<(), kube::Error> {
+        self.apply(LOOP_MANAGER, json!({"exit": exit})).await
+    }
+
+    async fn apply(&self, manager: &str, status: serde_json::Value) -> Result<(), kube::Error> {
         let patch =
             json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent", "status": status});
         self.api
             .patch_status(
                 &self.name,
-                &PatchParams::apply(SHIM_MANAGER).force(),
+                &PatchParams::apply(manager).force(),
                 &Patch::Apply(&patch),
             )
             .await
@@ -127,7 +130,6 @@ struct Shim {
     runtime: &'static runtimes::Runtime,
     driver: Driver,
     tracker: Tracker,
-    exit: Option<AgentExit>,
     reporter: Option<Reporter>,
     /// A report is due (a change not yet written, or a failed write).
     report_due: bool,
@@ -198,7 +200,6 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         tracker: Tracker::new(Timestamp::now(), quiet, runtime.waiting_patterns),
         runtime,
         driver,
-        exit: None,
         reporter,
         report_due: true,
         report_failed: false,
@@ -358,7 +359,7 @@ impl Shim {
             self.report_due = false;
             return;
         };
-        match reporter.report(&self.activity(), self.exit.as_ref()).await {
+        match reporter.report(&self.activity()).await {
             Ok(()) => {
                 self.report_due = false;
                 self.report_failed = false;
@@ -406,11 +407,8 @@ impl Shim {
                     time: Some(Time(Timestamp::now())),
                     attempt: self.args.attempt,
                 };
-                match reporter.report(&self.activity(), Some(&exit)).await {
-                    Ok(()) => {
-                        self.exit = Some(exit);
-                        Reply::ok()
-                    }
+                match reporter.record_exit(&exit).await {
+                    Ok(()) => Reply::ok(),
                     Err(error) => Reply::refused(format!("recording the exit failed: {error}")),
                 }
             }

@@ -422,3 +422,73 @@ async fn an_overseer_may_read_and_direct_its_agents_and_nothing_else() {
     );
     assert!(!stray.status.success(), "{}", text(&stray));
 }
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_person_puts_an_agent_back_in_the_loop_and_takes_it_out() {
+    let ns = setup("loop-add").await;
+    let _operator = operator(&ns);
+    let shim = pod_shim(&ns, "p", 1, "pi", "tui-works-then-idles.sh").await;
+    create_agent(
+        &ns,
+        "p",
+        json!({"loop": {"enabled": true, "interval": "1s", "idleAfter": "1s", "cooldown": "1h",
+            "autoNudgeWithoutOverseer": true}}),
+    )
+    .await;
+    wait_condition(&ns, "p", "Running", |a| {
+        phase(a) == Some(AgentPhase::Running)
+    })
+    .await;
+    let socket = shim.socket();
+    let done = overseer_as(
+        &ns,
+        None,
+        &[
+            "loop",
+            "done",
+            "--reason",
+            "looks finished",
+            "--socket",
+            socket.to_str().unwrap(),
+        ],
+    );
+    assert!(done.status.success(), "{}", text(&done));
+    wait_condition(&ns, "p", "Done", |a| phase(a) == Some(AgentPhase::Done)).await;
+    shim.wait_for(ActivityState::Idle).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        events(&ns, "p", "Nudged").await.is_empty(),
+        "a done agent is left alone"
+    );
+
+    // Taken back: the shim does not re-assert its exit, so the loop runs again.
+    let added = overseer_as(&ns, None, &["loop", "add", "p"]);
+    assert!(added.status.success(), "{}", text(&added));
+    assert!(
+        String::from_utf8_lossy(&added.stdout).contains("taken back"),
+        "{}",
+        text(&added)
+    );
+    let nudged = wait_condition(&ns, "p", "nudged after `loop add`", |a| {
+        a.status
+            .as_ref()
+            .and_then(|s| s.loop_.as_ref())
+            .is_some_and(|l| l.nudges == 1)
+    })
+    .await;
+    assert_eq!(phase(&nudged), Some(AgentPhase::Running));
+    assert!(nudged.status.unwrap().exit.is_none());
+
+    let removed = overseer_as(&ns, None, &["loop", "remove", "p"]);
+    assert!(removed.status.success(), "{}", text(&removed));
+    wait_condition(&ns, "p", "out of the loop", |a| {
+        !a.spec.loop_.enabled
+            && a.status.as_ref().is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "InLoop" && c.reason == "LoopDisabled")
+            })
+    })
+    .await;
+}
