@@ -1,3 +1,4 @@
+pub mod compose;
 pub mod types;
 
 pub use types::*;

@@ -1,0 +1,241 @@
+//! A swarm's decisions as pure functions: the roles (built-in defaults under the
+//! swarm's own settings), an agent's effective spec (what it inherits from its
+//! swarm), its instructions (base → role profile → own prompt), and the Agents a
+//! Swarm wants.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ResourceRequirements;
+use kube::ResourceExt;
+use kube::api::ObjectMeta;
+use kube::Resource;
+
+use super::types::{Swarm, SwarmRole};
+use crate::agent::pod::{ROLE_LABEL, SWARM_LABEL};
+use crate::agent::{Agent, AgentSpec, LoopSpec, PodOverlay};
+use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
+
+/// Name of a swarm's overseer Agent: `<swarm>-overseer`.
+pub const OVERSEER_MEMBER: &str = "overseer";
+
+/// A built-in role: whether it only reads, and its default profile.
+pub struct BuiltinRole {
+    pub name: &'static str,
+    pub read_only: bool,
+    pub profile: &'static str,
+}
+
+/// Roles in the style of the usual hierarchy, usable without any settings.
+pub const BUILTIN_ROLES: &[BuiltinRole] = &[
+    BuiltinRole {
+        name: "overseer",
+        read_only: false,
+        profile: "You lead this swarm: keep every member working until its part is genuinely done, give direction when one stops early, and release a member only when it is finished or beyond repair.",
+    },
+    BuiltinRole {
+        name: "coordinator",
+        read_only: false,
+        profile: "You coordinate this swarm: split the work, hand each member a clear task, keep them moving, and integrate what they finish.",
+    },
+    BuiltinRole {
+        name: "lead",
+        read_only: false,
+        profile: "You lead this swarm: decide the approach, review what members produce, and keep them working until the goal is met.",
+    },
+    BuiltinRole {
+        name: "builder",
+        read_only: false,
+        profile: "You build: implement your task in small, tested steps, commit as you go, and run `overseer loop done` only when it works.",
+    },
+    BuiltinRole {
+        name: "scout",
+        read_only: true,
+        profile: "You scout: explore the code and report findings with file paths and line numbers. Your workspace is read-only; change nothing.",
+    },
+    BuiltinRole {
+        name: "reviewer",
+        read_only: true,
+        profile: "You review: read the changes critically and report problems as path:line with the reason. Your workspace is read-only; change nothing.",
+    },
+    BuiltinRole {
+        name: "merger",
+        read_only: false,
+        profile: "You merge: integrate finished work, resolve conflicts, and keep the main branch green.",
+    },
+    BuiltinRole {
+        name: "monitor",
+        read_only: true,
+        profile: "You monitor: watch CI, logs and the members' progress and report what goes wrong. Your workspace is read-only; change nothing.",
+    },
+];
+
+/// A role as it applies: built-in defaults under the swarm's own settings.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ResolvedRole {
+    pub runtime: Option<RuntimeSpec>,
+    pub read_only: bool,
+    /// The profile text (a named profile of the swarm, else the built-in one).
+    pub profile: Option<String>,
+    pub resources: Option<ResourceRequirements>,
+}
+
+/// What is wrong with a swarm's spec, in words naming the field.
+pub fn problems(swarm: &Swarm) -> Vec<String> {
+    let spec = &swarm.spec;
+    let mut problems = Vec::new();
+    for (role, settings) in &spec.roles {
+        if let Some(profile) = &settings.profile
+            && !spec.prompts.profiles.contains_key(profile)
+        {
+            problems.push(format!(
+                "spec.roles.{role}.profile: no profile {profile:?} in spec.prompts.profiles"
+            ));
+        }
+    }
+    problems
+}
+
+/// The role `name` of `swarm` (None: an agent outside any swarm).
+pub fn role(swarm: Option<&Swarm>, name: &str) -> ResolvedRole {
+    let builtin = BUILTIN_ROLES.iter().find(|r| r.name == name);
+    let own: Option<&SwarmRole> = swarm.and_then(|s| s.spec.roles.get(name));
+    let named_profile = own
+        .and_then(|r| r.profile.as_ref())
+        .and_then(|p| swarm.and_then(|s| s.spec.prompts.profiles.get(p)))
+        .cloned();
+    ResolvedRole {
+        runtime: own.and_then(|r| r.runtime.clone()),
+        read_only: own.map_or(builtin.is_some_and(|b| b.read_only), |r| {
+            r.read_only || builtin.is_some_and(|b| b.read_only)
+        }),
+        profile: named_profile.or_else(|| builtin.map(|b| b.profile.to_string())),
+        resources: own.and_then(|r| r.resources.clone()),
+    }
+}
+
+/// The spec an agent runs with: its own settings first, then its swarm's role,
+/// then the swarm's defaults. A member's loop is set by its Swarm; an agent that
+/// only names the swarm and leaves its loop entirely at the defaults takes the swarm's.
+pub fn effective_spec(spec: &AgentSpec, swarm: Option<&Swarm>, member: bool) -> AgentSpec {
+    let Some(swarm) = swarm else {
+        return spec.clone();
+    };
+    let role = role(Some(swarm), &spec.role);
+    let defaults = &swarm.spec.defaults;
+    let mut effective = spec.clone();
+    let mut runtime = spec.runtime.clone();
+    if let Some(role_runtime) = &role.runtime {
+        runtime = runtime.or(role_runtime);
+    }
+    if let Some(default_runtime) = &defaults.runtime {
+        runtime = runtime.or(default_runtime);
+    }
+    effective.runtime = runtime;
+    if !member
+        && spec.loop_ == LoopSpec::default()
+        && let Some(swarm_loop) = &defaults.loop_
+    {
+        effective.loop_ = swarm_loop.clone();
+    }
+    if let Some(resources) = role.resources {
+        let overlay = effective.pod_template.get_or_insert_with(PodOverlay::default);
+        overlay.resources.get_or_insert(resources);
+    }
+    effective
+}
+
+/// The agent's instructions: the swarm's base, its role's profile, its own prompt.
+pub fn instructions(agent: &str, spec: &AgentSpec, swarm: &Swarm) -> String {
+    let role = role(Some(swarm), &spec.role);
+    let mut out = format!(
+        "# Instructions for {agent} (role {}, swarm {})\n\nComposed by overseer from the swarm's layers: base, then the role's profile, then this agent's own prompt.\n",
+        spec.role,
+        swarm.name_any()
+    );
+    let layers = [
+        ("Base", swarm.spec.prompts.base.clone()),
+        ("Role: ", role.profile),
+        ("Your task", spec.prompt.clone()),
+    ];
+    for (title, text) in layers {
+        let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+            continue;
+        };
+        let title = match title {
+            "Role: " => format!("Role: {}", spec.role),
+            other => other.to_string(),
+        };
+        out.push_str(&format!("\n## {title}\n\n{}\n", text.trim_end()));
+    }
+    out
+}
+
+/// The Agent name of a member (`<swarm>-<member>`).
+pub fn member_name(swarm: &str, member: &str) -> String {
+    format!("{swarm}-{member}")
+}
+
+/// The Agents a Swarm wants: its overseer and its members, owned by it, labelled,
+/// the members pointing at the overseer, each with its loop (its own, else the
+/// swarm's default). Runtime and resources are inherited by the Agent controller
+/// (`effective_spec`), so a change of the swarm's role or defaults reaches them.
+pub fn desired_agents(swarm: &Swarm) -> Vec<Agent> {
+    let name = swarm.name_any();
+    let overseer_name = member_name(&name, OVERSEER_MEMBER);
+    let mut agents = Vec::new();
+    let meta = |agent: &str, role: &str| ObjectMeta {
+        name: Some(agent.to_string()),
+        namespace: swarm.namespace(),
+        labels: Some(BTreeMap::from([
+            (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
+            (SWARM_LABEL.to_string(), label_value(&name)),
+            (ROLE_LABEL.to_string(), role.to_string()),
+        ])),
+        owner_references: swarm.controller_owner_ref(&()).map(|r| vec![r]),
+        ..Default::default()
+    };
+    let overseer = swarm.spec.overseer.clone().unwrap_or(super::types::SwarmOverseer {
+        role: "overseer".into(),
+        runtime: None,
+        prompt: None,
+    });
+    let mut overseer_spec = base_spec(&name, &overseer.role);
+    overseer_spec.runtime = overseer.runtime.unwrap_or_default();
+    overseer_spec.prompt = overseer.prompt;
+    agents.push(Agent {
+        metadata: meta(&overseer_name, &overseer.role),
+        spec: overseer_spec,
+        status: None,
+    });
+    for member in &swarm.spec.agents {
+        let mut spec = base_spec(&name, &member.role);
+        spec.prompt = member.prompt.clone();
+        spec.overseer = Some(overseer_name.clone());
+        if let Some(member_loop) = member.loop_.as_ref().or(swarm.spec.defaults.loop_.as_ref()) {
+            spec.loop_ = member_loop.clone();
+        }
+        agents.push(Agent {
+            metadata: meta(&member_name(&name, &member.name), &member.role),
+            spec,
+            status: None,
+        });
+    }
+    agents
+}
+
+fn base_spec(swarm: &str, role: &str) -> AgentSpec {
+    AgentSpec {
+        role: role.to_string(),
+        swarm: Some(swarm.to_string()),
+        runtime: RuntimeSpec::default(),
+        prompt: None,
+        pod_template: None,
+        loop_: LoopSpec::default(),
+        overseer: None,
+        suspend: false,
+    }
+}
+
+#[cfg(test)]
+#[path = "compose_tests.rs"]
+mod tests;
