@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action as Requeue, Controller};
@@ -21,7 +21,8 @@ use super::decide::{self, Action, AgentPod, Delivery, OverseerState, PodPhase, S
 use super::message::{self, WakeItem};
 use super::pod::{self, AGENT_LABEL, ATTEMPT_LABEL, CONTAINER};
 use super::types::{ActivityState, Agent, AgentPhase, AgentStatus, LastMessage};
-use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, label_value};
+use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
+use crate::swarm::{Swarm, compose};
 use crate::metrics::DeliveryLabels;
 use crate::operator::{Context, Shutdown};
 use crate::{Error, Result, conditions};
@@ -41,12 +42,17 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let controller = Controller::new(agents.clone(), watcher::Config::default().any_semantic());
     let store = controller.store();
     let related_store = store.clone();
+    let swarm_store = store.clone();
     controller
         .owns(pods, watcher::Config::default().labels(&selector))
         // An overseer coming online (or going away) changes what its agents need, and
         // an agent naming its overseer changes what the overseer may write.
         .watches(agents, watcher::Config::default(), move |changed: Agent| {
             related(&related_store, &changed)
+        })
+        // A swarm's defaults, roles and prompt layers shape its agents.
+        .watches(ctx.api::<Swarm>(), watcher::Config::default(), move |swarm: Swarm| {
+            in_swarm(&swarm_store, &swarm)
         })
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
@@ -97,6 +103,17 @@ fn related(store: &Store<Agent>, changed: &Agent) -> Vec<ObjectRef<Agent>> {
     refs
 }
 
+/// The agents that name `swarm` as theirs.
+fn in_swarm(store: &Store<Agent>, swarm: &Swarm) -> Vec<ObjectRef<Agent>> {
+    let name = swarm.name_any();
+    store
+        .state()
+        .iter()
+        .filter(|a| a.namespace() == swarm.namespace() && a.spec.swarm.as_deref() == Some(&name))
+        .map(|a| ObjectRef::from_obj(a.as_ref()))
+        .collect()
+}
+
 /// Names of the agents that name `overseer` as theirs (sorted).
 fn overseen_by(store: &Store<Agent>, namespace: &str, overseer: &str) -> Vec<String> {
     let mut names: Vec<String> = store
@@ -133,10 +150,20 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
     if agent.meta().deletion_timestamp.is_some() {
         return Ok(Requeue::await_change());
     }
+    let swarm = match resolve(ctx, &mut agent).await? {
+        Resolved::Ready(swarm) => swarm,
+        Resolved::Unusable { reason, message } => {
+            report_unusable(ctx, &agents, &agent, reason, &message).await?;
+            return Ok(Requeue::await_change());
+        }
+    };
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let observed = observe_pods(&pods, &agent).await?;
     let overseen = overseen_by(&ac.store, &namespace, &name);
     let overseer = overseer_state(&agents, &agent).await?;
+    if let Some(swarm) = &swarm {
+        sync_instructions(ctx, &agent, swarm).await?;
+    }
     let plan = decide::plan(&decide::Input {
         name: &name,
         generation: agent.metadata.generation,
@@ -156,8 +183,12 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
         match action {
             Action::CreatePod { attempt } => {
                 ensure_identity(ctx, &agent, &overseen).await?;
-                let overseer = pod::acts_as_overseer(&agent, &overseen);
-                let pod = pod::agent_pod(&agent, *attempt, &ctx.overseer_image, overseer);
+                let shape = pod::PodShape {
+                    overseer: pod::acts_as_overseer(&agent, &overseen),
+                    read_only: compose::role(swarm.as_ref(), &agent.spec.role).read_only,
+                    instructions_file: swarm.as_ref().map(|_| instruction_file(&agent)),
+                };
+                let pod = pod::agent_pod(&agent, *attempt, &ctx.overseer_image, shape);
                 match pods.create(&PostParams::default(), &pod).await {
                     Ok(_) => info!(pod = pod.metadata.name.as_deref(), "created agent pod"),
                     Err(kube::Error::Api(status)) if status.code == 409 => {}
@@ -207,6 +238,119 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
     }
     ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
     Ok(requeue.map_or_else(Requeue::await_change, Requeue::requeue))
+}
+
+/// An agent as it can run, or why it cannot.
+enum Resolved {
+    /// Its effective spec is in place; the swarm it belongs to, if any.
+    Ready(Option<Swarm>),
+    Unusable {
+        reason: &'static str,
+        message: String,
+    },
+}
+
+/// Replaces the agent's spec (in memory only) by its effective spec: what it
+/// leaves unset comes from its swarm. A missing swarm or image makes it unusable.
+async fn resolve(ctx: &Context, agent: &mut Agent) -> Result<Resolved> {
+    let namespace = agent.namespace().unwrap_or_default();
+    let swarm = match &agent.spec.swarm {
+        Some(name) => {
+            let swarms: Api<Swarm> = Api::namespaced(ctx.client.clone(), &namespace);
+            match swarms.get_opt(name).await? {
+                Some(swarm) => Some(swarm),
+                None => {
+                    return Ok(Resolved::Unusable {
+                        reason: "SwarmNotFound",
+                        message: format!("spec.swarm: there is no swarm {name} in this namespace"),
+                    });
+                }
+            }
+        }
+        None => None,
+    };
+    let member = agent
+        .owner_references()
+        .iter()
+        .any(|o| o.kind == "Swarm" && o.controller == Some(true));
+    agent.spec = compose::effective_spec(&agent.spec, swarm.as_ref(), member);
+    if agent.spec.runtime.image.is_none() {
+        return Ok(Resolved::Unusable {
+            reason: "NoImage",
+            message: "no image: set spec.runtime.image, or the swarm's defaults.runtime or roles.<role>.runtime".into(),
+        });
+    }
+    Ok(Resolved::Ready(swarm))
+}
+
+/// Records why the agent cannot run (Pending, Ready=False with the reason) and an
+/// Event the first time; a change of the agent or its swarm brings it back.
+async fn report_unusable(
+    ctx: &Context,
+    agents: &Api<Agent>,
+    agent: &Agent,
+    reason: &'static str,
+    message: &str,
+) -> Result<()> {
+    let mut status = agent.status.clone().unwrap_or_default();
+    status.phase = Some(AgentPhase::Pending);
+    let changed = conditions::set(
+        &mut status.conditions,
+        "Ready",
+        false,
+        reason,
+        message,
+        agent.metadata.generation,
+        &Time(jiff::Timestamp::now()),
+    );
+    if changed {
+        apply_status(agents, &agent.name_any(), &status).await?;
+        publish(ctx, agent, true, reason, message).await;
+    }
+    Ok(())
+}
+
+fn instruction_file(agent: &Agent) -> &'static str {
+    let name = agent.spec.runtime.name.unwrap_or(RuntimeName::Custom);
+    crate::runtimes::lookup(name).instruction_file
+}
+
+/// Writes a swarm member's composed instructions to its ConfigMap (owned by the
+/// Agent) when they differ from what is there.
+async fn sync_instructions(ctx: &Context, agent: &Agent, swarm: &Swarm) -> Result<()> {
+    let namespace = agent.namespace().unwrap_or_default();
+    let name = pod::instructions_name(&agent.name_any());
+    let file = instruction_file(agent);
+    let text = compose::instructions(&agent.name_any(), &agent.spec, swarm);
+    let maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+    let current = maps.get_opt(&name).await?;
+    let wanted = std::collections::BTreeMap::from([(file.to_string(), text)]);
+    if current.and_then(|m| m.data).as_ref() == Some(&wanted) {
+        return Ok(());
+    }
+    let map = ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(namespace),
+            labels: Some(std::collections::BTreeMap::from([
+                (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
+                (AGENT_LABEL.to_string(), label_value(&agent.name_any())),
+                (pod::SWARM_LABEL.to_string(), label_value(&swarm.name_any())),
+            ])),
+            owner_references: agent.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        data: Some(wanted),
+        ..Default::default()
+    };
+    maps.patch(
+        &name,
+        &PatchParams::apply(CONTROLLER_MANAGER).force(),
+        &Patch::Apply(&map),
+    )
+    .await?;
+    info!(configmap = %name, "wrote the agent's instructions");
+    Ok(())
 }
 
 /// Keeps the agent's Role in step with whom it oversees (agents come and go).
@@ -508,22 +652,26 @@ async fn wake(
     let Some(overseer) = agents.get_opt(&overseer_name).await?.filter(overseer_ready) else {
         return Ok(false);
     };
-    let batch: Vec<Agent> = agents
-        .list(&ListParams::default())
-        .await?
-        .into_iter()
-        .filter(|a| a.spec.overseer.as_deref() == Some(overseer_name.as_str()))
-        .filter(|a| {
-            let status = a.status.clone().unwrap_or_default();
-            status.phase == Some(AgentPhase::Running)
-                && decide::candidate(&decide::candidate_input(
-                    &a.spec,
-                    &status,
-                    OverseerState::Ready,
-                    now,
-                )) == Verdict::WakeOverseer
-        })
-        .collect();
+    let mut batch: Vec<Agent> = Vec::new();
+    for mut candidate in agents.list(&ListParams::default()).await? {
+        if candidate.spec.overseer.as_deref() != Some(overseer_name.as_str()) {
+            continue;
+        }
+        // Judged on its effective spec, as its own reconcile judges it.
+        if !matches!(resolve(ctx, &mut candidate).await?, Resolved::Ready(_)) {
+            continue;
+        }
+        let status = candidate.status.clone().unwrap_or_default();
+        let verdict = decide::candidate(&decide::candidate_input(
+            &candidate.spec,
+            &status,
+            OverseerState::Ready,
+            now,
+        ));
+        if status.phase == Some(AgentPhase::Running) && verdict == Verdict::WakeOverseer {
+            batch.push(candidate);
+        }
+    }
     if !batch.iter().any(|a| a.name_any() == agent.name_any()) {
         return Ok(true);
     }

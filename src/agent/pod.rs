@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodSpec, ServiceAccount,
+    ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodSpec,
+    ServiceAccount, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::api::ObjectMeta;
@@ -132,9 +133,33 @@ fn env(name: &str, value: impl Into<String>) -> EnvVar {
     }
 }
 
+/// Where the agent works: an emptyDir unless the pod template brings a volume
+/// named `workspace` (a PVC, say). The container's working directory.
+pub const WORKSPACE: &str = "/workspace";
+const WORKSPACE_VOLUME: &str = "workspace";
+/// Where a swarm member's instructions ConfigMap is mounted (a directory, so a
+/// change to a layer reaches the running pod).
+pub const INSTRUCTIONS_DIR: &str = "/overseer/instructions";
+
+/// The name of the ConfigMap holding an agent's composed instructions.
+pub fn instructions_name(agent: &str) -> String {
+    format!("{}-instructions", &agent[..agent.len().min(230)])
+}
+
+/// How an agent's pod differs by what the agent is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PodShape<'a> {
+    /// It acts as an overseer: its prompt starts with the standing instructions.
+    pub overseer: bool,
+    /// Its role only reads: every volume it mounts is read-only.
+    pub read_only: bool,
+    /// Its composed instructions (a swarm member): the runtime's instruction file name.
+    pub instructions_file: Option<&'a str>,
+}
+
 /// The pod of one attempt: the agent CLI under `overseer shim`, as its own
-/// ServiceAccount. An overseer's prompt starts with its standing instructions.
-pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, overseer: bool) -> Pod {
+/// ServiceAccount, working in `/workspace`.
+pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodShape) -> Pod {
     let spec = &agent.spec;
     let runtime_name = spec.runtime.name.unwrap_or(RuntimeName::Custom);
     let mode = spec.runtime.mode.unwrap_or(RuntimeMode::Tui);
@@ -163,7 +188,7 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, overseer: bo
         env("OVERSEER_MODE", name_of(serde_json::json!(mode))),
         env("OVERSEER_INTERVAL", spec.loop_.interval.clone()),
     ];
-    let prompt = match overseer {
+    let prompt = match shape.overseer {
         true => Some(preamble::overseer_prompt(spec.prompt.as_deref())),
         false => spec.prompt.clone(),
     };
@@ -176,9 +201,61 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, overseer: bo
     pod_labels.insert(ATTEMPT_LABEL.into(), attempt.to_string());
     pod_labels.extend(overlay.labels);
     let mut mounts = vec![pods::overseer_mount()];
-    mounts.extend(overlay.volume_mounts);
     let mut volumes = vec![pods::overseer_volume()];
+    if !overlay.volumes.iter().any(|v| v.name == WORKSPACE_VOLUME) {
+        volumes.push(Volume {
+            name: WORKSPACE_VOLUME.into(),
+            empty_dir: Some(Default::default()),
+            ..Default::default()
+        });
+    }
     volumes.extend(overlay.volumes);
+    let mut user_mounts = vec![VolumeMount {
+        name: WORKSPACE_VOLUME.into(),
+        mount_path: WORKSPACE.into(),
+        ..Default::default()
+    }];
+    user_mounts.extend(
+        overlay
+            .volume_mounts
+            .into_iter()
+            .filter(|m| m.mount_path != WORKSPACE),
+    );
+    if shape.read_only {
+        // The platform enforces the role's boundary, not the prompt.
+        for mount in &mut user_mounts {
+            mount.read_only = Some(true);
+        }
+    }
+    mounts.extend(user_mounts);
+    if let Some(file) = shape.instructions_file {
+        volumes.push(Volume {
+            name: "instructions".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: instructions_name(&agent.name_any()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        mounts.push(VolumeMount {
+            name: "instructions".into(),
+            mount_path: INSTRUCTIONS_DIR.into(),
+            read_only: Some(true),
+            ..Default::default()
+        });
+        env_vars.push(env("OVERSEER_INSTRUCTIONS", format!("{INSTRUCTIONS_DIR}/{file}")));
+        if shape.read_only {
+            // The shim cannot link it into a read-only workspace: mount the file
+            // itself (it then changes only with the next attempt).
+            mounts.push(VolumeMount {
+                name: "instructions".into(),
+                mount_path: format!("{WORKSPACE}/{file}"),
+                sub_path: Some(file.to_string()),
+                read_only: Some(true),
+                ..Default::default()
+            });
+        }
+    }
     let non_empty = |v: BTreeMap<String, String>| (!v.is_empty()).then_some(v);
     Pod {
         metadata: ObjectMeta {
@@ -198,6 +275,7 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, overseer: bo
                 name: CONTAINER.into(),
                 image: spec.runtime.image.clone(),
                 command: Some(command),
+                working_dir: Some(WORKSPACE.into()),
                 env: Some(env_vars),
                 env_from: non_empty_vec(overlay.env_from),
                 resources: overlay.resources,
@@ -242,7 +320,12 @@ spec:
         )
         .unwrap();
         agent.metadata.namespace = Some("team".into());
-        let pod = agent_pod(&agent, 3, "ghcr.io/overseer-dev/overseer:0.1.0", false);
+        let pod = agent_pod(
+            &agent,
+            3,
+            "ghcr.io/overseer-dev/overseer:0.1.0",
+            PodShape::default(),
+        );
         let (account, role, binding) = identity(&agent, &[]);
         insta::assert_yaml_snapshot!("agent_pod", pod);
         insta::assert_yaml_snapshot!("agent_role", (account, role, binding));
@@ -271,7 +354,11 @@ spec:
         let overseen = ["builder-b".to_string(), "builder-a".to_string()];
         assert!(acts_as_overseer(&lead, &overseen));
         insta::assert_yaml_snapshot!("overseer_role", role_rules(&lead, &overseen));
-        let env = agent_pod(&lead, 1, "img", true).spec.unwrap().containers[0]
+        let shape = PodShape {
+            overseer: true,
+            ..Default::default()
+        };
+        let env = agent_pod(&lead, 1, "img", shape).spec.unwrap().containers[0]
             .env
             .clone()
             .unwrap();

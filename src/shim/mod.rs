@@ -157,6 +157,31 @@ fn print_lines(lines: &[String]) {
     let _ = stdout.flush();
 }
 
+/// Links a swarm member's composed instructions (a mounted ConfigMap, updated in
+/// place) into the working directory under the runtime's file name. A file the
+/// workspace already has is left alone, and a read-only workspace has the file
+/// mounted by the pod instead.
+fn link_instructions(source: &std::path::Path) {
+    let Some(file) = source.file_name() else {
+        return;
+    };
+    let target = PathBuf::from(file);
+    match std::fs::symlink_metadata(&target) {
+        Ok(meta) if !meta.file_type().is_symlink() => {
+            warn!(file = %target.display(), source = %source.display(), "the workspace has its own instruction file; the swarm's instructions stay at the source");
+            return;
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(&target);
+        }
+        Err(_) => {}
+    }
+    match std::os::unix::fs::symlink(source, &target) {
+        Ok(()) => info!(file = %target.display(), "linked the swarm's instructions"),
+        Err(error) => info!(%error, "instructions not linked (read-only workspace?)"),
+    }
+}
+
 /// Runs the shim until SIGTERM; returns the process exit code.
 pub async fn run(args: ShimArgs) -> crate::Result<i32> {
     let runtime_name: RuntimeName = serde_json::from_value(json!(args.runtime))
@@ -175,6 +200,9 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."));
     tokio::fs::create_dir_all(&run_dir).await?;
+    if let Ok(instructions) = std::env::var("OVERSEER_INSTRUCTIONS") {
+        link_instructions(std::path::Path::new(&instructions));
+    }
     let _ = tokio::fs::remove_file(&args.socket).await;
     let listener = UnixListener::bind(&args.socket)?;
     let reporter = Reporter::connect(&args).await?;
