@@ -112,7 +112,8 @@ fn controllers(
     // Each kind's controller is registered here as it is delivered.
     vec![
         Box::pin(crate::goal::controller::run(ctx.clone(), shutdown.clone())),
-        Box::pin(crate::agent::controller::run(ctx, shutdown)),
+        Box::pin(crate::agent::controller::run(ctx.clone(), shutdown.clone())),
+        Box::pin(crate::swarm::controller::run(ctx, shutdown)),
     ]
 }
 

@@ -22,9 +22,9 @@ use super::message::{self, WakeItem};
 use super::pod::{self, AGENT_LABEL, ATTEMPT_LABEL, CONTAINER};
 use super::types::{ActivityState, Agent, AgentPhase, AgentStatus, LastMessage};
 use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
-use crate::swarm::{Swarm, compose};
 use crate::metrics::DeliveryLabels;
 use crate::operator::{Context, Shutdown};
+use crate::swarm::{Swarm, compose};
 use crate::{Error, Result, conditions};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -51,9 +51,11 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             related(&related_store, &changed)
         })
         // A swarm's defaults, roles and prompt layers shape its agents.
-        .watches(ctx.api::<Swarm>(), watcher::Config::default(), move |swarm: Swarm| {
-            in_swarm(&swarm_store, &swarm)
-        })
+        .watches(
+            ctx.api::<Swarm>(),
+            watcher::Config::default(),
+            move |swarm: Swarm| in_swarm(&swarm_store, &swarm),
+        )
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
@@ -185,7 +187,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
                 ensure_identity(ctx, &agent, &overseen).await?;
                 let shape = pod::PodShape {
                     overseer: pod::acts_as_overseer(&agent, &overseen),
-                    read_only: compose::role(swarm.as_ref(), &agent.spec.role).read_only,
+                    read_only: compose::role(swarm.as_deref(), &agent.spec.role).read_only,
                     instructions_file: swarm.as_ref().map(|_| instruction_file(&agent)),
                 };
                 let pod = pod::agent_pod(&agent, *attempt, &ctx.overseer_image, shape);
@@ -243,7 +245,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
 /// An agent as it can run, or why it cannot.
 enum Resolved {
     /// Its effective spec is in place; the swarm it belongs to, if any.
-    Ready(Option<Swarm>),
+    Ready(Option<Box<Swarm>>),
     Unusable {
         reason: &'static str,
         message: String,
@@ -258,7 +260,7 @@ async fn resolve(ctx: &Context, agent: &mut Agent) -> Result<Resolved> {
         Some(name) => {
             let swarms: Api<Swarm> = Api::namespaced(ctx.client.clone(), &namespace);
             match swarms.get_opt(name).await? {
-                Some(swarm) => Some(swarm),
+                Some(swarm) => Some(Box::new(swarm)),
                 None => {
                     return Ok(Resolved::Unusable {
                         reason: "SwarmNotFound",
@@ -273,7 +275,7 @@ async fn resolve(ctx: &Context, agent: &mut Agent) -> Result<Resolved> {
         .owner_references()
         .iter()
         .any(|o| o.kind == "Swarm" && o.controller == Some(true));
-    agent.spec = compose::effective_spec(&agent.spec, swarm.as_ref(), member);
+    agent.spec = compose::effective_spec(&agent.spec, swarm.as_deref(), member);
     if agent.spec.runtime.image.is_none() {
         return Ok(Resolved::Unusable {
             reason: "NoImage",

@@ -243,7 +243,10 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
             read_only: Some(true),
             ..Default::default()
         });
-        env_vars.push(env("OVERSEER_INSTRUCTIONS", format!("{INSTRUCTIONS_DIR}/{file}")));
+        env_vars.push(env(
+            "OVERSEER_INSTRUCTIONS",
+            format!("{INSTRUCTIONS_DIR}/{file}"),
+        ));
         if shape.read_only {
             // The shim cannot link it into a read-only workspace: mount the file
             // itself (it then changes only with the next attempt).
@@ -329,6 +332,45 @@ spec:
         let (account, role, binding) = identity(&agent, &[]);
         insta::assert_yaml_snapshot!("agent_pod", pod);
         insta::assert_yaml_snapshot!("agent_role", (account, role, binding));
+    }
+
+    #[test]
+    fn a_read_only_member_mounts_everything_read_only_and_gets_its_instructions() {
+        let scout: Agent = serde_yaml::from_str(
+            r#"
+apiVersion: overseer.dev/v1alpha1
+kind: Agent
+metadata: {name: billing-scout, namespace: team}
+spec:
+  role: scout
+  swarm: billing
+  runtime: {name: claude, image: example.com/claude:1}
+  podTemplate:
+    volumes: [{name: workspace, persistentVolumeClaim: {claimName: billing-repo}}]
+    volumeMounts: [{name: workspace, mountPath: /workspace}]
+"#,
+        )
+        .unwrap();
+        let shape = PodShape {
+            overseer: false,
+            read_only: true,
+            instructions_file: Some("CLAUDE.md"),
+        };
+        let spec = agent_pod(&scout, 1, "img", shape).spec.unwrap();
+        let container = &spec.containers[0];
+        assert_eq!(container.working_dir.as_deref(), Some(WORKSPACE));
+        insta::assert_yaml_snapshot!(
+            "read_only_member_storage",
+            (&spec.volumes, &container.volume_mounts)
+        );
+        let mounts = container.volume_mounts.as_ref().unwrap();
+        assert!(
+            mounts
+                .iter()
+                .filter(|m| m.name != "overseer")
+                .all(|m| m.read_only == Some(true)),
+            "only the shim's own directory stays writable"
+        );
     }
 
     #[test]

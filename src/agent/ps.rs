@@ -28,6 +28,7 @@ pub fn table(agents: &[Agent], with_namespace: bool, now: Timestamp) -> String {
     let mut rows: Vec<Vec<String>> = vec![
         [
             "NAMESPACE",
+            "SWARM",
             "AGENT",
             "ROLE",
             "PHASE",
@@ -41,7 +42,8 @@ pub fn table(agents: &[Agent], with_namespace: bool, now: Timestamp) -> String {
         .to_vec(),
     ];
     let mut agents: Vec<&Agent> = agents.iter().collect();
-    agents.sort_by_key(|a| (a.namespace(), a.name_any()));
+    // Grouped by swarm: a swarm's agents together, agents of no swarm first.
+    agents.sort_by_key(|a| (a.namespace(), a.spec.swarm.clone(), a.name_any()));
     for agent in agents {
         let status = agent.status.clone().unwrap_or_default();
         let activity = status
@@ -51,6 +53,7 @@ pub fn table(agents: &[Agent], with_namespace: bool, now: Timestamp) -> String {
         let dash = || "-".to_string();
         rows.push(vec![
             agent.namespace().unwrap_or_default(),
+            agent.spec.swarm.clone().unwrap_or_else(dash),
             agent.name_any(),
             agent.spec.role.clone(),
             status.phase.map_or_else(dash, |p| format!("{p:?}")),
@@ -129,6 +132,9 @@ mod tests {
     activity: {state: idle, since: "2026-12-01T10:00:00Z", attempt: 2, summary: "mapping the repo\nsecond line"}
     loop: {nudges: 3}
     lastMessage: {from: lead, excerpt: "continue: map the tests directory too", time: "2026-12-01T10:00:30Z"}
+- metadata: {name: billing-scout, namespace: team}
+  spec: {role: scout, swarm: billing}
+  status: {phase: Pending}
 - metadata: {name: builder, namespace: team}
   spec: {runtime: {name: codex, image: i}}
   status:
@@ -140,9 +146,10 @@ mod tests {
         .unwrap();
         let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
         insta::assert_snapshot!(table(&agents, false, now), @r"
-        AGENT     ROLE      PHASE     ACTIVITY   SINCE   NUDGES   SUMMARY            LAST MESSAGE
-        builder   builder   Pending   -          -       0        -                  -
-        scout     scout     Running   idle       90s     3        mapping the repo   60s lead: continue: map the tests directory too
+        SWARM     AGENT           ROLE      PHASE     ACTIVITY   SINCE   NUDGES   SUMMARY            LAST MESSAGE
+        -         builder         builder   Pending   -          -       0        -                  -
+        -         scout           scout     Running   idle       90s     3        mapping the repo   60s lead: continue: map the tests directory too
+        billing   billing-scout   scout     Pending   -          -       0        -                  -
         ");
     }
 }

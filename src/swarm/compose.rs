@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
+use kube::Resource;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
-use kube::Resource;
 
 use super::types::{Swarm, SwarmRole};
 use crate::agent::pod::{ROLE_LABEL, SWARM_LABEL};
@@ -138,7 +138,9 @@ pub fn effective_spec(spec: &AgentSpec, swarm: Option<&Swarm>, member: bool) -> 
         effective.loop_ = swarm_loop.clone();
     }
     if let Some(resources) = role.resources {
-        let overlay = effective.pod_template.get_or_insert_with(PodOverlay::default);
+        let overlay = effective
+            .pod_template
+            .get_or_insert_with(PodOverlay::default);
         overlay.resources.get_or_insert(resources);
     }
     effective
@@ -194,11 +196,15 @@ pub fn desired_agents(swarm: &Swarm) -> Vec<Agent> {
         owner_references: swarm.controller_owner_ref(&()).map(|r| vec![r]),
         ..Default::default()
     };
-    let overseer = swarm.spec.overseer.clone().unwrap_or(super::types::SwarmOverseer {
-        role: "overseer".into(),
-        runtime: None,
-        prompt: None,
-    });
+    let overseer = swarm
+        .spec
+        .overseer
+        .clone()
+        .unwrap_or(super::types::SwarmOverseer {
+            role: "overseer".into(),
+            runtime: None,
+            prompt: None,
+        });
     let mut overseer_spec = base_spec(&name, &overseer.role);
     overseer_spec.runtime = overseer.runtime.unwrap_or_default();
     overseer_spec.prompt = overseer.prompt;
@@ -239,3 +245,167 @@ fn base_spec(swarm: &str, role: &str) -> AgentSpec {
 #[cfg(test)]
 #[path = "compose_tests.rs"]
 mod tests;
+
+/// The swarm's status from its members (the Agents it controls) and its goals.
+pub fn status(
+    swarm: &Swarm,
+    members: &[Agent],
+    goals: &[crate::goal::Goal],
+    problems: &[String],
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) -> super::types::SwarmStatus {
+    use super::types::{AgentCounts, GoalCounts, MemberStatus, OverseerStatus};
+    use crate::agent::{ActivityState, AgentPhase};
+    use crate::goal::GoalPhase;
+
+    let mut status = swarm.status.clone().unwrap_or_default();
+    status.observed_generation = swarm.metadata.generation;
+    let overseer_name = member_name(&swarm.name_any(), OVERSEER_MEMBER);
+    let overseer = members.iter().find(|a| a.name_any() == overseer_name);
+    let ready = |a: &Agent| {
+        a.status.as_ref().is_some_and(|s| {
+            s.phase == Some(AgentPhase::Running)
+                && crate::conditions::is_true(&s.conditions, "Ready")
+        })
+    };
+    status.overseer = Some(OverseerStatus {
+        name: overseer_name.clone(),
+        ready: overseer.is_some_and(ready),
+    });
+    let mut counts = AgentCounts::default();
+    let mut listed = Vec::new();
+    let mut sorted: Vec<&Agent> = members.iter().collect();
+    sorted.sort_by_key(|a| a.name_any());
+    for agent in sorted {
+        let agent_status = agent.status.clone().unwrap_or_default();
+        let activity = crate::agent::decide::current_activity(&agent_status).cloned();
+        counts.total += 1;
+        if activity
+            .as_ref()
+            .is_some_and(|a| a.state == ActivityState::Working)
+        {
+            counts.working += 1;
+        }
+        match agent_status.phase {
+            Some(AgentPhase::Running) => counts.running += 1,
+            Some(AgentPhase::Done) => counts.done += 1,
+            Some(AgentPhase::Blocked) => counts.blocked += 1,
+            Some(AgentPhase::Failed) => counts.failed += 1,
+            Some(AgentPhase::Suspended) => counts.suspended += 1,
+            Some(AgentPhase::Pending) | None => counts.pending += 1,
+        }
+        let word = |v: serde_json::Value| v.as_str().map(String::from);
+        listed.push(MemberStatus {
+            name: agent.name_any(),
+            role: agent.spec.role.clone(),
+            phase: agent_status.phase.and_then(|p| word(serde_json::json!(p))),
+            activity: activity
+                .as_ref()
+                .and_then(|a| word(serde_json::json!(a.state))),
+            summary: activity
+                .and_then(|a| a.summary)
+                .map(|s| s.chars().take(120).collect()),
+        });
+    }
+    listed.truncate(MAX_MEMBERS_LISTED);
+    status.agents = counts;
+    status.members = listed;
+    let mut goal_counts = GoalCounts::default();
+    for goal in goals {
+        goal_counts.total += 1;
+        match goal.status.as_ref().and_then(|s| s.phase) {
+            Some(GoalPhase::Waiting) => goal_counts.waiting += 1,
+            Some(GoalPhase::Running) => goal_counts.running += 1,
+            Some(GoalPhase::Paused) => goal_counts.paused += 1,
+            Some(GoalPhase::Succeeded) => goal_counts.succeeded += 1,
+            Some(GoalPhase::Failed) => goal_counts.failed += 1,
+            Some(GoalPhase::Pending) | None => goal_counts.pending += 1,
+        }
+    }
+    status.goals = goal_counts;
+    let generation = swarm.metadata.generation;
+    let set = |conditions: &mut Vec<_>, type_: &str, ok: bool, reason: &str, message: &str| {
+        crate::conditions::set(conditions, type_, ok, reason, message, generation, now);
+    };
+    let mut conditions = std::mem::take(&mut status.conditions);
+    match problems.first() {
+        Some(problem) => set(&mut conditions, "SpecValid", false, "InvalidSpec", problem),
+        None => set(
+            &mut conditions,
+            "SpecValid",
+            true,
+            "Valid",
+            "the spec is consistent",
+        ),
+    }
+    let expected = swarm.spec.agents.len() as i32 + 1;
+    if status.agents.total < expected {
+        let message = format!("{} of {expected} agents exist", status.agents.total);
+        set(&mut conditions, "Ready", false, "MembersMissing", &message);
+    } else if !status.overseer.as_ref().is_some_and(|o| o.ready) {
+        set(
+            &mut conditions,
+            "Ready",
+            false,
+            "OverseerNotReady",
+            "the overseer's pod is not ready",
+        );
+    } else {
+        set(
+            &mut conditions,
+            "Ready",
+            true,
+            "Ready",
+            "every agent exists and the overseer is ready",
+        );
+    }
+    status.conditions = conditions;
+    status
+}
+
+/// Members listed in status at most (the counts cover all of them).
+pub const MAX_MEMBERS_LISTED: usize = 100;
+
+/// The NetworkPolicy that lets a swarm's pods take traffic only from each other.
+pub fn network_policy(swarm: &Swarm) -> k8s_openapi::api::networking::v1::NetworkPolicy {
+    use k8s_openapi::api::networking::v1::{
+        NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicySpec,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    let name = swarm.name_any();
+    let selector = LabelSelector {
+        match_labels: Some(BTreeMap::from([(
+            SWARM_LABEL.to_string(),
+            label_value(&name),
+        )])),
+        ..Default::default()
+    };
+    NetworkPolicy {
+        metadata: ObjectMeta {
+            name: Some(network_policy_name(&name)),
+            namespace: swarm.namespace(),
+            labels: Some(BTreeMap::from([
+                (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
+                (SWARM_LABEL.to_string(), label_value(&name)),
+            ])),
+            owner_references: swarm.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(selector.clone()),
+            policy_types: Some(vec!["Ingress".into()]),
+            ingress: Some(vec![NetworkPolicyIngressRule {
+                from: Some(vec![NetworkPolicyPeer {
+                    pod_selector: Some(selector),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+    }
+}
+
+pub fn network_policy_name(swarm: &str) -> String {
+    format!("overseer-swarm-{}", &swarm[..swarm.len().min(230)])
+}

@@ -53,21 +53,51 @@ fn roles_resolve_from_the_swarm_then_the_builtins() {
         let role = role(Some(&swarm), name);
         assert_eq!(role.read_only, *read_only, "{name}");
         assert_eq!(
-            role.profile.as_deref().map(|p| &p[..p.len().min(profile.map_or(0, str::len))]),
+            role.profile
+                .as_deref()
+                .map(|p| &p[..p.len().min(profile.map_or(0, str::len))]),
             *profile,
             "{name}"
         );
     }
-    assert!(role(None, "scout").read_only, "built-ins apply outside a swarm too");
+    assert!(
+        role(None, "scout").read_only,
+        "built-ins apply outside a swarm too"
+    );
 }
 
 #[test]
 fn an_agent_inherits_what_it_leaves_unset() {
     let swarm = swarm();
-    // (case, agent spec, runtime name, image, loop enabled, idleAfter, memory limit)
-    let rows: &[(&str, &str, &str, &str, bool, &str, Option<&str>)] = &[
-        ("nothing set: swarm defaults", "{role: scout, swarm: billing}", "claude", "example.com/claude:1", true, "90s", None),
-        ("the role's runtime and resources", "{role: builder, swarm: billing}", "codex", "example.com/codex:2", true, "90s", Some("4Gi")),
+    /// (case, agent spec, runtime name, image, loop enabled, idleAfter, memory limit)
+    type Row<'a> = (
+        &'a str,
+        &'a str,
+        &'a str,
+        &'a str,
+        bool,
+        &'a str,
+        Option<&'a str>,
+    );
+    let rows: &[Row] = &[
+        (
+            "nothing set: swarm defaults",
+            "{role: scout, swarm: billing}",
+            "claude",
+            "example.com/claude:1",
+            true,
+            "90s",
+            None,
+        ),
+        (
+            "the role's runtime and resources",
+            "{role: builder, swarm: billing}",
+            "codex",
+            "example.com/codex:2",
+            true,
+            "90s",
+            Some("4Gi"),
+        ),
         (
             "its own runtime and loop win",
             "{role: builder, swarm: billing, runtime: {image: mine:3}, loop: {enabled: true, idleAfter: 5m}}",
@@ -94,7 +124,11 @@ fn an_agent_inherits_what_it_leaves_unset() {
         assert_eq!(limit.as_deref(), *memory, "{case}");
     }
     let alone = agent_spec("{role: scout, runtime: {name: pi, image: p}}");
-    assert_eq!(effective_spec(&alone, None, false), alone, "no swarm: unchanged");
+    assert_eq!(
+        effective_spec(&alone, None, false),
+        alone,
+        "no swarm: unchanged"
+    );
     // A member whose Swarm turned its loop off keeps it off.
     let member = agent_spec("{role: builder, swarm: billing, loop: {enabled: false}}");
     assert!(!effective_spec(&member, Some(&swarm), true).loop_.enabled);
@@ -123,14 +157,20 @@ fn instructions_are_layered_base_profile_prompt() {
     ");
     let bare = agent_spec("{role: tester, swarm: billing}");
     let text = instructions("billing-t", &bare, &swarm);
-    assert!(!text.contains("## Role") && !text.contains("## Your task"), "{text}");
+    assert!(
+        !text.contains("## Role") && !text.contains("## Your task"),
+        "{text}"
+    );
 }
 
 #[test]
 fn a_swarm_wants_its_overseer_and_members() {
     let agents = desired_agents(&swarm());
     let names: Vec<String> = agents.iter().map(|a| a.name_any()).collect();
-    assert_eq!(names, ["billing-overseer", "billing-scout", "billing-builder"]);
+    assert_eq!(
+        names,
+        ["billing-overseer", "billing-scout", "billing-builder"]
+    );
     insta::assert_yaml_snapshot!("desired_agents", agents);
 }
 

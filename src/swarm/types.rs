@@ -59,10 +59,15 @@ pub struct SwarmSpec {
     /// The swarm's overseer agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overseer: Option<SwarmOverseer>,
+    /// Create a NetworkPolicy that lets the swarm's pods take traffic only from each
+    /// other (it takes effect only with a network plugin that enforces policies).
+    #[serde(default)]
+    pub network_policy: bool,
     /// Member agents to create.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 100))]
     #[x_kube(validation = Rule::new("self.all(a, self.exists_one(b, b.name == a.name))").message("agent names must be unique"))]
+    #[x_kube(validation = Rule::new("self.all(a, a.name != 'overseer')").message("the member name overseer is reserved for the swarm's overseer"))]
     pub agents: Vec<SwarmMember>,
 }
 

@@ -1,0 +1,205 @@
+//! The Swarm reconciler: applies the Agents a Swarm wants (its overseer and its
+//! members), removes the members it no longer lists, keeps the optional
+//! NetworkPolicy, and sums up its agents and goals in status. It only ever acts on
+//! Agents that this Swarm controls.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::runtime::controller::{Action as Requeue, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Api, Resource, ResourceExt};
+use serde_json::json;
+use tracing::{info, instrument, warn};
+
+use super::compose;
+use super::types::{Swarm, SwarmStatus};
+use crate::agent::Agent;
+use crate::agent::pod::SWARM_LABEL;
+use crate::api::{CONTROLLER_MANAGER, label_value};
+use crate::goal::Goal;
+use crate::operator::{Context, Shutdown};
+use crate::{Error, Result};
+
+const CONTROLLER: &str = "swarm";
+
+/// Runs the Swarm controller until `shutdown`.
+pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
+    let swarms = ctx.api::<Swarm>();
+    let controller = Controller::new(swarms, watcher::Config::default().any_semantic());
+    let store = controller.store();
+    let goal_store = store.clone();
+    controller
+        .owns(
+            ctx.api::<Agent>(),
+            watcher::Config::default().labels(SWARM_LABEL),
+        )
+        // A goal of the swarm changing phase changes its counts.
+        .watches(
+            ctx.api::<Goal>(),
+            watcher::Config::default(),
+            move |goal: Goal| swarm_of(&goal_store, &goal),
+        )
+        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+fn swarm_of(store: &Store<Swarm>, goal: &Goal) -> Option<ObjectRef<Swarm>> {
+    let name = goal.spec.swarm.as_ref()?;
+    let namespace = goal.namespace()?;
+    let found = ObjectRef::new(name).within(&namespace);
+    store.get(&found).map(|_| found)
+}
+
+fn error_policy(swarm: Arc<Swarm>, error: &Error, ctx: Arc<Context>) -> Requeue {
+    warn!(swarm = %swarm.name_any(), %error, "reconcile failed");
+    ctx.metrics.observe_failure(CONTROLLER, error);
+    Requeue::requeue(Duration::from_secs(5))
+}
+
+/// Whether `agent` is controlled by `swarm` (never act on anybody else's agents).
+fn controlled_by(agent: &Agent, swarm: &Swarm) -> bool {
+    let uid = swarm.uid();
+    agent
+        .owner_references()
+        .iter()
+        .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref())
+}
+
+#[instrument(skip_all, fields(swarm = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
+async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
+    let started = Instant::now();
+    let namespace = cached.namespace().unwrap_or_default();
+    let name = cached.name_any();
+    let swarms: Api<Swarm> = Api::namespaced(ctx.client.clone(), &namespace);
+    let Some(swarm) = swarms.get_opt(&name).await? else {
+        return Ok(Requeue::await_change());
+    };
+    if swarm.meta().deletion_timestamp.is_some() {
+        // Everything it made is owned by it: the garbage collector removes it.
+        return Ok(Requeue::await_change());
+    }
+    let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
+    let selector = format!("{SWARM_LABEL}={}", label_value(&name));
+    let existing = agents
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items;
+    let mut problems = compose::problems(&swarm);
+    let desired = compose::desired_agents(&swarm);
+    let params = PatchParams::apply(CONTROLLER_MANAGER).force();
+    for agent in &desired {
+        let agent_name = agent.name_any();
+        if let Some(other) = agents.get_opt(&agent_name).await?
+            && !controlled_by(&other, &swarm)
+        {
+            let problem = format!(
+                "agent {agent_name} already exists and does not belong to this swarm; it is left alone"
+            );
+            problems.push(problem);
+            continue;
+        }
+        let created = !existing.iter().any(|a| a.name_any() == agent_name);
+        agents
+            .patch(&agent_name, &params, &Patch::Apply(agent))
+            .await?;
+        if created {
+            info!(agent = %agent_name, "created swarm agent");
+            let message = format!("agent {agent_name} (role {}) created", agent.spec.role);
+            publish(&ctx, &swarm, false, "AgentCreated", &message).await;
+        }
+    }
+    for agent in existing.iter().filter(|a| controlled_by(a, &swarm)) {
+        let agent_name = agent.name_any();
+        if desired.iter().any(|d| d.name_any() == agent_name) {
+            continue;
+        }
+        match agents.delete(&agent_name, &DeleteParams::default()).await {
+            Ok(_) => {
+                info!(agent = %agent_name, "removed swarm agent");
+                let message = format!("agent {agent_name} is no longer listed: removed");
+                publish(&ctx, &swarm, false, "AgentRemoved", &message).await;
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    sync_network_policy(&ctx, &swarm).await?;
+
+    let members: Vec<Agent> = agents
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items
+        .into_iter()
+        .filter(|a| controlled_by(a, &swarm) && a.meta().deletion_timestamp.is_none())
+        .collect();
+    let goals: Vec<Goal> = Api::<Goal>::namespaced(ctx.client.clone(), &namespace)
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|g| g.spec.swarm.as_deref() == Some(name.as_str()))
+        .collect();
+    let now = Time(jiff::Timestamp::now());
+    let status = compose::status(&swarm, &members, &goals, &problems, &now);
+    if swarm.status.as_ref() != Some(&status) {
+        let was_valid = swarm.status.as_ref().is_none_or(|s| {
+            !s.conditions
+                .iter()
+                .any(|c| c.type_ == "SpecValid" && c.status == "False")
+        });
+        apply_status(&swarms, &name, &status).await?;
+        if let Some(problem) = problems.first().filter(|_| was_valid) {
+            publish(&ctx, &swarm, true, "InvalidSpec", problem).await;
+        }
+    }
+    ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
+    Ok(Requeue::await_change())
+}
+
+/// Keeps the NetworkPolicy when `spec.networkPolicy` is on, removes it when off.
+async fn sync_network_policy(ctx: &Context, swarm: &Swarm) -> Result<()> {
+    let namespace = swarm.namespace().unwrap_or_default();
+    let policies: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), &namespace);
+    let name = compose::network_policy_name(&swarm.name_any());
+    if swarm.spec.network_policy {
+        policies
+            .patch(
+                &name,
+                &PatchParams::apply(CONTROLLER_MANAGER).force(),
+                &Patch::Apply(&compose::network_policy(swarm)),
+            )
+            .await?;
+        return Ok(());
+    }
+    match policies.delete(&name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+async fn apply_status(swarms: &Api<Swarm>, name: &str, status: &SwarmStatus) -> Result<()> {
+    let patch = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "status": status});
+    swarms
+        .patch_status(
+            name,
+            &PatchParams::apply(CONTROLLER_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    Ok(())
+}
+
+async fn publish(ctx: &Context, swarm: &Swarm, warning: bool, reason: &str, message: &str) {
+    ctx.publish(&swarm.object_ref(&()), warning, reason, message, None)
+        .await;
+}
