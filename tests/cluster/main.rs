@@ -12,3 +12,4 @@ mod exec;
 mod goal;
 mod leader_election;
 mod overseer;
+mod swarm;

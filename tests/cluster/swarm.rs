@@ -1,0 +1,448 @@
+//! The Swarm controller on the real control plane: its agents, their roles,
+//! instructions and permissions, membership changes, isolation between swarms,
+//! status counts, and deletion.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use overseer::agent::{Agent, AgentPhase};
+use overseer::swarm::Swarm;
+use serde_json::json;
+
+use crate::agent::{WAIT, operator, wait_condition, wait_events};
+use crate::support::cluster::{TestNamespace, kubectl, setup, wait_in};
+
+async fn create_swarm(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
+    let swarm: Swarm = serde_json::from_value(json!({
+        "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm",
+        "metadata": {"name": name}, "spec": spec
+    }))
+    .unwrap();
+    ns.api::<Swarm>()
+        .create(&PostParams::default(), &swarm)
+        .await
+        .expect("create swarm");
+}
+
+fn billing() -> serde_json::Value {
+    json!({
+        "defaults": {
+            "runtime": {"name": "claude", "mode": "tui", "image": "example.com/claude:1"},
+            "loop": {"enabled": true, "idleAfter": "90s"}
+        },
+        "roles": {"builder": {"runtime": {"name": "codex", "image": "example.com/codex:2"}}},
+        "prompts": {
+            "base": "Work only inside the billing service.",
+            "profiles": {"research": "Report findings with file paths."}
+        },
+        "overseer": {"prompt": "Ship proration."},
+        "agents": [
+            {"name": "scout", "role": "scout", "prompt": "Map invoices."},
+            {"name": "builder", "role": "builder", "prompt": "Implement proration."},
+            {"name": "reviewer", "role": "reviewer"}
+        ]
+    })
+}
+
+/// The names of the Agents labelled with `swarm` (sorted).
+async fn agents_of(ns: &TestNamespace, swarm: &str) -> Vec<String> {
+    let mut names: Vec<String> = ns
+        .api::<Agent>()
+        .list(&ListParams::default().labels(&format!("overseer.dev/swarm={swarm}")))
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|a| a.metadata.deletion_timestamp.is_none())
+        .map(|a| a.name_any())
+        .collect();
+    names.sort();
+    names
+}
+
+async fn wait_agents(ns: &TestNamespace, swarm: &str, expected: &[&str]) {
+    wait_in(
+        ns,
+        &format!("the agents of {swarm}: {expected:?}"),
+        WAIT,
+        || async { (agents_of(ns, swarm).await == expected).then_some(()) },
+    )
+    .await;
+}
+
+async fn wait_pod(ns: &TestNamespace, name: &str) -> Pod {
+    let pods: Api<Pod> = ns.api();
+    wait_in(ns, name, WAIT, || async {
+        pods.get_opt(name).await.ok().flatten()
+    })
+    .await
+}
+
+async fn instructions(ns: &TestNamespace, agent: &str) -> String {
+    let maps: Api<ConfigMap> = ns.api();
+    let name = format!("{agent}-instructions");
+    let map = wait_in(ns, &name, WAIT, || async {
+        maps.get_opt(&name).await.ok().flatten()
+    })
+    .await;
+    map.data
+        .unwrap_or_default()
+        .into_values()
+        .next()
+        .unwrap_or_default()
+}
+
+fn can(ns: &TestNamespace, agent: &str, verb: &str, resource: &str, sub: Option<&str>) -> String {
+    let user = format!("system:serviceaccount:{}:overseer-agent-{agent}", ns.name);
+    let mut args = vec![
+        "auth", "can-i", verb, resource, "-n", &ns.name, "--as", &user,
+    ];
+    if let Some(sub) = sub {
+        args.extend(["--subresource", sub]);
+    }
+    String::from_utf8_lossy(&kubectl(&args, "").stdout)
+        .trim()
+        .to_string()
+}
+
+fn status_of(swarm: &Swarm) -> overseer::swarm::SwarmStatus {
+    swarm.status.clone().unwrap_or_default()
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_swarm_creates_its_agents_with_roles_instructions_and_permissions() {
+    let ns = setup("swarm-create").await;
+    let _operator = operator(&ns);
+    create_swarm(&ns, "billing", billing()).await;
+    wait_agents(
+        &ns,
+        "billing",
+        &[
+            "billing-builder",
+            "billing-overseer",
+            "billing-reviewer",
+            "billing-scout",
+        ],
+    )
+    .await;
+    let agents: Api<Agent> = ns.api();
+    for (name, role) in [
+        ("billing-overseer", "overseer"),
+        ("billing-scout", "scout"),
+        ("billing-builder", "builder"),
+        ("billing-reviewer", "reviewer"),
+    ] {
+        let agent = agents.get(name).await.unwrap();
+        assert_eq!(agent.spec.role, role);
+        assert_eq!(
+            agent.labels().get("overseer.dev/role").map(String::as_str),
+            Some(role)
+        );
+        let owner = &agent.owner_references()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str()),
+            ("Swarm", "billing")
+        );
+        if name != "billing-overseer" {
+            assert_eq!(agent.spec.overseer.as_deref(), Some("billing-overseer"));
+            assert!(agent.spec.loop_.enabled, "the swarm's default loop");
+        }
+    }
+
+    // Runtime and image come from the role, else the swarm's defaults.
+    let builder = wait_pod(&ns, "billing-builder-1").await.spec.unwrap();
+    let scout = wait_pod(&ns, "billing-scout-1").await.spec.unwrap();
+    assert_eq!(
+        builder.containers[0].image.as_deref(),
+        Some("example.com/codex:2")
+    );
+    assert_eq!(
+        scout.containers[0].image.as_deref(),
+        Some("example.com/claude:1")
+    );
+    // The scout only reads: its workspace is mounted read-only; the builder's is not.
+    let workspace = |spec: &k8s_openapi::api::core::v1::PodSpec| {
+        spec.containers[0]
+            .volume_mounts
+            .clone()
+            .unwrap()
+            .into_iter()
+            .find(|m| m.mount_path == "/workspace")
+            .unwrap()
+            .read_only
+    };
+    assert_eq!(workspace(&scout), Some(true));
+    assert_eq!(workspace(&builder), None);
+
+    // Instructions: base, then the role's profile, then the agent's own prompt.
+    let text = instructions(&ns, "billing-scout").await;
+    let base = text.find("Work only inside the billing service.").unwrap();
+    let profile = text.find("You scout:").unwrap();
+    let own = text.find("Map invoices.").unwrap();
+    assert!(base < profile && profile < own, "{text}");
+    assert!(
+        instructions(&ns, "billing-builder")
+            .await
+            .contains("Implement proration.")
+    );
+    let maps: Api<ConfigMap> = ns.api();
+    let builder_map = maps.get("billing-builder-instructions").await.unwrap();
+    assert!(
+        builder_map.data.unwrap().contains_key("AGENTS.md"),
+        "codex reads AGENTS.md"
+    );
+
+    // Permissions, through the API server's authorizer.
+    wait_in(
+        &ns,
+        "the overseer's Role covers its members",
+        WAIT,
+        || async {
+            (can(
+                &ns,
+                "billing-overseer",
+                "patch",
+                "agents.overseer.dev/billing-scout",
+                Some("status"),
+            ) == "yes")
+                .then_some(())
+        },
+    )
+    .await;
+    for (verb, resource, sub) in [
+        (
+            "patch",
+            "agents.overseer.dev/billing-builder",
+            Some("status"),
+        ),
+        ("patch", "agents.overseer.dev/billing-scout", None),
+        ("create", "pods", None),
+        ("create", "configmaps", None),
+        ("patch", "configmaps/billing-scout-instructions", None),
+    ] {
+        assert_eq!(
+            can(&ns, "billing-scout", verb, resource, sub),
+            "no",
+            "scout: {verb} {resource}"
+        );
+    }
+
+    // Status follows the members.
+    let swarms: Api<Swarm> = ns.api();
+    let ready = wait_in(&ns, "the swarm Ready", WAIT, || async {
+        let swarm = swarms.get("billing").await.ok()?;
+        overseer::conditions::is_true(&status_of(&swarm).conditions, "Ready").then_some(swarm)
+    })
+    .await;
+    let status = status_of(&ready);
+    assert_eq!(status.agents.total, 4);
+    assert!(status.overseer.unwrap().ready);
+    assert_eq!(status.members.len(), 4);
+    wait_events(&ns, "billing", "AgentCreated").await;
+
+    // An agent naming the swarm inherits its defaults; one naming no swarm there waits.
+    crate::agent::create_agent(&ns, "extra", json!({"swarm": "billing", "runtime": {}})).await;
+    let extra = wait_pod(&ns, "extra-1").await.spec.unwrap();
+    assert_eq!(
+        extra.containers[0].image.as_deref(),
+        Some("example.com/codex:2"),
+        "role builder"
+    );
+    crate::agent::create_agent(&ns, "lost", json!({"swarm": "nowhere", "runtime": {}})).await;
+    wait_condition(&ns, "lost", "SwarmNotFound", |a| {
+        a.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.reason == "SwarmNotFound")
+        })
+    })
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn members_and_layers_follow_the_swarm_and_counts_follow_the_members() {
+    let ns = setup("swarm-change").await;
+    let _operator = operator(&ns);
+    create_swarm(&ns, "billing", billing()).await;
+    wait_agents(
+        &ns,
+        "billing",
+        &[
+            "billing-builder",
+            "billing-overseer",
+            "billing-reviewer",
+            "billing-scout",
+        ],
+    )
+    .await;
+    let swarms: Api<Swarm> = ns.api();
+    let change = json!({"spec": {
+        "agents": [
+            {"name": "builder", "role": "builder", "prompt": "Implement proration."},
+            {"name": "reviewer", "role": "reviewer"},
+            {"name": "tester", "role": "builder", "prompt": "Write the tests."}
+        ],
+        "prompts": {"base": "Work only inside the billing service, on branch proration."}
+    }});
+    swarms
+        .patch("billing", &PatchParams::default(), &Patch::Merge(&change))
+        .await
+        .unwrap();
+    wait_agents(
+        &ns,
+        "billing",
+        &[
+            "billing-builder",
+            "billing-overseer",
+            "billing-reviewer",
+            "billing-tester",
+        ],
+    )
+    .await;
+    wait_events(&ns, "billing", "AgentRemoved").await;
+    wait_in(&ns, "the new base reaches the builder", WAIT, || async {
+        instructions(&ns, "billing-builder")
+            .await
+            .contains("on branch proration")
+            .then_some(())
+    })
+    .await;
+
+    // A member ends its loop: the swarm's counts follow.
+    wait_condition(&ns, "billing-builder", "Running", |a| {
+        a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Running)
+    })
+    .await;
+    let exit = json!({"status": {"exit": {"outcome": "done", "reason": "shipped", "attempt": 1}}});
+    ns.api::<Agent>()
+        .patch_status(
+            "billing-builder",
+            &PatchParams::default(),
+            &Patch::Merge(&exit),
+        )
+        .await
+        .unwrap();
+    let goal = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
+        "metadata": {"name": "ship"},
+        "spec": {"swarm": "billing", "steps": [{"name": "a", "action": "write the code",
+            "runtime": {"name": "pi", "image": "example.com/pi:1"}}]}});
+    let applied = kubectl(&["apply", "-n", &ns.name, "-f", "-"], &goal.to_string());
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let counted = wait_in(&ns, "counts: one done, one goal", WAIT, || async {
+        let status = status_of(&swarms.get("billing").await.ok()?);
+        (status.agents.done == 1 && status.goals.total == 1).then_some(status)
+    })
+    .await;
+    assert_eq!(counted.agents.total, 4);
+    let member = counted
+        .members
+        .iter()
+        .find(|m| m.name == "billing-builder")
+        .unwrap();
+    assert_eq!(member.phase.as_deref(), Some("Done"));
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn two_swarms_never_touch_each_others_agents_and_deletion_leaves_nothing() {
+    let ns = setup("swarm-isolation").await;
+    let _operator = operator(&ns);
+    let runtime = json!({"runtime": {"name": "pi", "image": "example.com/pi:1"}});
+    // "a" + member "b-x" and "a-b" + member "x" both want an Agent named a-b-x.
+    create_swarm(
+        &ns,
+        "a",
+        json!({"defaults": runtime, "networkPolicy": true,
+        "agents": [{"name": "b-x"}, {"name": "y"}]}),
+    )
+    .await;
+    wait_agents(&ns, "a", &["a-b-x", "a-overseer", "a-y"]).await;
+    create_swarm(
+        &ns,
+        "a-b",
+        json!({"defaults": runtime, "agents": [{"name": "x"}, {"name": "z"}]}),
+    )
+    .await;
+    wait_agents(&ns, "a-b", &["a-b-overseer", "a-b-z"]).await;
+    let swarms: Api<Swarm> = ns.api();
+    let refused = wait_in(&ns, "a-b reports the name it cannot take", WAIT, || async {
+        let status = status_of(&swarms.get("a-b").await.ok()?);
+        status
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "SpecValid" && c.status == "False")
+    })
+    .await;
+    assert!(
+        refused.message.contains("agent a-b-x already exists"),
+        "{refused:?}"
+    );
+    let taken = ns.api::<Agent>().get("a-b-x").await.unwrap();
+    assert_eq!(taken.owner_references()[0].name, "a", "still swarm a's");
+
+    // The isolation object: only pods of the same swarm may connect.
+    let policies: Api<NetworkPolicy> = ns.api();
+    let policy = wait_in(&ns, "swarm a's NetworkPolicy", WAIT, || async {
+        policies.get_opt("overseer-swarm-a").await.ok().flatten()
+    })
+    .await;
+    let spec = policy.spec.unwrap();
+    let selector = spec.pod_selector.unwrap().match_labels.unwrap();
+    assert_eq!(
+        selector.get("overseer.dev/swarm").map(String::as_str),
+        Some("a")
+    );
+    let from = &spec.ingress.unwrap()[0].from.clone().unwrap()[0];
+    assert_eq!(
+        from.pod_selector.clone().unwrap().match_labels.unwrap(),
+        selector
+    );
+
+    // Deleting a-b removes its own agents only; deleting a leaves nothing behind.
+    swarms
+        .delete("a-b", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    wait_agents(&ns, "a-b", &[]).await;
+    assert_eq!(agents_of(&ns, "a").await, ["a-b-x", "a-overseer", "a-y"]);
+    wait_pod(&ns, "a-y-1").await;
+    swarms
+        .delete("a", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    wait_in(
+        &ns,
+        "nothing of swarm a left",
+        Duration::from_secs(90),
+        || async {
+            let agents = agents_of(&ns, "a").await;
+            let pods: Api<Pod> = ns.api();
+            let pods = pods.list(&ListParams::default()).await.ok()?.items;
+            let maps: Api<ConfigMap> = ns.api();
+            let instructions = maps
+                .list(&ListParams::default().labels("overseer.dev/swarm=a"))
+                .await
+                .ok()?
+                .items;
+            let policy = policies.get_opt("overseer-swarm-a").await.ok()?;
+            let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> = ns.api();
+            let account = accounts.get_opt("overseer-agent-a-y").await.ok()?;
+            (agents.is_empty()
+                && pods.is_empty()
+                && instructions.is_empty()
+                && policy.is_none()
+                && account.is_none())
+            .then_some(())
+        },
+    )
+    .await;
+}
