@@ -19,6 +19,7 @@ use super::pod::{self, ATTEMPT_LABEL, GOAL_LABEL, STEP_INDEX_LABEL, StepPodParam
 use super::types::Goal;
 use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, label_value};
 use crate::operator::{Context, Shutdown};
+use crate::swarm::Swarm;
 use crate::{Error, Result};
 
 const CONTROLLER: &str = "goal";
@@ -112,6 +113,15 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
             depends_on: g.spec.depends_on.clone(),
         })
         .collect();
+    // A goal of a swarm takes its steps' templates from the swarm's roles.
+    let swarm = match &goal.spec.swarm {
+        Some(swarm) => {
+            Api::<Swarm>::namespaced(ctx.client.clone(), &namespace)
+                .get_opt(swarm)
+                .await?
+        }
+        None => None,
+    };
 
     // Decide.
     let plan = plan::plan(&plan::Input {
@@ -125,6 +135,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
         status: goal.status.as_ref(),
         pods: &observed,
         goals: &goals,
+        swarm: swarm.as_ref().map(|s| &s.spec),
         now: jiff::Timestamp::now(),
     });
 
@@ -155,6 +166,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                 role,
                 runtime,
                 timeout,
+                resources,
             } => {
                 let cm = pod::results_config_map(&goal, &plan.status);
                 let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -171,6 +183,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                     role,
                     runtime,
                     timeout: *timeout,
+                    resources: resources.clone(),
                     overseer_image: &ctx.overseer_image,
                 });
                 match pods.create(&PostParams::default(), &pod).await {

@@ -56,6 +56,8 @@ pub struct Input<'a> {
     pub status: Option<&'a GoalStatus>,
     pub pods: &'a [StepPod],
     pub goals: &'a [GoalSummary],
+    /// The goal's swarm (`spec.swarm`), whose roles are templates for its steps.
+    pub swarm: Option<&'a crate::swarm::SwarmSpec>,
     pub now: Timestamp,
 }
 
@@ -78,6 +80,9 @@ pub enum Action {
         role: String,
         runtime: RuntimeSpec,
         timeout: Duration,
+        /// The resources of the swarm's role of that name, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
     },
     /// Stop a pod that ran past its deadline.
     DeletePod { name: String },
@@ -423,7 +428,11 @@ impl Planner<'_> {
 
     fn start_attempt(&mut self, i: usize, attempt: i32) {
         let step = &self.input.spec.steps[i];
-        let Some(runtime) = self.runtime(step) else {
+        let role = self.status.steps[i]
+            .role
+            .clone()
+            .unwrap_or_else(|| "builder".into());
+        let Some(runtime) = self.runtime(step, &role) else {
             let message = format!(
                 "step {} has no runtime image: set spec.defaults.runtime.image or the step's runtime.image",
                 step.name
@@ -434,11 +443,8 @@ impl Planner<'_> {
             self.status.message = Some(message);
             return;
         };
-        let role = self.status.steps[i]
-            .role
-            .clone()
-            .unwrap_or_else(|| "builder".into());
         let timeout = self.timeout(step);
+        let resources = self.swarm_role(&role).and_then(|r| r.resources.clone());
         let entry = &mut self.status.steps[i];
         let new_attempt = entry.attempts < attempt;
         entry.attempts = attempt;
@@ -457,6 +463,7 @@ impl Planner<'_> {
             role,
             runtime,
             timeout,
+            resources,
         });
         if new_attempt {
             self.step_event(
@@ -576,9 +583,23 @@ impl Planner<'_> {
         });
     }
 
-    fn runtime(&self, step: &Step) -> Option<RuntimeSpec> {
-        let defaults = self.input.spec.defaults.runtime.clone().unwrap_or_default();
-        let runtime = step.runtime.clone().unwrap_or_default().or(&defaults);
+    /// The role of that name in the goal's swarm: a step of that role uses its template.
+    fn swarm_role(&self, role: &str) -> Option<&crate::swarm::SwarmRole> {
+        self.input.swarm?.roles.get(role)
+    }
+
+    /// The step's own runtime, then its swarm role's, then the goal's defaults, then
+    /// the swarm's defaults.
+    fn runtime(&self, step: &Step, role: &str) -> Option<RuntimeSpec> {
+        let fallbacks = [
+            self.swarm_role(role).and_then(|r| r.runtime.clone()),
+            self.input.spec.defaults.runtime.clone(),
+            self.input.swarm.and_then(|s| s.defaults.runtime.clone()),
+        ];
+        let runtime = fallbacks
+            .into_iter()
+            .flatten()
+            .fold(step.runtime.clone().unwrap_or_default(), |r, f| r.or(&f));
         runtime.image.is_some().then_some(runtime)
     }
 

@@ -37,6 +37,7 @@ struct Case<'a> {
     goals: Vec<GoalSummary>,
     resume: Option<&'a str>,
     name: &'a str,
+    swarm: Option<crate::swarm::SwarmSpec>,
 }
 
 impl<'a> Case<'a> {
@@ -48,6 +49,7 @@ impl<'a> Case<'a> {
             goals: vec![],
             resume: None,
             name: "ship",
+            swarm: None,
         }
     }
     fn status(mut self, status: GoalStatus) -> Self {
@@ -80,6 +82,7 @@ impl<'a> Case<'a> {
             status: self.status.as_ref(),
             pods: &self.pods,
             goals: &self.goals,
+            swarm: self.swarm.as_ref(),
             now: now(),
         })
     }
@@ -386,6 +389,73 @@ fn a_step_without_an_image_is_a_condition_not_a_crash() {
     let plan = Case::new("steps: [{name: a, action: Implement it}]").plan();
     assert!(creates(&plan).is_empty());
     assert_eq!(condition(&plan, "Progressing"), ("False", "MissingRuntime"));
+}
+
+#[test]
+fn steps_use_their_swarm_role_as_a_template() {
+    let mut case = Case::new(
+        "swarm: billing\nsteps: [{name: a, role: reviewer, action: Review the change}, {name: b, role: builder, action: Fix it}]",
+    );
+    case.swarm = Some(
+        serde_yaml::from_str(
+            r#"
+defaults: {runtime: {name: claude, image: example.com/claude:1}}
+roles:
+  reviewer:
+    runtime: {name: codex, image: example.com/codex:2}
+    resources: {limits: {memory: 1Gi}}
+"#,
+        )
+        .unwrap(),
+    );
+    let plan = case.plan();
+    let Some(Action::CreatePod {
+        role,
+        runtime,
+        resources,
+        ..
+    }) = plan
+        .actions
+        .iter()
+        .find(|a| matches!(a, Action::CreatePod { .. }))
+    else {
+        panic!("no pod: {:?}", plan.actions);
+    };
+    assert_eq!(role, "reviewer");
+    assert_eq!(
+        runtime.image.as_deref(),
+        Some("example.com/codex:2"),
+        "the role's template"
+    );
+    let memory = resources
+        .clone()
+        .and_then(|r| r.limits)
+        .and_then(|l| l.get("memory").cloned());
+    assert_eq!(memory.map(|q| q.0).as_deref(), Some("1Gi"));
+    // A role the swarm does not list falls back to the swarm's defaults.
+    let mut later = then(case, &plan);
+    later.pods.push(StepPod {
+        name: pod_name("ship", 0, 1),
+        step: 0,
+        attempt: 1,
+        phase: PodPhase::Succeeded,
+        finished_at: Some(now()),
+        message: Some("ok".into()),
+        exit_code: Some(0),
+        reason: None,
+    });
+    let next = later.plan();
+    let Some(Action::CreatePod {
+        runtime, resources, ..
+    }) = next
+        .actions
+        .iter()
+        .find(|a| matches!(a, Action::CreatePod { .. }))
+    else {
+        panic!("no second pod: {:?}", next.actions);
+    };
+    assert_eq!(runtime.image.as_deref(), Some("example.com/claude:1"));
+    assert!(resources.is_none());
 }
 
 fn summary(name: &str, phase: Option<GoalPhase>, depends_on: &[&str]) -> GoalSummary {

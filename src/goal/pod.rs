@@ -32,6 +32,8 @@ pub struct StepPodParams<'a> {
     pub role: &'a str,
     pub runtime: &'a RuntimeSpec,
     pub timeout: Duration,
+    /// The resources of the step's role in its swarm.
+    pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
     /// Image holding the `overseer` binary (the operator's own).
     pub overseer_image: &'a str,
 }
@@ -99,6 +101,7 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
                 command: Some(command),
                 env: Some(env),
                 volume_mounts: Some(vec![bin_mount, results_mount]),
+                resources: p.resources.clone(),
                 security_context: Some(pods::restricted()),
                 termination_message_policy: Some("File".into()),
                 ..Default::default()
