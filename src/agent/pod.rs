@@ -21,6 +21,8 @@ pub const AGENT_LABEL: &str = "overseer.dev/agent";
 pub const ATTEMPT_LABEL: &str = "overseer.dev/attempt";
 pub const ROLE_LABEL: &str = "overseer.dev/role";
 pub const SWARM_LABEL: &str = "overseer.dev/swarm";
+/// The swarm run an agent belongs to (`spec.runId`, else the Swarm's uid).
+pub const RUN_LABEL: &str = "overseer.dev/run";
 /// The container the agent CLI (under the shim) runs in; exec targets it.
 pub const CONTAINER: &str = "agent";
 
@@ -37,6 +39,9 @@ fn labels(agent: &Agent) -> BTreeMap<String, String> {
     ]);
     if let Some(swarm) = &agent.spec.swarm {
         labels.insert(SWARM_LABEL.into(), label_value(swarm));
+    }
+    if let Some(run) = agent.labels().get(RUN_LABEL) {
+        labels.insert(RUN_LABEL.into(), run.clone());
     }
     labels
 }

@@ -11,7 +11,7 @@ use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
 use super::types::{Swarm, SwarmRole};
-use crate::agent::pod::{ROLE_LABEL, SWARM_LABEL};
+use crate::agent::pod::{ROLE_LABEL, RUN_LABEL, SWARM_LABEL};
 use crate::agent::{Agent, AgentSpec, LoopSpec, PodOverlay};
 use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
 
@@ -184,6 +184,12 @@ pub fn member_name(swarm: &str, member: &str) -> String {
 pub fn desired_agents(swarm: &Swarm) -> Vec<Agent> {
     let name = swarm.name_any();
     let overseer_name = member_name(&name, OVERSEER_MEMBER);
+    let run = swarm
+        .spec
+        .run_id
+        .clone()
+        .or_else(|| swarm.uid())
+        .unwrap_or_default();
     let mut agents = Vec::new();
     let meta = |agent: &str, role: &str| ObjectMeta {
         name: Some(agent.to_string()),
@@ -192,6 +198,7 @@ pub fn desired_agents(swarm: &Swarm) -> Vec<Agent> {
             (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
             (SWARM_LABEL.to_string(), label_value(&name)),
             (ROLE_LABEL.to_string(), role.to_string()),
+            (RUN_LABEL.to_string(), label_value(&run)),
         ])),
         owner_references: swarm.controller_owner_ref(&()).map(|r| vec![r]),
         ..Default::default()

@@ -5,12 +5,14 @@
 use std::process::Command;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::Role;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{AuthInfo, Kubeconfig};
 use overseer::agent::Agent;
 use overseer::goal::{Goal, GoalPhase};
+use overseer::swarm::Swarm;
 use serde_json::json;
 
 use crate::support::cluster::{
@@ -170,6 +172,33 @@ async fn the_chart_installs_and_its_rbac_is_enough_for_goals_and_agents() {
                     .is_some_and(|x| x.contains(&"pods/log".to_string()))
             });
             (names == ["b", "lead"] && logs).then_some(())
+        },
+    )
+    .await;
+
+    // A swarm: its members and its NetworkPolicy, applied as the ServiceAccount.
+    let swarm: Swarm = serde_json::from_value(json!({
+        "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "metadata": {"name": "team"},
+        "spec": {"networkPolicy": true,
+            "defaults": {"runtime": {"name": "pi", "image": "example.com/pi:1"}},
+            "agents": [{"name": "scout", "role": "scout"}]}
+    }))
+    .unwrap();
+    ns.api::<Swarm>()
+        .create(&PostParams::default(), &swarm)
+        .await
+        .unwrap();
+    let policies: Api<NetworkPolicy> = ns.api();
+    let maps: Api<ConfigMap> = ns.api();
+    wait_in(
+        &ns,
+        "the swarm's agents, instructions and policy, as the ServiceAccount",
+        Duration::from_secs(30),
+        || async {
+            pods.get_opt("team-scout-1").await.ok()??;
+            pods.get_opt("team-overseer-1").await.ok()??;
+            maps.get_opt("team-scout-instructions").await.ok()??;
+            policies.get_opt("overseer-swarm-team").await.ok()?
         },
     )
     .await;

@@ -155,7 +155,31 @@ async fn a_swarm_creates_its_agents_with_roles_instructions_and_permissions() {
 
     // Runtime and image come from the role, else the swarm's defaults.
     let builder = wait_pod(&ns, "billing-builder-1").await.spec.unwrap();
-    let scout = wait_pod(&ns, "billing-scout-1").await.spec.unwrap();
+    let scout_pod = wait_pod(&ns, "billing-scout-1").await;
+    let uid = ns
+        .api::<Swarm>()
+        .get("billing")
+        .await
+        .unwrap()
+        .uid()
+        .unwrap();
+    for label in [
+        "overseer.dev/swarm",
+        "overseer.dev/role",
+        "overseer.dev/run",
+    ] {
+        let expected = match label {
+            "overseer.dev/swarm" => "billing",
+            "overseer.dev/role" => "scout",
+            _ => uid.as_str(),
+        };
+        assert_eq!(
+            scout_pod.labels().get(label).map(String::as_str),
+            Some(expected),
+            "{label}"
+        );
+    }
+    let scout = scout_pod.spec.unwrap();
     assert_eq!(
         builder.containers[0].image.as_deref(),
         Some("example.com/codex:2")
