@@ -151,3 +151,29 @@ async fn loop_done_without_an_agent_to_report_to_is_refused() {
         stderr(&output)
     );
 }
+
+#[tokio::test]
+async fn a_members_instructions_are_linked_into_its_workspace() {
+    let source_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target/test-shim")
+        .join(format!("layers-{}", std::process::id()));
+    std::fs::create_dir_all(&source_dir).unwrap();
+    let source = source_dir.join("CLAUDE.md");
+    std::fs::write(&source, "# Instructions v1\n").unwrap();
+    let shim = Shim::start(
+        "instructions",
+        "tui",
+        "claude",
+        "tui-works-then-idles.sh",
+        &[("OVERSEER_INSTRUCTIONS", source.to_str().unwrap())],
+    );
+    shim.wait_for(ActivityState::Idle).await;
+    let linked = shim.dir.join("CLAUDE.md");
+    assert_eq!(std::fs::read_link(&linked).unwrap(), source);
+    // The ConfigMap volume is updated in place: the agent reads the new layers.
+    std::fs::write(&source, "# Instructions v2\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&linked).unwrap(),
+        "# Instructions v2\n"
+    );
+}

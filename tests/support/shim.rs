@@ -75,6 +75,8 @@ impl Shim {
             .arg("--")
             .arg(script)
             .env_remove("OVERSEER_AGENT")
+            // The shim's own directory is its working directory, as /workspace in a pod.
+            .current_dir(&dir)
             .env("FAKE_LOG", dir.join("fake.log"))
             .env("FAKE_DIR", &dir)
             // What the fake CLIs call, as the agent in a pod calls /overseer/bin/overseer.
