@@ -74,6 +74,17 @@ fn controlled_by(agent: &Agent, swarm: &Swarm) -> bool {
         .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref())
 }
 
+/// The agent already has the wanted spec and labels (members' status changes bring
+/// the swarm back often: nothing is written then).
+fn up_to_date(current: &Agent, wanted: &Agent) -> bool {
+    let labels = current.labels();
+    current.spec == wanted.spec
+        && wanted
+            .labels()
+            .iter()
+            .all(|(key, value)| labels.get(key) == Some(value))
+}
+
 #[instrument(skip_all, fields(swarm = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
 async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
     let started = Instant::now();
@@ -98,19 +109,29 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
     let params = PatchParams::apply(CONTROLLER_MANAGER).force();
     for agent in &desired {
         let agent_name = agent.name_any();
-        if let Some(other) = agents.get_opt(&agent_name).await?
-            && !controlled_by(&other, &swarm)
-        {
+        let current = match existing.iter().find(|a| a.name_any() == agent_name) {
+            Some(found) => Some(found.clone()),
+            // Not labelled for this swarm: it may still exist (a name taken by another).
+            None => agents.get_opt(&agent_name).await?,
+        };
+        if let Some(other) = current.as_ref().filter(|a| !controlled_by(a, &swarm)) {
             let problem = format!(
-                "agent {agent_name} already exists and does not belong to this swarm; it is left alone"
+                "agent {} already exists and does not belong to this swarm; it is left alone",
+                other.name_any()
             );
             problems.push(problem);
             continue;
         }
-        let created = !existing.iter().any(|a| a.name_any() == agent_name);
+        if current.as_ref().is_some_and(|c| up_to_date(c, agent)) {
+            continue;
+        }
+        let created = current.is_none();
         agents
             .patch(&agent_name, &params, &Patch::Apply(agent))
             .await?;
+        if !created {
+            info!(agent = %agent_name, "updated swarm agent");
+        }
         if created {
             info!(agent = %agent_name, "created swarm agent");
             let message = format!("agent {agent_name} (role {}) created", agent.spec.role);
