@@ -168,7 +168,7 @@ fn link_instructions(source: &std::path::Path) {
     let target = PathBuf::from(file);
     match std::fs::symlink_metadata(&target) {
         Ok(meta) if !meta.file_type().is_symlink() => {
-            warn!(file = %target.display(), source = %source.display(), "the workspace has its own instruction file; the swarm's instructions stay at the source");
+            warn!(file = %target.display(), source = %source.display(), "an instruction file is already in the workspace (the repository's own, or mounted for a read-only role); it is left as it is");
             return;
         }
         Ok(_) => {
