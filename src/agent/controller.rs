@@ -545,11 +545,10 @@ async fn overseer_state(agents: &Api<Agent>, agent: &Agent) -> Result<OverseerSt
 }
 
 fn overseer_ready(overseer: &Agent) -> bool {
-    overseer.status.as_ref().is_some_and(|s| {
-        s.phase == Some(AgentPhase::Running)
-            && s.pod_name.is_some()
-            && conditions::is_true(&s.conditions, "Ready")
-    })
+    overseer
+        .status
+        .as_ref()
+        .is_some_and(|s| decide::ready_pod(s).is_some())
 }
 
 /// Writes the operator's part of the status: `activity` and `exit` belong to the

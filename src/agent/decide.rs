@@ -206,6 +206,13 @@ fn after(then: &Time, wait: Duration) -> Timestamp {
         .unwrap_or(Timestamp::MAX)
 }
 
+/// The pod that can take input now: the agent is Running and its pod is Ready.
+pub fn ready_pod(status: &AgentStatus) -> Option<&str> {
+    let ready = status.phase == Some(AgentPhase::Running)
+        && conditions::is_true(&status.conditions, "Ready");
+    status.pod_name.as_deref().filter(|_| ready)
+}
+
 /// The activity of the current attempt (a report about an earlier pod is ignored).
 pub fn current_activity(status: &AgentStatus) -> Option<&Activity> {
     let attempt = status.attempt?;

@@ -17,6 +17,9 @@ use tracing::{info, instrument, warn};
 use super::plan::{self, Action, GoalSummary, NotifyReason, PodPhase, StepPod};
 use super::pod::{self, ATTEMPT_LABEL, GOAL_LABEL, STEP_INDEX_LABEL, StepPodParams};
 use super::types::Goal;
+use crate::agent::Agent;
+use crate::agent::decide as agent_decide;
+use crate::agent::pod::CONTAINER as AGENT_CONTAINER;
 use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, label_value};
 use crate::operator::{Context, Shutdown};
 use crate::swarm::Swarm;
@@ -233,12 +236,66 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                 }
             }
             Action::Notify { reason, message } => notify(ctx, &goal, *reason, message).await,
+            Action::WakeOverseer(outcome) => wake_overseer(ctx, &goal, outcome).await?,
         }
     }
     ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
     Ok(plan
         .requeue_after
         .map_or_else(Requeue::await_change, Requeue::requeue))
+}
+
+/// `effort: high`: types the step's outcome into the goal's overseer through exec
+/// input. Told once per outcome: a failed delivery is a Warning Event (the outcome
+/// stays in status), never retried into a later, confusing wake.
+async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) -> Result<()> {
+    let Some(overseer) = &goal.spec.overseer else {
+        return Ok(());
+    };
+    let namespace = goal.namespace().unwrap_or_default();
+    let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
+    let pod = agents
+        .get_opt(overseer)
+        .await?
+        .and_then(|a| a.status)
+        .and_then(|s| agent_decide::ready_pod(&s).map(String::from));
+    let labels = |outcome: &'static str| crate::metrics::DeliveryLabels {
+        kind: "goal",
+        outcome,
+    };
+    let delivered = match pod {
+        None => Err(format!("overseer {overseer} has no ready pod")),
+        Some(pod) => {
+            let text = plan::outcome_message(&namespace, &goal.name_any(), outcome);
+            let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+            crate::exec::deliver(&pods, &pod, AGENT_CONTAINER, &ctx.input_command, &text).await
+        }
+    };
+    match delivered {
+        Ok(()) => {
+            ctx.metrics
+                .deliveries
+                .get_or_create(&labels("delivered"))
+                .inc();
+            let message = format!(
+                "overseer {overseer} told: step {} {}",
+                outcome.step, outcome.outcome
+            );
+            publish(ctx, goal, false, "OverseerWoken", &message, None).await;
+        }
+        Err(error) => {
+            ctx.metrics
+                .deliveries
+                .get_or_create(&labels("failed"))
+                .inc();
+            let message = format!(
+                "overseer {overseer} not told of step {} {}: {error}",
+                outcome.step, outcome.outcome
+            );
+            publish(ctx, goal, true, "WakeFailed", &message, None).await;
+        }
+    }
+    Ok(())
 }
 
 /// A step pod as the plan sees it; pods without our labels are ignored.

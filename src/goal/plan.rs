@@ -98,6 +98,39 @@ pub enum Action {
         /// The step pod the Event is about, if any (its `related` object).
         pod: Option<String>,
     },
+    /// `effort: high`: wake the goal's overseer with a step's outcome.
+    WakeOverseer(StepOutcome),
+}
+
+/// A step's outcome as the overseer is told it: names, numbers and what happens
+/// next, never the step's output.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StepOutcome {
+    /// 1-based position and the number of steps.
+    pub position: usize,
+    pub steps: usize,
+    pub step: String,
+    pub attempt: i32,
+    /// `succeeded`, `failed` or `timed out`.
+    pub outcome: &'static str,
+    /// What the goal does next, in words.
+    pub next: String,
+}
+
+/// The wake an overseer gets for a step outcome (fixed wording, snapshot-tested).
+pub fn outcome_message(namespace: &str, goal: &str, outcome: &StepOutcome) -> String {
+    format!(
+        "[overseer] goal: goal={goal} step={}/{} name={} attempt={} outcome={} next={}\n\
+         The step's result and message are in the Goal's status.steps[{}] (kubectl -n {namespace} get goal {goal} -o yaml). \
+         This message quotes nothing the step wrote.\n",
+        outcome.position,
+        outcome.steps,
+        outcome.step,
+        outcome.attempt,
+        outcome.outcome,
+        outcome.next,
+        outcome.position - 1,
+    )
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -506,6 +539,27 @@ impl Planner<'_> {
         entry.message = None;
         self.status.completed_steps = i as i32 + 1;
         self.step_event(i, false, "StepSucceeded", format!("step {name} succeeded"));
+        let next = match self.input.spec.steps.get(i + 1) {
+            Some(step) => format!("step {} starts", step.name),
+            None => "the goal succeeded".into(),
+        };
+        self.wake_overseer(i, "succeeded", next);
+    }
+
+    /// `effort: high` with an overseer: tell it every step outcome.
+    fn wake_overseer(&mut self, i: usize, outcome: &'static str, next: String) {
+        if self.input.spec.effort != Effort::High || self.input.spec.overseer.is_none() {
+            return;
+        }
+        let entry = &self.status.steps[i];
+        self.actions.push(Action::WakeOverseer(StepOutcome {
+            position: i + 1,
+            steps: self.input.spec.steps.len(),
+            step: entry.name.clone(),
+            attempt: entry.attempts,
+            outcome,
+            next,
+        }));
     }
 
     fn fail_step(&mut self, i: usize, phase: StepPhase, message: String) {
@@ -521,10 +575,15 @@ impl Planner<'_> {
         let used = entry.attempts - entry.attempt_base;
         let attempts = entry.attempts;
         let name = step.name.clone();
+        let outcome = match phase {
+            StepPhase::TimedOut => "timed out",
+            _ => "failed",
+        };
         if used <= max_retries {
             let delay = backoff(&self.input.spec.defaults.backoff, used);
             let at = self.input.now + delay;
             entry.next_retry_time = Some(Time(at));
+            self.wake_overseer(i, outcome, format!("retry in {}", humanize(delay)));
             self.step_event(
                 i,
                 true,
@@ -539,6 +598,11 @@ impl Planner<'_> {
             return;
         }
         entry.next_retry_time = None;
+        let next = match self.input.spec.on_failure {
+            OnFailure::Pause => "the goal is paused",
+            OnFailure::Fail => "the goal failed",
+        };
+        self.wake_overseer(i, outcome, next.into());
         let summary = format!("step {name} failed after {used} attempts: {message}");
         self.status.message = Some(summary.clone());
         match self.input.spec.on_failure {

@@ -552,3 +552,82 @@ fn pod_names_are_deterministic_and_bounded() {
     let long = "a".repeat(253);
     assert!(pod_name(&long, 99, 100).len() <= 253);
 }
+
+fn wakes(plan: &Plan) -> Vec<StepOutcome> {
+    plan.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::WakeOverseer(outcome) => Some(outcome.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `effort: high` tells the overseer every step outcome; standard effort, or no
+/// overseer, tells nobody. (case, extra spec, pod outcome, wake: outcome and next)
+#[test]
+fn high_effort_wakes_the_overseer_with_each_step_outcome() {
+    type Row = (
+        &'static str,
+        &'static str,
+        PodPhase,
+        Option<(&'static str, &'static str)>,
+    );
+    let rows: &[Row] = &[
+        (
+            "success",
+            "effort: high\noverseer: lead\n",
+            PodPhase::Succeeded,
+            Some(("succeeded", "step implement starts")),
+        ),
+        (
+            "failure, retries left",
+            "effort: high\noverseer: lead\n",
+            PodPhase::Failed,
+            Some(("failed", "retry in 10s")),
+        ),
+        (
+            "failure, none left",
+            "effort: high\noverseer: lead\n",
+            PodPhase::Failed,
+            Some(("failed", "the goal is paused")),
+        ),
+        (
+            "standard effort",
+            "overseer: lead\n",
+            PodPhase::Succeeded,
+            None,
+        ),
+        ("no overseer", "effort: high\n", PodPhase::Succeeded, None),
+    ];
+    for (label, extra, phase, expected) in rows {
+        let mut case = Case::new(&format!("{extra}{THREE_STEPS}"));
+        if *label == "failure, none left" {
+            case.spec.defaults.max_retries = 0;
+        }
+        let plan = case.status(running_first(1, 30)).pod(0, 1, *phase).plan();
+        let told: Vec<(&str, String)> = wakes(&plan)
+            .iter()
+            .map(|w| (w.outcome, w.next.clone()))
+            .collect();
+        let expected: Vec<(&str, String)> =
+            expected.iter().map(|(o, n)| (*o, n.to_string())).collect();
+        assert_eq!(told, expected, "{label}");
+    }
+}
+
+#[test]
+fn the_outcome_message_has_a_fixed_shape() {
+    let outcome = StepOutcome {
+        position: 2,
+        steps: 3,
+        step: "implement".into(),
+        attempt: 1,
+        outcome: "failed",
+        next: "retry in 20s".into(),
+    };
+    insta::assert_snapshot!(outcome_message("team", "ship", &outcome), @r"
+    [overseer] goal: goal=ship step=2/3 name=implement attempt=1 outcome=failed next=retry in 20s
+    The step's result and message are in the Goal's status.steps[1] (kubectl -n team get goal ship -o yaml). This message quotes nothing the step wrote.
+    ");
+}
