@@ -492,3 +492,69 @@ async fn a_person_puts_an_agent_back_in_the_loop_and_takes_it_out() {
     })
     .await;
 }
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn high_effort_goals_tell_their_overseer_each_step_outcome() {
+    let ns = setup("goal-effort").await;
+    let _operator = operator(&ns);
+    let lead = pod_shim(&ns, "lead", 1, "pi", "tui-works-then-idles.sh").await;
+    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    wait_condition(&ns, "lead", "Running", |a| {
+        phase(a) == Some(AgentPhase::Running)
+    })
+    .await;
+    let goal = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
+        "metadata": {"name": "ship"},
+        "spec": {"effort": "high", "overseer": "lead",
+            "defaults": {"runtime": {"name": "pi", "image": "example.com/pi:1"}},
+            "steps": [{"name": "a", "action": "Implement it"}, {"name": "b", "action": "Implement more"}]}});
+    let applied = kubectl(&["apply", "-n", &ns.name, "-f", "-"], &goal.to_string());
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = ns.api();
+    let finish = |outcome: &'static str| json!({"metadata": {"annotations": {"kwok.overseer.dev/outcome": outcome}}});
+    for (pod, outcome) in [("ship-s0-a1", "Succeeded"), ("ship-s1-a1", "Failed")] {
+        wait_in(&ns, pod, WAIT, || async {
+            pods.get_opt(pod).await.ok().flatten()
+        })
+        .await;
+        pods.patch(
+            pod,
+            &PatchParams::default(),
+            &Patch::Merge(&finish(outcome)),
+        )
+        .await
+        .unwrap();
+    }
+    let log = wait_in(
+        &ns,
+        "both outcomes typed into the overseer",
+        WAIT,
+        || async { Some(lead.fake_log()).filter(|l| l.contains("name=b")) },
+    )
+    .await;
+    let told: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("[overseer] goal:"))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            "[overseer] goal: goal=ship step=1/2 name=a attempt=1 outcome=succeeded next=step b starts",
+            "[overseer] goal: goal=ship step=2/2 name=b attempt=1 outcome=failed next=retry in 10s",
+        ],
+        "{log}"
+    );
+    let woken = wait_events(&ns, "ship", "OverseerWoken").await;
+    assert!(
+        woken[0]
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("overseer lead told")
+    );
+}
