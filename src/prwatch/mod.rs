@@ -1,3 +1,4 @@
+pub mod github;
 pub mod types;
 
 pub use types::*;
