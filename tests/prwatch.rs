@@ -18,7 +18,9 @@ fn github_schema() -> Valid<Schema> {
             let count = text.matches("duplicate definitions").count();
             assert!(
                 text.matches("Error:").count() == count
-                    && text.contains("duplicate definitions for the `repositoryDeployKeySetting` field"),
+                    && text.contains(
+                        "duplicate definitions for the `repositoryDeployKeySetting` field"
+                    ),
                 "GitHub's schema has new problems: {text}"
             );
             with_errors.partial
@@ -31,7 +33,10 @@ fn github_schema() -> Valid<Schema> {
 fn the_poll_query_is_valid_against_githubs_published_schema() {
     let schema = github_schema();
     if let Err(errors) = ExecutableDocument::parse_and_validate(&schema, QUERY, "query.graphql") {
-        panic!("the poll query does not fit GitHub's schema:\n{}", errors.errors);
+        panic!(
+            "the poll query does not fit GitHub's schema:\n{}",
+            errors.errors
+        );
     }
 }
 
@@ -41,5 +46,9 @@ fn a_field_github_does_not_have_is_refused() {
     let wrong = QUERY.replace("headRefOid", "headCommitSha");
     let errors = ExecutableDocument::parse_and_validate(&schema, &wrong, "query.graphql")
         .expect_err("an unknown field must fail validation");
-    assert!(errors.errors.to_string().contains("headCommitSha"), "{}", errors.errors);
+    assert!(
+        errors.errors.to_string().contains("headCommitSha"),
+        "{}",
+        errors.errors
+    );
 }

@@ -288,7 +288,10 @@ pub struct Snapshot {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PollError {
     /// GitHub asked us to wait (primary or secondary limit): not a failed poll.
-    RateLimited { until: Timestamp, why: String },
+    RateLimited {
+        until: Timestamp,
+        why: String,
+    },
     Failed(String),
 }
 
@@ -320,7 +323,9 @@ pub fn parse(body: &[u8], now: Timestamp) -> Result<Snapshot, PollError> {
     let pr = data
         .repository
         .and_then(|r| r.pull_request)
-        .ok_or_else(|| PollError::Failed("no such pull request (or the token cannot see it)".into()))?;
+        .ok_or_else(|| {
+            PollError::Failed("no such pull request (or the token cannot see it)".into())
+        })?;
     let head = pr.commits.items().last().map(|c| c.commit.clone());
     let rollup = head.as_ref().and_then(|c| c.status_check_rollup.clone());
     let checks = rollup
@@ -328,8 +333,7 @@ pub fn parse(body: &[u8], now: Timestamp) -> Result<Snapshot, PollError> {
         .map(|r| r.contexts.nodes.iter().flatten().map(check).collect())
         .unwrap_or_default();
     let more_checks = rollup.as_ref().is_some_and(|r| {
-        r.contexts.page_info.has_next_page
-            || r.contexts.total_count > r.contexts.nodes.len() as i64
+        r.contexts.page_info.has_next_page || r.contexts.total_count > r.contexts.nodes.len() as i64
     });
     let mut feedback = Vec::new();
     for review in pr.reviews.items() {

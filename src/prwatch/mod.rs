@@ -1,4 +1,5 @@
 pub mod github;
+pub mod message;
 pub mod types;
 
 pub use types::*;

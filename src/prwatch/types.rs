@@ -137,6 +137,13 @@ pub struct PRWatchStatus {
     pub last_poll_time: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_wake_time: Option<Time>,
+    /// Feedback up to this time is reported (or was there when the watch began);
+    /// `seenFeedback` holds the ids at exactly this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback_until: Option<Time>,
+    /// When the next poll is due (the interval, or GitHub's rate limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_poll_time: Option<Time>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
