@@ -1,3 +1,4 @@
+pub mod decide;
 pub mod github;
 pub mod message;
 pub mod types;

@@ -1,0 +1,372 @@
+//! A PR watch's decisions as a pure function: (spec, status, what this poll saw,
+//! whether the agent can take input, now) → the new status, the wake to deliver (if
+//! any), Events, and when to look again. All memory is in status.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::github::{Feedback, PollError, Snapshot};
+use super::message::{self, CiNews};
+use super::types::*;
+use crate::{conditions, duration};
+
+/// `sha:result` pairs remembered (newest last).
+const REPORTED_KEPT: usize = 50;
+
+/// What this reconcile knows about GitHub.
+#[derive(Debug, Clone)]
+pub enum Poll<'a> {
+    /// No poll was due.
+    NotDue,
+    Done(&'a Snapshot),
+    Error(&'a PollError),
+}
+
+pub struct Input<'a> {
+    pub generation: Option<i64>,
+    pub spec: &'a PRWatchSpec,
+    pub status: Option<&'a PRWatchStatus>,
+    pub poll: Poll<'a>,
+    /// The agent's pod can take input now.
+    pub agent_ready: bool,
+    pub now: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub status: PRWatchStatus,
+    /// The message to type into the agent; the status already records it as sent,
+    /// so it is written first and a restart never sends it twice.
+    pub wake: Option<String>,
+    pub events: Vec<Event>,
+    /// When to look again (None: the watch has ended).
+    pub requeue_after: Option<Duration>,
+}
+
+/// Whether a poll is due now.
+pub fn poll_due(status: Option<&PRWatchStatus>, now: Timestamp) -> bool {
+    status
+        .and_then(|s| s.next_poll_time.as_ref())
+        .is_none_or(|at| at.0 <= now)
+}
+
+pub fn ended(phase: Option<PRWatchPhase>) -> bool {
+    matches!(
+        phase,
+        Some(
+            PRWatchPhase::Merged
+                | PRWatchPhase::Closed
+                | PRWatchPhase::Stopped
+                | PRWatchPhase::Exhausted
+                | PRWatchPhase::Failing
+        )
+    )
+}
+
+/// CI has settled on the head: every check complete, all on the first page, and the
+/// rollup neither pending nor expected. Then `sha:success` or `sha:failure`.
+pub fn ci_result(snapshot: &Snapshot) -> Option<&'static str> {
+    let state = snapshot.rollup_state.as_deref()?;
+    let settled = !matches!(state, "PENDING" | "EXPECTED")
+        && !snapshot.more_checks
+        && snapshot.checks.iter().all(|c| c.complete);
+    settled.then_some(if state == "SUCCESS" {
+        "success"
+    } else {
+        "failure"
+    })
+}
+
+/// Feedback not reported yet, from anyone but the token's own account, oldest first.
+pub fn new_feedback(snapshot: &Snapshot, status: &PRWatchStatus) -> Vec<Feedback> {
+    let until = status.feedback_until.as_ref().map(|t| t.0);
+    let mut fresh: Vec<Feedback> = snapshot
+        .feedback
+        .iter()
+        .filter(|f| {
+            f.author
+                .as_deref()
+                .is_none_or(|a| !a.eq_ignore_ascii_case(&snapshot.viewer))
+        })
+        .filter(|f| match until {
+            None => true,
+            Some(until) => {
+                f.time > until || (f.time == until && !status.seen_feedback.contains(&f.id))
+            }
+        })
+        .cloned()
+        .collect();
+    fresh.sort_by_key(|f| (f.time, f.id.clone()));
+    fresh
+}
+
+/// Moves the feedback mark past `reported`: the latest time and the ids at it.
+fn mark_reported(status: &mut PRWatchStatus, snapshot: &Snapshot, reported: &[Feedback]) {
+    let Some(latest) = reported.iter().map(|f| f.time).max() else {
+        return;
+    };
+    let before = status.feedback_until.as_ref().map(|t| t.0);
+    let mut seen: Vec<String> = if before == Some(latest) {
+        status.seen_feedback.clone()
+    } else {
+        Vec::new()
+    };
+    for f in snapshot.feedback.iter().filter(|f| f.time == latest) {
+        if !seen.contains(&f.id) {
+            seen.push(f.id.clone());
+        }
+    }
+    status.feedback_until = Some(Time(latest));
+    status.seen_feedback = seen;
+}
+
+struct Builder<'a> {
+    input: &'a Input<'a>,
+    status: PRWatchStatus,
+    events: Vec<Event>,
+    now: Time,
+}
+
+impl Builder<'_> {
+    fn condition(&mut self, type_: &str, ok: bool, reason: &str, message: &str) -> bool {
+        conditions::set(
+            &mut self.status.conditions,
+            type_,
+            ok,
+            reason,
+            message,
+            self.input.generation,
+            &self.now,
+        )
+    }
+
+    fn event(&mut self, warning: bool, reason: &'static str, message: String) {
+        self.events.push(Event {
+            warning,
+            reason,
+            message,
+        });
+    }
+
+    fn end(&mut self, phase: PRWatchPhase, reason: &'static str, message: String, warning: bool) {
+        self.status.phase = Some(phase);
+        self.status.next_poll_time = None;
+        self.status.pending = None;
+        self.condition("Watching", false, reason, &message);
+        self.event(warning, reason, message);
+    }
+}
+
+pub fn plan(input: &Input) -> Plan {
+    let mut b = Builder {
+        input,
+        status: input.status.cloned().unwrap_or_default(),
+        events: Vec::new(),
+        now: Time(input.now),
+    };
+    b.status.observed_generation = input.generation;
+    let wake = decide(&mut b);
+    let requeue_after = if ended(b.status.phase) {
+        None
+    } else {
+        let at = b.status.next_poll_time.as_ref().map_or(input.now, |t| t.0);
+        Some(
+            at.duration_since(input.now)
+                .try_into()
+                .unwrap_or(Duration::ZERO)
+                .max(Duration::from_secs(1)),
+        )
+    };
+    Plan {
+        status: b.status,
+        wake,
+        events: b.events,
+        requeue_after,
+    }
+}
+
+fn decide(b: &mut Builder) -> Option<String> {
+    let spec = b.input.spec;
+    let now = b.input.now;
+    if ended(b.status.phase) {
+        return None;
+    }
+    if spec.stop {
+        b.end(
+            PRWatchPhase::Stopped,
+            "Stopped",
+            "spec.stop is true".into(),
+            false,
+        );
+        return None;
+    }
+    let interval = duration::parse(&spec.poll_interval).unwrap_or(Duration::from_secs(60));
+    b.status.phase = Some(PRWatchPhase::Watching);
+    let snapshot = match b.input.poll {
+        Poll::NotDue => return None,
+        Poll::Error(PollError::RateLimited { until, why }) => {
+            let next = (*until).max(now + interval);
+            b.status.next_poll_time = Some(Time(next));
+            let message = format!("{why}: the next poll waits until {next}");
+            if b.condition("RateLimited", true, "RateLimited", &message) {
+                b.event(true, "RateLimited", message);
+            }
+            return None;
+        }
+        Poll::Error(PollError::Failed(error)) => {
+            b.status.failed_polls += 1;
+            b.status.last_poll_time = Some(b.now.clone());
+            b.status.next_poll_time = Some(Time(now + interval));
+            let message = format!(
+                "poll {} of {} in a row failed: {error}",
+                b.status.failed_polls, spec.max_failed_polls
+            );
+            b.condition("Polling", false, "PollFailed", &message);
+            b.event(true, "PollFailed", message);
+            if b.status.failed_polls >= spec.max_failed_polls {
+                let told = b.input.agent_ready;
+                let message = format!(
+                    "{} polls failed in a row; the watch stopped{}",
+                    b.status.failed_polls,
+                    if told {
+                        " and the agent is told"
+                    } else {
+                        "; the agent's pod is not ready, so it is not told"
+                    }
+                );
+                b.end(PRWatchPhase::Failing, "Failing", message, true);
+                return told.then(|| message::failing(&spec.url, b.status.failed_polls));
+            }
+            return None;
+        }
+        Poll::Done(snapshot) => snapshot,
+    };
+    let first_poll = b.status.last_poll_time.is_none();
+    b.status.failed_polls = 0;
+    b.status.last_poll_time = Some(b.now.clone());
+    b.status.next_poll_time = Some(Time(now + interval));
+    b.condition("Polling", true, "Polled", "the last poll succeeded");
+    b.condition("RateLimited", false, "WithinLimits", "GitHub answered");
+    b.status.head_sha = Some(snapshot.head_sha.clone());
+    b.status.checks = Some(ChecksStatus {
+        state: snapshot.rollup_state.clone(),
+        sha: Some(snapshot.head_sha.clone()),
+        failed: snapshot
+            .checks
+            .iter()
+            .filter(|c| c.failed)
+            .map(|c| c.name.clone())
+            .collect(),
+    });
+    match snapshot.state.as_str() {
+        "MERGED" => {
+            b.end(
+                PRWatchPhase::Merged,
+                "Merged",
+                "the pull request was merged".into(),
+                false,
+            );
+            return None;
+        }
+        "CLOSED" => {
+            b.end(
+                PRWatchPhase::Closed,
+                "Closed",
+                "the pull request was closed".into(),
+                false,
+            );
+            return None;
+        }
+        _ => {}
+    }
+    if first_poll {
+        // What is already there when the watch begins is not news.
+        let existing: Vec<Feedback> = snapshot.feedback.clone();
+        mark_reported(&mut b.status, snapshot, &existing);
+    }
+    let feedback = new_feedback(snapshot, &b.status);
+    b.status.pending = match (feedback.first(), feedback.last()) {
+        (Some(first), Some(last)) => Some(PendingFeedback {
+            count: feedback.len() as i32,
+            first_time: Some(Time(first.time)),
+            last_time: Some(Time(last.time)),
+        }),
+        _ => None,
+    };
+    let quiet = duration::parse(&spec.quiet_period).unwrap_or(Duration::from_secs(90));
+    let feedback_due = feedback.last().is_some_and(|last| last.time + quiet <= now);
+    let ci = ci_result(snapshot).and_then(|result| {
+        let key = format!("{}:{result}", snapshot.head_sha);
+        (!b.status.reported.contains(&key)).then(|| CiNews {
+            sha: snapshot.head_sha.clone(),
+            result,
+            failed: snapshot
+                .checks
+                .iter()
+                .filter(|c| c.failed)
+                .map(|c| c.name.clone())
+                .collect(),
+            total: snapshot.checks.len(),
+        })
+    });
+    if ci.is_none() && !feedback_due {
+        return None;
+    }
+    if !b.input.agent_ready {
+        let message = format!(
+            "news for agent {}, whose pod is not ready: kept for the next poll",
+            spec.agent
+        );
+        if b.condition("AgentReady", false, "AgentNotReady", &message) {
+            b.event(true, "AgentNotReady", message);
+        }
+        return None;
+    }
+    b.condition(
+        "AgentReady",
+        true,
+        "AgentReady",
+        "the agent's pod takes input",
+    );
+    let reported_feedback: &[Feedback] = if feedback_due { &feedback } else { &[] };
+    let text = message::wake(&spec.url, ci.as_ref(), reported_feedback);
+    if let Some(ci) = &ci {
+        b.status.reported.push(format!("{}:{}", ci.sha, ci.result));
+        let excess = b.status.reported.len().saturating_sub(REPORTED_KEPT);
+        b.status.reported.drain(..excess);
+    }
+    if feedback_due {
+        mark_reported(&mut b.status, snapshot, &feedback);
+        b.status.pending = None;
+    }
+    b.status.wakes += 1;
+    b.status.last_wake_time = Some(b.now.clone());
+    let what = match (&ci, feedback_due) {
+        (Some(ci), true) => format!("CI {} and {} new feedback", ci.result, feedback.len()),
+        (Some(ci), false) => format!("CI {}", ci.result),
+        (None, _) => format!("{} new feedback", feedback.len()),
+    };
+    b.event(
+        false,
+        "AgentWoken",
+        format!("agent {} woken: {what}", spec.agent),
+    );
+    if b.status.wakes >= spec.max_wakes {
+        let message = format!("{} wakes (maxWakes): the watch ended", b.status.wakes);
+        b.end(PRWatchPhase::Exhausted, "Exhausted", message, false);
+    }
+    Some(text)
+}
+
+#[cfg(test)]
+#[path = "decide_tests.rs"]
+mod tests;
