@@ -33,6 +33,12 @@ pub struct DeliveryLabels {
     pub outcome: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PollLabels {
+    /// ok, failed or rate_limited
+    pub result: &'static str,
+}
+
 /// All metrics, registered once at start-up and shared through the `Context`.
 pub struct Metrics {
     registry: Registry,
@@ -52,6 +58,10 @@ pub struct Metrics {
     pub premature_stops: Counter,
     /// From an agent crossing `idleAfter` to the delivered nudge or wake.
     pub stop_to_delivery: Family<DeliveryLabels, Histogram>,
+    /// PR watch polls by result.
+    pub pr_polls: Family<PollLabels, Counter>,
+    /// From the poll that saw CI settle to the delivered wake.
+    pub pr_settle_to_wake: Histogram,
 }
 
 impl Default for Metrics {
@@ -122,6 +132,18 @@ impl Default for Metrics {
             "From the previous step pod seen Succeeded to the next step pod created",
             step_advance.clone(),
         );
+        let pr_polls = Family::<PollLabels, Counter>::default();
+        registry.register(
+            "prwatch_polls",
+            "PR watch polls of GitHub, by result",
+            pr_polls.clone(),
+        );
+        let pr_settle_to_wake = Histogram::new(exponential_buckets(0.05, 2.0, 14));
+        registry.register(
+            "prwatch_ci_settled_to_wake_seconds",
+            "From the poll that saw CI settle on the head to the delivered wake",
+            pr_settle_to_wake.clone(),
+        );
         Metrics {
             registry,
             reconciliations,
@@ -134,6 +156,8 @@ impl Default for Metrics {
             deliveries,
             premature_stops,
             stop_to_delivery,
+            pr_polls,
+            pr_settle_to_wake,
         }
     }
 }

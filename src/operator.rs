@@ -113,7 +113,8 @@ fn controllers(
     vec![
         Box::pin(crate::goal::controller::run(ctx.clone(), shutdown.clone())),
         Box::pin(crate::agent::controller::run(ctx.clone(), shutdown.clone())),
-        Box::pin(crate::swarm::controller::run(ctx, shutdown)),
+        Box::pin(crate::swarm::controller::run(ctx.clone(), shutdown.clone())),
+        Box::pin(crate::prwatch::controller::run(ctx, shutdown)),
     ]
 }
 

@@ -88,7 +88,8 @@ pub fn ci_result(snapshot: &Snapshot) -> Option<&'static str> {
 
 /// Feedback not reported yet, from anyone but the token's own account, oldest first.
 pub fn new_feedback(snapshot: &Snapshot, status: &PRWatchStatus) -> Vec<Feedback> {
-    let until = status.feedback_until.as_ref().map(|t| t.0);
+    // Status keeps whole seconds, so feedback is compared by the second.
+    let until = status.feedback_until.as_ref().map(|t| t.0.as_second());
     let mut fresh: Vec<Feedback> = snapshot
         .feedback
         .iter()
@@ -100,7 +101,8 @@ pub fn new_feedback(snapshot: &Snapshot, status: &PRWatchStatus) -> Vec<Feedback
         .filter(|f| match until {
             None => true,
             Some(until) => {
-                f.time > until || (f.time == until && !status.seen_feedback.contains(&f.id))
+                let second = f.time.as_second();
+                second > until || (second == until && !status.seen_feedback.contains(&f.id))
             }
         })
         .cloned()
@@ -111,21 +113,25 @@ pub fn new_feedback(snapshot: &Snapshot, status: &PRWatchStatus) -> Vec<Feedback
 
 /// Moves the feedback mark past `reported`: the latest time and the ids at it.
 fn mark_reported(status: &mut PRWatchStatus, snapshot: &Snapshot, reported: &[Feedback]) {
-    let Some(latest) = reported.iter().map(|f| f.time).max() else {
+    let Some(latest) = reported.iter().map(|f| f.time.as_second()).max() else {
         return;
     };
-    let before = status.feedback_until.as_ref().map(|t| t.0);
+    let before = status.feedback_until.as_ref().map(|t| t.0.as_second());
     let mut seen: Vec<String> = if before == Some(latest) {
         status.seen_feedback.clone()
     } else {
         Vec::new()
     };
-    for f in snapshot.feedback.iter().filter(|f| f.time == latest) {
+    for f in snapshot
+        .feedback
+        .iter()
+        .filter(|f| f.time.as_second() == latest)
+    {
         if !seen.contains(&f.id) {
             seen.push(f.id.clone());
         }
     }
-    status.feedback_until = Some(Time(latest));
+    status.feedback_until = Timestamp::from_second(latest).ok().map(Time);
     status.seen_feedback = seen;
 }
 

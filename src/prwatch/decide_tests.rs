@@ -317,3 +317,23 @@ fn memory_is_bounded() {
         "only the ids at the mark's second"
     );
 }
+
+#[test]
+fn feedback_times_are_compared_by_the_second_as_status_keeps_them() {
+    let spec = spec("");
+    let mut seen = snapshot("a", None, vec![]);
+    let baseline = poll(&spec, None, &seen, 0);
+    let mut late = fb("c1", "alice", 100);
+    late.time = at(100) + Duration::from_millis(750);
+    seen.feedback.push(late);
+    let woke = poll(&spec, Some(&baseline.status), &seen, 300);
+    assert!(woke.wake.is_some());
+    // Through a status round trip, which drops the fraction.
+    let stored: PRWatchStatus =
+        serde_json::from_value(serde_json::to_value(&woke.status).unwrap()).unwrap();
+    assert_eq!(
+        poll(&spec, Some(&stored), &seen, 360).wake,
+        None,
+        "reported once"
+    );
+}

@@ -1,3 +1,4 @@
+pub mod controller;
 pub mod decide;
 pub mod github;
 pub mod message;

@@ -12,4 +12,5 @@ mod exec;
 mod goal;
 mod leader_election;
 mod overseer;
+mod prwatch;
 mod swarm;

@@ -3,4 +3,5 @@
 
 pub mod cases;
 pub mod cluster;
+pub mod github;
 pub mod shim;

@@ -1,0 +1,223 @@
+//! The PRWatch reconciler: when a poll is due it reads the token, makes the one
+//! GraphQL request, asks `decide::plan`, writes status (which already records any
+//! wake as sent, so a restart never repeats it), then types the wake into the agent
+//! through exec input.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::{Action as Requeue, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Api, Resource, ResourceExt};
+use serde_json::json;
+use tracing::{info, instrument, warn};
+
+use super::decide::{self, Poll};
+use super::github::{self, PollError, PullRequest};
+use super::types::{PRWatch, PRWatchStatus};
+use crate::agent::pod::CONTAINER;
+use crate::agent::{Agent, decide as agent_decide};
+use crate::api::CONTROLLER_MANAGER;
+use crate::metrics::{DeliveryLabels, PollLabels};
+use crate::operator::{Context, Shutdown};
+use crate::{Error, Result};
+
+const CONTROLLER: &str = "prwatch";
+
+/// Runs the PRWatch controller until `shutdown`.
+pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
+    let controller = Controller::new(
+        ctx.api::<PRWatch>(),
+        watcher::Config::default().any_semantic(),
+    );
+    let store = controller.store();
+    controller
+        // An agent coming online lets news held for it through at the next poll.
+        .watches(
+            ctx.api::<Agent>(),
+            watcher::Config::default(),
+            move |agent: Agent| watching(&store, &agent),
+        )
+        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+fn watching(store: &Store<PRWatch>, agent: &Agent) -> Vec<ObjectRef<PRWatch>> {
+    let name = agent.name_any();
+    store
+        .state()
+        .iter()
+        .filter(|w| w.namespace() == agent.namespace() && w.spec.agent == name)
+        .map(|w| ObjectRef::from_obj(w.as_ref()))
+        .collect()
+}
+
+fn error_policy(watch: Arc<PRWatch>, error: &Error, ctx: Arc<Context>) -> Requeue {
+    warn!(prwatch = %watch.name_any(), %error, "reconcile failed");
+    ctx.metrics.observe_failure(CONTROLLER, error);
+    Requeue::requeue(Duration::from_secs(5))
+}
+
+/// The token from the Secret the spec names; its value is never logged.
+async fn token(ctx: &Context, watch: &PRWatch) -> std::result::Result<String, PollError> {
+    let namespace = watch.namespace().unwrap_or_default();
+    let reference = &watch.spec.github.token_secret_ref;
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
+    let secret = secrets
+        .get_opt(&reference.name)
+        .await
+        .map_err(|e| PollError::Failed(format!("reading Secret {}: {e}", reference.name)))?
+        .ok_or_else(|| PollError::Failed(format!("Secret {} not found", reference.name)))?;
+    let value = secret
+        .data
+        .and_then(|d| d.get(&reference.key).cloned())
+        .ok_or_else(|| {
+            PollError::Failed(format!(
+                "Secret {} has no key {}",
+                reference.name, reference.key
+            ))
+        })?;
+    String::from_utf8(value.0)
+        .map(|t| t.trim().to_string())
+        .map_err(|_| {
+            PollError::Failed(format!(
+                "Secret {} key {} is not text",
+                reference.name, reference.key
+            ))
+        })
+}
+
+async fn poll(ctx: &Context, watch: &PRWatch) -> std::result::Result<github::Snapshot, PollError> {
+    let pr = PullRequest::parse(&watch.spec.url)
+        .ok_or_else(|| PollError::Failed(format!("not a pull request URL: {}", watch.spec.url)))?;
+    let token = token(ctx, watch).await?;
+    github::poll(&watch.spec.github.api_url, &token, &pr).await
+}
+
+#[instrument(skip_all, fields(prwatch = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
+async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
+    let started = Instant::now();
+    let namespace = cached.namespace().unwrap_or_default();
+    let name = cached.name_any();
+    let watches: Api<PRWatch> = Api::namespaced(ctx.client.clone(), &namespace);
+    // Decide on the latest status (what was reported), never on a stale cache.
+    let Some(watch) = watches.get_opt(&name).await? else {
+        return Ok(Requeue::await_change());
+    };
+    if watch.meta().deletion_timestamp.is_some()
+        || decide::ended(watch.status.as_ref().and_then(|s| s.phase))
+    {
+        return Ok(Requeue::await_change());
+    }
+    let now = jiff::Timestamp::now();
+    let due = !watch.spec.stop && decide::poll_due(watch.status.as_ref(), now);
+    let outcome = if due {
+        Some(poll(&ctx, &watch).await)
+    } else {
+        None
+    };
+    if let Some(result) = &outcome {
+        let result = match result {
+            Ok(_) => "ok",
+            Err(PollError::RateLimited { .. }) => "rate_limited",
+            Err(PollError::Failed(_)) => "failed",
+        };
+        ctx.metrics
+            .pr_polls
+            .get_or_create(&PollLabels { result })
+            .inc();
+    }
+    let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
+    let agent_pod = agents
+        .get_opt(&watch.spec.agent)
+        .await?
+        .and_then(|a| a.status)
+        .and_then(|s| agent_decide::ready_pod(&s).map(String::from));
+    let plan = decide::plan(&decide::Input {
+        generation: watch.metadata.generation,
+        spec: &watch.spec,
+        status: watch.status.as_ref(),
+        poll: match &outcome {
+            None => Poll::NotDue,
+            Some(Ok(snapshot)) => Poll::Done(snapshot),
+            Some(Err(error)) => Poll::Error(error),
+        },
+        agent_ready: agent_pod.is_some(),
+        now,
+    });
+    if watch.status.as_ref() != Some(&plan.status) {
+        apply_status(&watches, &name, &plan.status).await?;
+    }
+    let mut delivered_ok = true;
+    if let (Some(text), Some(pod)) = (&plan.wake, &agent_pod) {
+        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+        let delivered = crate::exec::deliver(&pods, pod, CONTAINER, &ctx.input_command, text).await;
+        let labels = |outcome: &'static str| DeliveryLabels {
+            kind: "pr",
+            outcome,
+        };
+        match delivered {
+            Ok(()) => {
+                info!(agent = %watch.spec.agent, "woke the agent");
+                ctx.metrics
+                    .deliveries
+                    .get_or_create(&labels("delivered"))
+                    .inc();
+                if plan.status.reported.len()
+                    > watch.status.as_ref().map_or(0, |s| s.reported.len())
+                {
+                    ctx.metrics
+                        .pr_settle_to_wake
+                        .observe(started.elapsed().as_secs_f64());
+                }
+            }
+            Err(error) => {
+                delivered_ok = false;
+                ctx.metrics
+                    .deliveries
+                    .get_or_create(&labels("failed"))
+                    .inc();
+                let message = format!(
+                    "the wake was recorded but not delivered to agent {} (not repeated, so never twice): {error}",
+                    watch.spec.agent
+                );
+                publish(&ctx, &watch, true, "WakeFailed", &message).await;
+            }
+        }
+    }
+    for event in plan
+        .events
+        .iter()
+        .filter(|e| delivered_ok || e.reason != "AgentWoken")
+    {
+        publish(&ctx, &watch, event.warning, event.reason, &event.message).await;
+    }
+    ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
+    Ok(plan
+        .requeue_after
+        .map_or_else(Requeue::await_change, Requeue::requeue))
+}
+
+async fn apply_status(watches: &Api<PRWatch>, name: &str, status: &PRWatchStatus) -> Result<()> {
+    let patch = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "PRWatch", "status": status});
+    watches
+        .patch_status(
+            name,
+            &PatchParams::apply(CONTROLLER_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    Ok(())
+}
+
+async fn publish(ctx: &Context, watch: &PRWatch, warning: bool, reason: &str, message: &str) {
+    ctx.publish(&watch.object_ref(&()), warning, reason, message, None)
+        .await;
+}

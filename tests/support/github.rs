@@ -1,0 +1,154 @@
+//! A local stand-in for GitHub's GraphQL endpoint: it answers the operator's poll
+//! with scripted replies in GitHub's shape (the fixtures of tests/github/fixtures/,
+//! with times set to now), checks the token and that each poll is the one query,
+//! and counts the polls.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::Value;
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn json(body: &Value) -> Reply {
+        Reply {
+            status: 200,
+            headers: vec![],
+            body: body.to_string(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Script {
+    replies: VecDeque<Reply>,
+    /// Answered again once the script runs out.
+    last: Option<Reply>,
+    polls: usize,
+    refused: Vec<String>,
+}
+
+pub struct FakeGitHub {
+    pub url: String,
+    script: Arc<Mutex<Script>>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+pub const TOKEN: &str = "test-token-not-a-secret";
+
+impl FakeGitHub {
+    pub async fn start() -> FakeGitHub {
+        let script = Arc::new(Mutex::new(Script::default()));
+        let app = Router::new()
+            .route("/graphql", post(answer))
+            .with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/graphql", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeGitHub {
+            url,
+            script,
+            _server: server,
+        }
+    }
+
+    /// Queues replies; the last one is repeated after the queue runs out.
+    pub fn then(&self, replies: impl IntoIterator<Item = Reply>) {
+        let mut script = self.script.lock().unwrap();
+        for reply in replies {
+            script.last = Some(reply.clone());
+            script.replies.push_back(reply);
+        }
+    }
+
+    pub fn polls(&self) -> usize {
+        self.script.lock().unwrap().polls
+    }
+
+    /// Requests that were not one well-formed poll with the token (should be none).
+    pub fn refused(&self) -> Vec<String> {
+        self.script.lock().unwrap().refused.clone()
+    }
+}
+
+async fn answer(
+    State(script): State<Arc<Mutex<Script>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut script = script.lock().unwrap();
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if auth != format!("bearer {TOKEN}") {
+        script.refused.push(format!("authorization {auth:?}"));
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    if request["query"].as_str() != Some(overseer::prwatch::github::QUERY) {
+        script.refused.push("not the poll query".into());
+        return StatusCode::BAD_REQUEST.into_response();
+    }
+    script.polls += 1;
+    let reply = match script.replies.pop_front() {
+        Some(reply) => reply,
+        None => match &script.last {
+            Some(reply) => reply.clone(),
+            None => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+        },
+    };
+    let mut response = (StatusCode::from_u16(reply.status).unwrap(), reply.body).into_response();
+    for (name, value) in reply.headers {
+        response.headers_mut().insert(
+            axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    response
+        .headers_mut()
+        .insert("content-type", "application/json".parse().unwrap());
+    response
+}
+
+/// A fixture with every feedback time set to `at` (the fixtures' own times are fixed).
+pub fn fixture(name: &str, at: jiff::Timestamp) -> Value {
+    let path = format!(
+        "{}/tests/github/fixtures/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut value: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    fn retime(value: &mut Value, at: &str) {
+        match value {
+            Value::Object(map) => {
+                for (key, inner) in map.iter_mut() {
+                    if (key == "createdAt" || key == "submittedAt") && inner.is_string() {
+                        *inner = Value::String(at.to_string());
+                    } else {
+                        retime(inner, at);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| retime(i, at)),
+            _ => {}
+        }
+    }
+    retime(&mut value, &at.to_string());
+    value
+}
