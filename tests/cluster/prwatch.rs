@@ -197,7 +197,8 @@ async fn merge_ends_the_watch_and_polling_stops_and_stop_ends_it_too() {
     tokio::time::sleep(Duration::from_secs(12)).await;
     assert_eq!(github.polls(), polls, "no poll after the merge");
 
-    // A second watch on the same namespace, stopped by hand.
+    // A second watch on the same namespace, stopped by hand while it polls an open PR.
+    github.then([now_fixture("pending")]);
     let api: Api<PRWatch> = ns.api();
     let mut stopped = api.get("pr7").await.unwrap();
     stopped.metadata = kube::api::ObjectMeta {
@@ -206,6 +207,12 @@ async fn merge_ends_the_watch_and_polling_stops_and_stop_ends_it_too() {
     };
     stopped.status = None;
     api.create(&PostParams::default(), &stopped).await.unwrap();
+    wait_in(&ns, "pr8 polled and Watching", WAIT, || async {
+        let status = api.get("pr8").await.ok()?.status?;
+        (status.phase == Some(PRWatchPhase::Watching) && status.last_poll_time.is_some())
+            .then_some(())
+    })
+    .await;
     api.patch(
         "pr8",
         &PatchParams::default(),
@@ -217,6 +224,9 @@ async fn merge_ends_the_watch_and_polling_stops_and_stop_ends_it_too() {
         (api.get("pr8").await.ok()?.status?.phase == Some(PRWatchPhase::Stopped)).then_some(())
     })
     .await;
+    let polls = github.polls();
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(github.polls(), polls, "no poll after the stop");
 }
 
 #[tokio::test]
