@@ -1,8 +1,11 @@
 //! The PRWatch poll query against GitHub's published GraphQL schema, and the
 //! response parser on realistic responses in that schema's shape.
 
+use apollo_compiler::ast::Type;
+use apollo_compiler::executable::{Field, Selection, SelectionSet};
+use apollo_compiler::schema::ExtendedType;
 use apollo_compiler::validation::Valid;
-use apollo_compiler::{ExecutableDocument, Schema};
+use apollo_compiler::{ExecutableDocument, Node, Schema};
 use overseer::prwatch::github::QUERY;
 
 fn github_schema() -> Valid<Schema> {
@@ -72,26 +75,17 @@ fn snapshot(name: &str) -> Snapshot {
     parse(&fixture(name), jiff::Timestamp::now()).unwrap_or_else(|e| panic!("{name}: {e:?}"))
 }
 
-/// Every key a fixture uses is a field the query selects (bodies only in the
-/// injection fixture): the fixtures are answers to this query, not to another.
+/// Each fixture, field by field, against the poll query and GitHub's schema: every key
+/// is a field the query selects (for that object's `__typename`), every selected field
+/// is there, and every value has the field's type in the schema (null only where it is
+/// nullable, enums only with their values). The one exception is the injection
+/// fixture's `body` fields: a server that sends text nobody asked for.
 #[test]
-fn fixtures_answer_exactly_the_poll_query() {
-    fn keys(value: &serde_json::Value, out: &mut Vec<String>) {
-        match value {
-            serde_json::Value::Object(map) => {
-                for (key, inner) in map {
-                    out.push(key.clone());
-                    keys(inner, out);
-                }
-            }
-            serde_json::Value::Array(items) => items.iter().for_each(|i| keys(i, out)),
-            _ => {}
-        }
-    }
-    let selected: Vec<&str> = QUERY
-        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-        .filter(|w| !w.is_empty())
-        .collect();
+fn fixtures_are_answers_to_the_poll_query_in_githubs_schema() {
+    let schema = github_schema();
+    let query = ExecutableDocument::parse_and_validate(&schema, QUERY, "query.graphql")
+        .expect("the query is valid (tested above)");
+    let operation = query.operations.get(None).expect("one operation");
     for name in [
         "passing",
         "failing",
@@ -104,19 +98,129 @@ fn fixtures_answer_exactly_the_poll_query() {
         "injection",
     ] {
         let json: serde_json::Value = serde_json::from_slice(&fixture(name)).unwrap();
-        let mut used = Vec::new();
-        keys(&json["data"], &mut used);
-        for key in used {
-            let extra_body = key == "body" && name == "injection";
-            assert!(
-                selected.contains(&key.as_str()) || extra_body,
-                "{name}: {key} is not selected by the query"
-            );
-        }
+        let mut conformance = Conformance {
+            schema: &schema,
+            unasked_bodies: name == "injection",
+            problems: Vec::new(),
+        };
+        conformance.object(&operation.selection_set, &json["data"], "data");
+        assert!(
+            conformance.problems.is_empty(),
+            "{name}.json does not answer the query in GitHub's schema:\n{}",
+            conformance.problems.join("\n")
+        );
         assert!(
             fixture(name).len() > 3000,
             "{name} is a realistic, several-KiB response"
         );
+    }
+}
+
+struct Conformance<'a> {
+    schema: &'a Schema,
+    unasked_bodies: bool,
+    problems: Vec<String>,
+}
+
+impl Conformance<'_> {
+    fn object(&mut self, set: &SelectionSet, value: &serde_json::Value, path: &str) {
+        let Some(object) = value.as_object() else {
+            self.problems.push(format!("{path}: not an object"));
+            return;
+        };
+        let typename = match object.get("__typename") {
+            Some(serde_json::Value::String(concrete)) => {
+                if concrete != set.ty.as_str() && !self.schema.is_subtype(&set.ty, concrete) {
+                    self.problems
+                        .push(format!("{path}: {concrete} is not a {}", set.ty));
+                }
+                concrete.as_str()
+            }
+            _ => set.ty.as_str(),
+        };
+        let mut fields = Vec::new();
+        self.applicable_fields(set, typename, &mut fields);
+        for key in object.keys() {
+            let selected = fields.iter().any(|f| f.response_key() == key.as_str());
+            if !selected && !(self.unasked_bodies && key == "body") {
+                self.problems
+                    .push(format!("{path}.{key}: not selected by the query"));
+            }
+        }
+        for field in fields {
+            let key = field.response_key();
+            match object.get(key.as_str()) {
+                Some(inner) => self.value(field, field.ty(), inner, &format!("{path}.{key}")),
+                None => self.problems.push(format!("{path}.{key}: missing")),
+            }
+        }
+    }
+
+    /// The fields selected on an object of type `typename`: inline fragments apply
+    /// only to their own type.
+    fn applicable_fields<'s>(
+        &self,
+        set: &'s SelectionSet,
+        typename: &str,
+        out: &mut Vec<&'s Node<Field>>,
+    ) {
+        for selection in &set.selections {
+            match selection {
+                Selection::Field(field) => out.push(field),
+                Selection::InlineFragment(fragment) => {
+                    let applies = fragment.type_condition.as_ref().is_none_or(|condition| {
+                        condition == typename || self.schema.is_subtype(condition, typename)
+                    });
+                    if applies {
+                        self.applicable_fields(&fragment.selection_set, typename, out);
+                    }
+                }
+                Selection::FragmentSpread(_) => panic!("the poll query uses no named fragments"),
+            }
+        }
+    }
+
+    fn value(&mut self, field: &Field, ty: &Type, value: &serde_json::Value, path: &str) {
+        if value.is_null() {
+            if ty.is_non_null() {
+                self.problems
+                    .push(format!("{path}: null, but {ty} is non-null"));
+            }
+            return;
+        }
+        if ty.is_list() {
+            match value.as_array() {
+                Some(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        self.value(field, ty.item_type(), item, &format!("{path}[{i}]"));
+                    }
+                }
+                None => self.problems.push(format!("{path}: not a list ({ty})")),
+            }
+            return;
+        }
+        let named = ty.inner_named_type();
+        let fits = match self.schema.types.get(named) {
+            Some(ExtendedType::Scalar(_)) => match named.as_str() {
+                "Int" => value.is_i64(),
+                "Float" => value.is_number(),
+                "Boolean" => value.is_boolean(),
+                // ID, String and GitHub's own scalars (DateTime, URI, GitObjectID, ...).
+                _ => value.is_string(),
+            },
+            Some(ExtendedType::Enum(enumeration)) => value
+                .as_str()
+                .is_some_and(|v| enumeration.values.contains_key(v)),
+            Some(_) => {
+                self.object(&field.selection_set, value, path);
+                true
+            }
+            None => false,
+        };
+        if !fits {
+            self.problems
+                .push(format!("{path}: {value} is not a {named}"));
+        }
     }
 }
 
