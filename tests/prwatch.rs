@@ -142,7 +142,8 @@ impl Conformance<'_> {
         self.applicable_fields(set, typename, &mut fields);
         for key in object.keys() {
             let selected = fields.iter().any(|f| f.response_key() == key.as_str());
-            if !selected && !(self.unasked_bodies && key == "body") {
+            let allowed = selected || (self.unasked_bodies && key == "body");
+            if !allowed {
                 self.problems
                     .push(format!("{path}.{key}: not selected by the query"));
             }
