@@ -51,9 +51,10 @@ build:
 demo-loop:
 	bash hack/demo-loop.sh
 
-## Step-advance, wake and whole-loop latency (p50/p99) on the local cluster.
+## Step-advance, wake and whole-loop latency (p50/p99), and an idle agent's API writes, on the local cluster.
 bench:
 	bash $(CLUSTER) up test
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench step_advance
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench wake_latency
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench loop_latency
+	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench idle_writes

@@ -55,6 +55,7 @@ async fn main() {
         "pi",
         "tui-overseer.sh",
         &[("KUBE_RS_DEBUG_IMPERSONATE_USER", lead_user.as_str())],
+        "2s",
     )
     .await;
     let builder = pod_shim(&ns, "b", 1, "pi", "bench-loop-builder.sh").await;

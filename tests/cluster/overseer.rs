@@ -80,6 +80,7 @@ async fn the_overseer_reads_its_agent_sends_direction_and_the_loop_closes() {
         "pi",
         "tui-overseer.sh",
         &[("KUBE_RS_DEBUG_IMPERSONATE_USER", lead_user.as_str())],
+        "2s",
     )
     .await;
     let builder = pod_shim(&ns, "builder", 1, "pi", "tui-builder.sh").await;

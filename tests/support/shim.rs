@@ -235,10 +235,11 @@ pub async fn pod_shim(
     runtime: &str,
     script: &str,
 ) -> Shim {
-    pod_shim_with(ns, agent, attempt, runtime, script, &[]).await
+    pod_shim_with(ns, agent, attempt, runtime, script, &[], "2s").await
 }
 
-/// As `pod_shim`, with more environment for the shim and the fake CLI.
+/// As `pod_shim`, with more environment for the shim and the fake CLI, and the
+/// shim's heartbeat `interval` (a pod gets its Agent's `loop.interval`).
 pub async fn pod_shim_with(
     ns: &TestNamespace,
     agent: &str,
@@ -246,6 +247,7 @@ pub async fn pod_shim_with(
     runtime: &str,
     script: &str,
     env: &[(&str, &str)],
+    interval: &str,
 ) -> Shim {
     let test = format!("{}-{agent}", ns.name);
     let attempt = attempt.to_string();
@@ -271,7 +273,7 @@ pub async fn pod_shim_with(
             "--attempt",
             &attempt,
             "--interval",
-            "2s",
+            interval,
         ],
     );
     route_exec(ns, &format!("{agent}-{attempt}"), &shim).await;
