@@ -1,6 +1,7 @@
 //! The Helm chart renders, installs, and its least-privilege RBAC is enough: the
-//! operator runs a goal, and creates agents with their identities (an overseer's
-//! Role included), as the chart's ServiceAccount.
+//! operator runs a goal, creates agents with their identities (an overseer's Role
+//! included) and a swarm, and polls a PR with the token from its Secret, as the
+//! chart's ServiceAccount.
 
 use std::process::Command;
 use std::time::Duration;
@@ -12,12 +13,14 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{AuthInfo, Kubeconfig};
 use overseer::agent::Agent;
 use overseer::goal::{Goal, GoalPhase};
+use overseer::prwatch::{PRWatch, PRWatchPhase};
 use overseer::swarm::Swarm;
 use serde_json::json;
 
 use crate::support::cluster::{
     Operator, create_simple_goal, kubeconfig_path, kubectl, repo_root, setup, tool, wait_in,
 };
+use crate::support::github::{FakeGitHub, Reply, create_watch, fixture};
 
 fn kubectl_ok(args: &[&str], stdin: Option<&str>) -> String {
     let output = kubectl(args, stdin.unwrap_or_default());
@@ -31,7 +34,7 @@ fn kubectl_ok(args: &[&str], stdin: Option<&str>) -> String {
 
 #[tokio::test]
 #[ignore = "needs the test cluster: run by `make test`"]
-async fn the_chart_installs_and_its_rbac_is_enough_for_goals_and_agents() {
+async fn the_chart_installs_and_its_rbac_is_enough_for_every_kind() {
     let ns = setup("chart").await;
     let chart = repo_root().join("charts/overseer");
     let lint = Command::new(tool("helm"))
@@ -202,5 +205,31 @@ async fn the_chart_installs_and_its_rbac_is_enough_for_goals_and_agents() {
         },
     )
     .await;
+
+    // A PR watch: the token read from its Secret, one poll, the end in status.
+    let github = FakeGitHub::start().await;
+    github.then([Reply::json(&fixture("merged", jiff::Timestamp::now()))]);
+    create_watch(
+        &ns,
+        &github,
+        "pr",
+        "https://github.com/acme/billing/pull/7",
+        "b",
+        json!({}),
+    )
+    .await;
+    let watches: Api<PRWatch> = ns.api();
+    wait_in(
+        &ns,
+        "the PR watch Merged, as the ServiceAccount",
+        Duration::from_secs(30),
+        || async {
+            let phase = watches.get("pr").await.ok()?.status?.phase;
+            (phase == Some(PRWatchPhase::Merged)).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(github.polls(), 1);
+    assert!(github.refused().is_empty(), "{:?}", github.refused());
     let _ = std::fs::remove_file(path);
 }

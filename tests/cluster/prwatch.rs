@@ -4,14 +4,13 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use overseer::prwatch::{PRWatch, PRWatchPhase};
 use serde_json::json;
 
 use crate::agent::{WAIT, agent, create_agent, operator, wait_events};
 use crate::support::cluster::{TestNamespace, setup, wait_in};
-use crate::support::github::{FakeGitHub, Reply, TOKEN, fixture};
+use crate::support::github::{FakeGitHub, Reply, create_watch, fixture};
 use crate::support::shim::{Shim, pod_shim};
 
 const PR: &str = "https://github.com/acme/billing/pull/7";
@@ -25,28 +24,7 @@ async fn watch(ns: &TestNamespace, github: &FakeGitHub, extra: serde_json::Value
         overseer::agent::decide::ready_pod(&status).map(|_| ())
     })
     .await;
-    let secret: Secret = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "gh"},
-        "stringData": {"token": TOKEN}
-    }))
-    .unwrap();
-    ns.api::<Secret>()
-        .create(&PostParams::default(), &secret)
-        .await
-        .unwrap();
-    let mut spec = json!({"url": PR, "agent": "builder", "pollInterval": "10s", "quietPeriod": "1s",
-        "github": {"apiURL": github.url, "tokenSecretRef": {"name": "gh", "key": "token"}}});
-    spec.as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().unwrap().clone());
-    let watch: PRWatch = serde_json::from_value(json!({
-        "apiVersion": "overseer.dev/v1alpha1", "kind": "PRWatch", "metadata": {"name": "pr7"}, "spec": spec
-    }))
-    .unwrap();
-    ns.api::<PRWatch>()
-        .create(&PostParams::default(), &watch)
-        .await
-        .unwrap();
+    create_watch(ns, github, "pr7", PR, "builder", extra).await;
     shim
 }
 

@@ -12,7 +12,12 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use serde_json::Value;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::PostParams;
+use overseer::prwatch::PRWatch;
+use serde_json::{Value, json};
+
+use super::cluster::TestNamespace;
 
 /// One scripted answer.
 #[derive(Clone, Debug)]
@@ -151,4 +156,39 @@ pub fn fixture(name: &str, at: jiff::Timestamp) -> Value {
     }
     retime(&mut value, &at.to_string());
     value
+}
+
+/// The token Secret `gh` and a PRWatch `name` of `pr_url` for `agent`, polling
+/// `github` every 10s (the least allowed) with a quiet period of 1s; `extra` adds to
+/// or overrides the spec.
+pub async fn create_watch(
+    ns: &TestNamespace,
+    github: &FakeGitHub,
+    name: &str,
+    pr_url: &str,
+    agent: &str,
+    extra: Value,
+) {
+    let secret: Secret = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "gh"},
+        "stringData": {"token": TOKEN}
+    }))
+    .unwrap();
+    ns.api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let mut spec = json!({"url": pr_url, "agent": agent, "pollInterval": "10s", "quietPeriod": "1s",
+        "github": {"apiURL": github.url, "tokenSecretRef": {"name": "gh", "key": "token"}}});
+    spec.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    let watch: PRWatch = serde_json::from_value(json!({
+        "apiVersion": "overseer.dev/v1alpha1", "kind": "PRWatch", "metadata": {"name": name}, "spec": spec
+    }))
+    .unwrap();
+    ns.api::<PRWatch>()
+        .create(&PostParams::default(), &watch)
+        .await
+        .unwrap();
 }
