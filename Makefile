@@ -41,8 +41,8 @@ testenv:
 
 ## Rewrite crds/, docs/reference.md and the CRD snapshots from the code.
 generate:
-	UPDATE_GENERATED=1 cargo test --test generated
-	INSTA_UPDATE=always cargo test --test generated
+	UPDATE_GENERATED=1 INSTA_UPDATE=always cargo test --test generated
+	cargo test --test generated
 
 build:
 	cargo build --release

@@ -56,10 +56,11 @@ fn a_field_github_does_not_have_is_refused() {
     );
 }
 
-use overseer::prwatch::PRWatchStatus;
+use overseer::prwatch::decide;
 use overseer::prwatch::decide::{ci_result, new_feedback};
 use overseer::prwatch::github::{FeedbackKind, Snapshot, parse};
 use overseer::prwatch::message;
+use overseer::prwatch::{PRWatchSpec, PRWatchStatus};
 
 const PR: &str = "https://github.com/acme/billing/pull/7";
 
@@ -305,17 +306,7 @@ fn nothing_from_the_injection_corpus_reaches_the_wake() {
         total: hostile.checks.len(),
     };
     let wake = message::wake(PR, Some(&ci), &feedback);
-    for banned in [
-        "SYSTEM",
-        "curl",
-        "rm -rf",
-        "etc/passwd",
-        "admin mode",
-        "\u{200b}",
-        "<!--",
-        "AAAA",
-        "$(",
-    ] {
+    for banned in HOSTILE_FRAGMENTS {
         assert!(
             !wake.contains(banned),
             "{banned:?} reached the wake:\n{wake}"
@@ -343,4 +334,50 @@ fn nothing_from_the_injection_corpus_reaches_the_wake() {
         "bounded whatever the bodies' size: {}",
         wake.len()
     );
+}
+
+/// Pieces of the injection fixture's hostile logins, paths, check names and bodies.
+const HOSTILE_FRAGMENTS: [&str; 9] = [
+    "SYSTEM",
+    "curl",
+    "rm -rf",
+    "etc/passwd",
+    "admin mode",
+    "\u{200b}",
+    "<!--",
+    "AAAA",
+    "$(",
+];
+
+/// Status is read by people and by overseers: the whole plan of a poll of the
+/// hostile PR, status and Events included, holds none of it either.
+#[test]
+fn nothing_from_the_injection_corpus_reaches_status_or_events() {
+    let hostile = snapshot("injection");
+    let spec: PRWatchSpec = serde_json::from_value(serde_json::json!({
+        "url": PR, "agent": "builder",
+        "github": {"tokenSecretRef": {"name": "gh", "key": "token"}}
+    }))
+    .unwrap();
+    let plan = decide::plan(&decide::Input {
+        generation: Some(1),
+        spec: &spec,
+        status: None,
+        poll: decide::Poll::Done(&hostile),
+        agent_ready: true,
+        now: jiff::Timestamp::now(),
+    });
+    let written = format!(
+        "{}\n{:?}",
+        serde_json::to_string(&plan.status).unwrap(),
+        plan.events
+    );
+    for banned in HOSTILE_FRAGMENTS {
+        assert!(
+            !written.contains(banned),
+            "{banned:?} reached status or events:\n{written}"
+        );
+    }
+    let checks = plan.status.checks.expect("checks recorded");
+    assert_eq!(checks.failed.len(), 2, "{checks:?}");
 }

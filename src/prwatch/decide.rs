@@ -263,15 +263,16 @@ fn decide(b: &mut Builder) -> Option<String> {
     b.condition("Polling", true, "Polled", "the last poll succeeded");
     b.condition("RateLimited", false, "WithinLimits", "GitHub answered");
     b.status.head_sha = Some(snapshot.head_sha.clone());
+    let failed: Vec<String> = snapshot
+        .checks
+        .iter()
+        .filter(|c| c.failed)
+        .map(|c| c.name.clone())
+        .collect();
     b.status.checks = Some(ChecksStatus {
         state: snapshot.rollup_state.clone(),
         sha: Some(snapshot.head_sha.clone()),
-        failed: snapshot
-            .checks
-            .iter()
-            .filter(|c| c.failed)
-            .map(|c| c.name.clone())
-            .collect(),
+        failed: message::failed_checks_for_status(&failed),
     });
     match snapshot.state.as_str() {
         "MERGED" => {
@@ -315,12 +316,7 @@ fn decide(b: &mut Builder) -> Option<String> {
         (!b.status.reported.contains(&key)).then(|| CiNews {
             sha: snapshot.head_sha.clone(),
             result,
-            failed: snapshot
-                .checks
-                .iter()
-                .filter(|c| c.failed)
-                .map(|c| c.name.clone())
-                .collect(),
+            failed,
             total: snapshot.checks.len(),
         })
     });

@@ -52,6 +52,24 @@ pub fn check_name(raw: &str) -> Option<&str> {
     legal.then_some(raw)
 }
 
+/// What stands for a check name that is not made of plain characters.
+pub const CHECK_NAME_NOT_SHOWN: &str = "(check name not shown: unusual characters)";
+
+/// Failed check names as status keeps them: plain names only (the rest replaced by
+/// the fixed note), at most `MAX_ITEMS`, then a count of the others. Status is read
+/// by people and overseers, so it holds no free text from GitHub either.
+pub fn failed_checks_for_status(failed: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = failed
+        .iter()
+        .take(MAX_ITEMS)
+        .map(|n| check_name(n).unwrap_or(CHECK_NAME_NOT_SHOWN).to_string())
+        .collect();
+    if failed.len() > MAX_ITEMS {
+        names.push(format!("(and {} more)", failed.len() - MAX_ITEMS));
+    }
+    names
+}
+
 /// A link to something on this pull request (`<pr>#<anchor>`), else None.
 pub fn link<'a>(pr_url: &str, raw: &'a str) -> Option<&'a str> {
     let anchor = raw.strip_prefix(pr_url)?.strip_prefix('#')?;
@@ -118,7 +136,7 @@ pub fn wake(pr_url: &str, ci: Option<&CiNews>, feedback: &[Feedback]) -> String 
                 .map(|n| match check_name(n) {
                     // Quoted: a name cannot hold a quote, so it cannot leave them.
                     Some(name) => format!("\"{name}\""),
-                    None => "(check name not shown: unusual characters)".to_string(),
+                    None => CHECK_NAME_NOT_SHOWN.to_string(),
                 })
                 .collect();
             out.push_str(&format!(

@@ -158,7 +158,7 @@ pub struct ChecksStatus {
     pub state: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha: Option<String>,
-    /// Names of the failed checks.
+    /// Names of the failed checks: plain names only (others replaced by a fixed note), at most 10, then a count.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
 }
