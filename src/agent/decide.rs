@@ -754,6 +754,7 @@ fn replace_pod(b: &mut Builder, attempt: i64) {
     let next = attempt + 1;
     b.status.attempt = Some(next);
     b.status.pod_name = Some(pod_name(b.input.name, next));
+    b.status.runtime = b.input.spec.runtime.name;
     b.status
         .start_time
         .get_or_insert_with(|| b.now_time.clone());

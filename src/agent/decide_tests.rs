@@ -254,6 +254,11 @@ fn a_new_agent_gets_its_first_pod() {
     assert_eq!(plan.status.pod_name.as_deref(), Some("a-1"));
     assert_eq!(plan.status.phase, Some(AgentPhase::Pending));
     assert_eq!(plan.status.start_time, Some(Time(at(0))));
+    assert_eq!(
+        plan.status.runtime,
+        Some(crate::api::RuntimeName::Claude),
+        "the pod's runtime"
+    );
 }
 
 #[test]

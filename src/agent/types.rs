@@ -12,7 +12,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{
-    RuntimeSpec, duration_or_off_schema, duration_schema, object_name_schema, role_schema,
+    RuntimeName, RuntimeSpec, duration_or_off_schema, duration_schema, object_name_schema,
+    role_schema,
 };
 
 /// An agent CLI running in a pod; in the loop it must keep working until it
@@ -28,7 +29,7 @@ use crate::api::{
     category = "overseer",
     cel,
     printcolumn(name = "Role", type_ = "string", json_path = ".spec.role"),
-    printcolumn(name = "Runtime", type_ = "string", json_path = ".spec.runtime.name"),
+    printcolumn(name = "Runtime", type_ = "string", json_path = ".status.runtime"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(
         name = "Activity",
@@ -220,6 +221,9 @@ pub struct AgentStatus {
     pub attempt: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_name: Option<String>,
+    /// The runtime the current pod runs: the agent's own, or its swarm's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeName>,
     /// When the first pod of this agent was created; `loop.sessionTimeout` counts from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Time>,

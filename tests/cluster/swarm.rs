@@ -188,6 +188,12 @@ async fn a_swarm_creates_its_agents_with_roles_instructions_and_permissions() {
         scout.containers[0].image.as_deref(),
         Some("example.com/claude:1")
     );
+    // What `kubectl get agents` shows as RUNTIME: the runtime of the pod.
+    for (member, runtime) in [("billing-builder", "codex"), ("billing-scout", "claude")] {
+        let status = ns.api::<Agent>().get_status(member).await.unwrap().status;
+        let shown = serde_json::to_value(status.and_then(|s| s.runtime)).unwrap();
+        assert_eq!(shown, runtime, "{member}");
+    }
     // The scout only reads: its workspace is mounted read-only; the builder's is not.
     let workspace = |spec: &k8s_openapi::api::core::v1::PodSpec| {
         spec.containers[0]
