@@ -1,7 +1,8 @@
 //! The PRWatch reconciler: when a poll is due it reads the token, makes the one
 //! GraphQL request, asks `decide::plan`, writes status (which already records any
 //! wake as sent, so a restart never repeats it), then types the wake into the agent
-//! through exec input.
+//! through exec input. A delivery that fails is taken back in status, so the next
+//! poll brings the same news again.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -140,7 +141,7 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
         .await?
         .and_then(|a| a.status)
         .and_then(|s| agent_decide::ready_pod(&s).map(String::from));
-    let plan = decide::plan(&decide::Input {
+    let input = decide::Input {
         generation: watch.metadata.generation,
         spec: &watch.spec,
         status: watch.status.as_ref(),
@@ -151,14 +152,15 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
         },
         agent_ready: agent_pod.is_some(),
         now,
-    });
+    };
+    let mut plan = decide::plan(&input);
     if watch.status.as_ref() != Some(&plan.status) {
         apply_status(&watches, &name, &plan.status).await?;
     }
-    let mut delivered_ok = true;
-    if let (Some(text), Some(pod)) = (&plan.wake, &agent_pod) {
+    if let (Some(text), Some(pod)) = (plan.wake.clone(), &agent_pod) {
         let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-        let delivered = crate::exec::deliver(&pods, pod, CONTAINER, &ctx.input_command, text).await;
+        let delivered =
+            crate::exec::deliver(&pods, pod, CONTAINER, &ctx.input_command, &text).await;
         let labels = |outcome: &'static str| DeliveryLabels {
             kind: "pr",
             outcome,
@@ -179,24 +181,21 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
                 }
             }
             Err(error) => {
-                delivered_ok = false;
                 ctx.metrics
                     .deliveries
                     .get_or_create(&labels("failed"))
                     .inc();
                 let message = format!(
-                    "the wake was recorded but not delivered to agent {} (not repeated, so never twice): {error}",
+                    "the wake was not delivered to agent {} (the news is kept for the next poll): {error}",
                     watch.spec.agent
                 );
                 publish(&ctx, &watch, true, "WakeFailed", &message).await;
+                plan = decide::kept_for_next_poll(&input);
+                apply_status(&watches, &name, &plan.status).await?;
             }
         }
     }
-    for event in plan
-        .events
-        .iter()
-        .filter(|e| delivered_ok || e.reason != "AgentWoken")
-    {
+    for event in &plan.events {
         publish(&ctx, &watch, event.warning, event.reason, &event.message).await;
     }
     ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());

@@ -16,7 +16,7 @@ use crate::{conditions, duration};
 const REPORTED_KEPT: usize = 50;
 
 /// What this reconcile knows about GitHub.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub enum Poll<'a> {
     /// No poll was due.
     NotDue,
@@ -24,6 +24,7 @@ pub enum Poll<'a> {
     Error(&'a PollError),
 }
 
+#[derive(Clone, Copy)]
 pub struct Input<'a> {
     pub generation: Option<i64>,
     pub spec: &'a PRWatchSpec,
@@ -325,7 +326,7 @@ fn decide(b: &mut Builder) -> Option<String> {
     }
     if !b.input.agent_ready {
         let message = format!(
-            "news for agent {}, whose pod is not ready: kept for the next poll",
+            "news for agent {}, whose pod does not take input now: kept for the next poll",
             spec.agent
         );
         if b.condition("AgentReady", false, "AgentNotReady", &message) {
@@ -367,6 +368,20 @@ fn decide(b: &mut Builder) -> Option<String> {
         b.end(PRWatchPhase::Exhausted, "Exhausted", message, false);
     }
     Some(text)
+}
+
+/// What to write back when the wake that `plan` claimed could not be delivered: the
+/// same poll, planned as if the agent could not take input, so the news stays
+/// unreported and the next poll wakes the agent again. (A claim whose outcome is
+/// unknown, because the operator stopped, stays claimed: never twice.)
+pub fn kept_for_next_poll(input: &Input) -> Plan {
+    let mut kept = plan(&Input {
+        agent_ready: false,
+        ..*input
+    });
+    // The failed delivery has its own Event.
+    kept.events.retain(|e| e.reason != "AgentNotReady");
+    kept
 }
 
 #[cfg(test)]

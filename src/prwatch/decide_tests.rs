@@ -337,3 +337,51 @@ fn feedback_times_are_compared_by_the_second_as_status_keeps_them() {
         "reported once"
     );
 }
+
+/// A wake the agent's shim refused is taken back: the news (CI and feedback) stays
+/// unreported, no wake is counted, and the next poll brings the same wake again.
+#[test]
+fn an_undelivered_wake_is_kept_for_the_next_poll() {
+    let spec = spec("maxWakes: 1");
+    let mut pending = snapshot("abc1234", Some("PENDING"), vec![]);
+    pending.feedback = vec![fb("1", "alice", 0)];
+    let first = poll(&spec, None, &pending, 0);
+    let mut failed = snapshot("abc1234", Some("FAILURE"), vec![check("build", true, true)]);
+    failed.feedback = vec![fb("1", "alice", 0), fb("2", "bob", 10)];
+    let input = Input {
+        generation: Some(1),
+        spec: &spec,
+        status: Some(&first.status),
+        poll: Poll::Done(&failed),
+        agent_ready: true,
+        now: at(200),
+    };
+    let claimed = plan(&input);
+    let wake = claimed.wake.clone().expect("CI and bob's comment");
+    assert_eq!(claimed.status.phase, Some(PRWatchPhase::Exhausted));
+
+    let kept = kept_for_next_poll(&input);
+    assert_eq!(kept.wake, None);
+    assert_eq!(kept.status.reported, Vec::<String>::new());
+    assert_eq!(kept.status.wakes, 0);
+    assert_eq!(kept.status.feedback_until, first.status.feedback_until);
+    assert_eq!(kept.status.pending.as_ref().map(|p| p.count), Some(1));
+    assert_eq!(
+        kept.status.phase,
+        Some(PRWatchPhase::Watching),
+        "the last allowed wake did not happen, so the watch goes on"
+    );
+    assert_eq!(kept.status.last_poll_time, claimed.status.last_poll_time);
+    let reasons: Vec<&str> = kept.events.iter().map(|e| e.reason).collect();
+    assert!(
+        !reasons.contains(&"AgentWoken") && !reasons.contains(&"AgentNotReady"),
+        "{reasons:?}"
+    );
+
+    let retried = poll(&spec, Some(&kept.status), &failed, 260);
+    assert_eq!(
+        retried.wake.as_deref(),
+        Some(wake.as_str()),
+        "the same wake"
+    );
+}

@@ -17,7 +17,17 @@ const PR: &str = "https://github.com/acme/billing/pull/7";
 
 /// The agent (a real shim), the token Secret, the fake GitHub and the watch.
 async fn watch(ns: &TestNamespace, github: &FakeGitHub, extra: serde_json::Value) -> Shim {
-    let shim = pod_shim(ns, "builder", 1, "pi", "tui-works-then-idles.sh").await;
+    watch_with_cli(ns, github, "tui-works-then-idles.sh", extra).await
+}
+
+/// As `watch`, with the agent's fake CLI `script`.
+async fn watch_with_cli(
+    ns: &TestNamespace,
+    github: &FakeGitHub,
+    script: &str,
+    extra: serde_json::Value,
+) -> Shim {
+    let shim = pod_shim(ns, "builder", 1, "pi", script).await;
     create_agent(ns, "builder", json!({})).await;
     wait_in(ns, "the agent Running", WAIT, || async {
         let status = agent(ns, "builder").await.status?;
@@ -156,6 +166,54 @@ async fn feedback_inside_the_quiet_period_is_one_wake_and_the_viewers_own_is_non
     assert!(!log.contains("overseer-bot"), "{log}");
     wait_polls(&ns, &github, 4).await;
     assert_eq!(wakes(&shim).len(), 1, "{log}");
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_wake_the_agent_could_not_take_comes_again_at_the_next_poll() {
+    let ns = setup("prw-refused").await;
+    let github = FakeGitHub::start().await;
+    github.then([now_fixture("failing")]);
+    let _operator = operator(&ns);
+    // Typed text does not show on the agent's screen, so the shim refuses it.
+    let shim = watch_with_cli(&ns, &github, "tui-echo-later.sh", json!({})).await;
+    let refused = wait_events(&ns, "pr7", "WakeFailed").await;
+    assert!(
+        refused[0]
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("kept for the next poll"),
+        "{refused:?}"
+    );
+    let kept = ns
+        .api::<PRWatch>()
+        .get("pr7")
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert_eq!(kept.wakes, 0);
+    assert!(kept.reported.is_empty(), "{:?}", kept.reported);
+    // The agent can take input again: the next poll delivers the same news, once.
+    std::fs::write(shim.dir.join("echo-on"), "").unwrap();
+    wait_in(&ns, "the failure delivered", WAIT, || async {
+        shim.fake_log().contains("Read it on GitHub").then_some(())
+    })
+    .await;
+    let polls = github.polls();
+    wait_polls(&ns, &github, polls + 1).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(wakes(&shim).len(), 1, "{}", shim.fake_log());
+    let status = ns
+        .api::<PRWatch>()
+        .get("pr7")
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert_eq!(status.wakes, 1);
+    assert_eq!(status.reported.len(), 1, "{:?}", status.reported);
 }
 
 #[tokio::test]
