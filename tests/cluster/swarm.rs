@@ -9,6 +9,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use overseer::agent::{Agent, AgentPhase};
+use overseer::goal::Goal;
 use overseer::swarm::Swarm;
 use serde_json::json;
 
@@ -194,6 +195,23 @@ async fn a_swarm_creates_its_agents_with_roles_instructions_and_permissions() {
         let shown = serde_json::to_value(status.and_then(|s| s.runtime)).unwrap();
         assert_eq!(shown, runtime, "{member}");
     }
+    // A goal of the swarm: its builder step runs with the swarm's builder template.
+    let goal: Goal = serde_json::from_value(json!({
+        "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": "ship"},
+        "spec": {"swarm": "billing", "steps": [
+            {"name": "fix", "role": "builder", "action": "Fix the proration bug"}]}
+    }))
+    .unwrap();
+    ns.api::<Goal>()
+        .create(&PostParams::default(), &goal)
+        .await
+        .unwrap();
+    let step = wait_pod(&ns, "ship-s0-a1").await.spec.unwrap();
+    assert_eq!(
+        step.containers[0].image.as_deref(),
+        Some("example.com/codex:2"),
+        "the swarm role's runtime and image"
+    );
     // The scout only reads: its workspace is mounted read-only; the builder's is not.
     let workspace = |spec: &k8s_openapi::api::core::v1::PodSpec| {
         spec.containers[0]
