@@ -429,3 +429,52 @@ async fn each_agent_may_write_its_own_status_and_no_other() {
     assert_eq!(can("create", "pods", Some("exec")), "no");
     assert_eq!(can("list", "agents.overseer.dev", None), "no");
 }
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_lost_pod_is_replaced_and_suspend_keeps_the_record() {
+    let ns = setup("agent-lifecycle").await;
+    let _operator = operator(&ns);
+    create_agent(&ns, "x", json!({})).await;
+    let pods: Api<Pod> = ns.api();
+    let exists = |name: &'static str| {
+        let pods = pods.clone();
+        async move { pods.get_opt(name).await.ok().flatten() }
+    };
+    wait_in(&ns, "pod x-1", WAIT, || exists("x-1")).await;
+    let now = kube::api::DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    pods.delete("x-1", &now).await.unwrap();
+    wait_in(&ns, "pod x-2, the next attempt", WAIT, || exists("x-2")).await;
+    assert!(!wait_events(&ns, "x", "PodLost").await.is_empty());
+    assert_eq!(agent(&ns, "x").await.status.unwrap().attempt, Some(2));
+
+    let suspend = |on: bool| json!({"spec": {"suspend": on}});
+    let agents: Api<Agent> = ns.api();
+    agents
+        .patch("x", &PatchParams::default(), &Patch::Merge(&suspend(true)))
+        .await
+        .unwrap();
+    wait_condition(&ns, "x", "Suspended, its pod gone", |a| {
+        a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Suspended)
+    })
+    .await;
+    wait_in(&ns, "pod x-2 deleted", WAIT, || async {
+        exists("x-2").await.is_none().then_some(())
+    })
+    .await;
+    let kept = agent(&ns, "x").await.status.unwrap();
+    assert_eq!(kept.attempt, Some(2), "the record is kept");
+    assert!(kept.start_time.is_some());
+
+    agents
+        .patch("x", &PatchParams::default(), &Patch::Merge(&suspend(false)))
+        .await
+        .unwrap();
+    wait_in(&ns, "pod x-3 at once", Duration::from_secs(10), || {
+        exists("x-3")
+    })
+    .await;
+}
