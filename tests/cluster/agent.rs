@@ -478,3 +478,43 @@ async fn a_lost_pod_is_replaced_and_suspend_keeps_the_record() {
     })
     .await;
 }
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_session_timeout_stops_the_agent_and_keeps_its_state() {
+    let ns = setup("agent-session").await;
+    let _operator = operator(&ns);
+    create_agent(
+        &ns,
+        "x",
+        json!({"loop": {"enabled": true, "interval": "1s", "sessionTimeout": "3s"}}),
+    )
+    .await;
+    let pods: Api<Pod> = ns.api();
+    wait_in(&ns, "pod x-1", WAIT, || async {
+        pods.get_opt("x-1").await.ok().flatten()
+    })
+    .await;
+    let stopped = wait_condition(&ns, "x", "Blocked by the session timeout", |a| {
+        a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Blocked)
+    })
+    .await;
+    let status = stopped.status.unwrap();
+    assert!(
+        status
+            .conditions
+            .iter()
+            .any(|c| c.reason == "SessionTimeout"),
+        "{:?}",
+        status.conditions
+    );
+    assert_eq!(status.attempt, Some(1), "state kept");
+    assert!(!wait_events(&ns, "x", "SessionTimeout").await.is_empty());
+    wait_in(&ns, "pod x-1 stopped", WAIT, || async {
+        pods.get_opt("x-1")
+            .await
+            .ok()
+            .and_then(|p| p.is_none().then_some(()))
+    })
+    .await;
+}
