@@ -1,7 +1,9 @@
 //! API pieces shared by the four kinds: the runtime choice, durations, secret
-//! references and conditions. Field names follow `docs/DESIGN.md` (the contract).
+//! references, conditions and how status is written. Field names follow
+//! `docs/DESIGN.md` (the contract).
 
-use kube::KubeSchema;
+use kube::api::{Api, Patch, PatchParams};
+use kube::{KubeSchema, Resource};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +15,32 @@ pub const CONTROLLER_MANAGER: &str = "overseer-controller";
 pub const SHIM_MANAGER: &str = "overseer-shim";
 /// Field manager of `status.exit` (`overseer loop done|block|release|add`).
 pub const LOOP_MANAGER: &str = "overseer-loop";
+
+/// Server-side applies `status` (the status fields this writer owns) to object `name`
+/// under field `manager`, taking the fields over on conflict. Every status write of
+/// every kind goes through here: each writer owns its fields by its manager.
+pub async fn apply_status<K>(
+    api: &Api<K>,
+    name: &str,
+    manager: &str,
+    status: &impl Serialize,
+) -> Result<(), kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    api.patch_status(
+        name,
+        &PatchParams::apply(manager).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map(drop)
+}
 
 /// Go-style duration, as `time.ParseDuration` and CEL's `duration()` read it.
 pub const DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";

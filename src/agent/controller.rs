@@ -21,7 +21,7 @@ use super::decide::{self, Action, AgentPod, Delivery, OverseerState, PodPhase, S
 use super::message::{self, WakeItem};
 use super::pod::{self, AGENT_LABEL, ATTEMPT_LABEL, CONTAINER};
 use super::types::{ActivityState, Agent, AgentPhase, AgentStatus, LastMessage};
-use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
+use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
 use crate::metrics::DeliveryLabels;
 use crate::operator::{Context, Shutdown};
 use crate::swarm::{Swarm, compose};
@@ -486,15 +486,13 @@ async fn apply_last_message(agents: &Api<Agent>, name: &str, from: &str, text: &
         excerpt: decide::excerpt(text),
         time: Time(jiff::Timestamp::now()),
     };
-    let patch = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
-        "status": {"lastMessage": last}});
-    agents
-        .patch_status(
-            name,
-            &PatchParams::apply(MESSAGES_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
+    api::apply_status(
+        agents,
+        name,
+        MESSAGES_MANAGER,
+        &json!({"lastMessage": last}),
+    )
+    .await?;
     Ok(())
 }
 
@@ -560,14 +558,7 @@ async fn apply_status(agents: &Api<Agent>, name: &str, status: &AgentStatus) -> 
             fields.remove(owned_elsewhere);
         }
     }
-    let patch = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent", "status": status});
-    agents
-        .patch_status(
-            name,
-            &PatchParams::apply(CONTROLLER_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
+    api::apply_status(agents, name, CONTROLLER_MANAGER, &status).await?;
     Ok(())
 }
 

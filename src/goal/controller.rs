@@ -20,7 +20,7 @@ use super::types::Goal;
 use crate::agent::Agent;
 use crate::agent::decide as agent_decide;
 use crate::agent::pod::CONTAINER as AGENT_CONTAINER;
-use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, label_value};
+use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, apply_status, label_value};
 use crate::operator::{Context, Shutdown};
 use crate::swarm::Swarm;
 use crate::{Error, Result};
@@ -144,15 +144,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
 
     // Act: status first (the commit point), then pods, events and notifications.
     if goal.status.as_ref() != Some(&plan.status) {
-        let patch =
-            json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "status": plan.status});
-        goals_api
-            .patch_status(
-                &name,
-                &PatchParams::apply(CONTROLLER_MANAGER).force(),
-                &Patch::Apply(&patch),
-            )
-            .await?;
+        apply_status(&goals_api, &name, CONTROLLER_MANAGER, &plan.status).await?;
     }
     let recorded_success =
         plan.status.completed_steps > goal.status.as_ref().map_or(0, |s| s.completed_steps);

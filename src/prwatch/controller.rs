@@ -9,20 +9,18 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action as Requeue, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
-use serde_json::json;
 use tracing::{info, instrument, warn};
 
 use super::decide::{self, Poll};
 use super::github::{self, PollError, PullRequest};
-use super::types::{PRWatch, PRWatchStatus};
+use super::types::PRWatch;
 use crate::agent::pod::CONTAINER;
 use crate::agent::{Agent, decide as agent_decide};
-use crate::api::CONTROLLER_MANAGER;
+use crate::api::{CONTROLLER_MANAGER, apply_status};
 use crate::metrics::{DeliveryLabels, PollLabels};
 use crate::operator::{Context, Shutdown};
 use crate::{Error, Result};
@@ -155,7 +153,7 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
     };
     let mut plan = decide::plan(&input);
     if watch.status.as_ref() != Some(&plan.status) {
-        apply_status(&watches, &name, &plan.status).await?;
+        apply_status(&watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
     }
     if let (Some(text), Some(pod)) = (plan.wake.clone(), &agent_pod) {
         let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -191,7 +189,7 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
                 );
                 publish(&ctx, &watch, true, "WakeFailed", &message).await;
                 plan = decide::kept_for_next_poll(&input);
-                apply_status(&watches, &name, &plan.status).await?;
+                apply_status(&watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
             }
         }
     }
@@ -202,18 +200,6 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
     Ok(plan
         .requeue_after
         .map_or_else(Requeue::await_change, Requeue::requeue))
-}
-
-async fn apply_status(watches: &Api<PRWatch>, name: &str, status: &PRWatchStatus) -> Result<()> {
-    let patch = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "PRWatch", "status": status});
-    watches
-        .patch_status(
-            name,
-            &PatchParams::apply(CONTROLLER_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
-    Ok(())
 }
 
 async fn publish(ctx: &Context, watch: &PRWatch, warning: bool, reason: &str, message: &str) {

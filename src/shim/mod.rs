@@ -16,7 +16,6 @@ use std::time::Duration;
 use clap::Args;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -107,16 +106,7 @@ impl Reporter {
     }
 
     async fn apply(&self, manager: &str, status: serde_json::Value) -> Result<(), kube::Error> {
-        let patch =
-            json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent", "status": status});
-        self.api
-            .patch_status(
-                &self.name,
-                &PatchParams::apply(manager).force(),
-                &Patch::Apply(&patch),
-            )
-            .await
-            .map(drop)
+        crate::api::apply_status(&self.api, &self.name, manager, &status).await
     }
 }
 

@@ -14,14 +14,13 @@ use kube::runtime::controller::{Action as Requeue, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
-use serde_json::json;
 use tracing::{info, instrument, warn};
 
 use super::compose;
-use super::types::{Swarm, SwarmStatus};
+use super::types::Swarm;
 use crate::agent::Agent;
 use crate::agent::pod::SWARM_LABEL;
-use crate::api::{CONTROLLER_MANAGER, label_value};
+use crate::api::{CONTROLLER_MANAGER, apply_status, label_value};
 use crate::goal::Goal;
 use crate::operator::{Context, Shutdown};
 use crate::{Error, Result};
@@ -177,7 +176,7 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
                 .iter()
                 .any(|c| c.type_ == "SpecValid" && c.status == "False")
         });
-        apply_status(&swarms, &name, &status).await?;
+        apply_status(&swarms, &name, CONTROLLER_MANAGER, &status).await?;
         if let Some(problem) = problems.first().filter(|_| was_valid) {
             publish(&ctx, &swarm, true, "InvalidSpec", problem).await;
         }
@@ -206,18 +205,6 @@ async fn sync_network_policy(ctx: &Context, swarm: &Swarm) -> Result<()> {
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(error) => Err(error.into()),
     }
-}
-
-async fn apply_status(swarms: &Api<Swarm>, name: &str, status: &SwarmStatus) -> Result<()> {
-    let patch = json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "status": status});
-    swarms
-        .patch_status(
-            name,
-            &PatchParams::apply(CONTROLLER_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
-    Ok(())
 }
 
 async fn publish(ctx: &Context, swarm: &Swarm, warning: bool, reason: &str, message: &str) {
