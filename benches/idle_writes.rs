@@ -12,12 +12,11 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::PostParams;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 use overseer::agent::{ActivityState, Agent};
 use serde_json::json;
-use support::cluster::{Operator, TestNamespace, setup};
+use support::cluster::{create_agent, operator, setup};
 use support::shim::pod_shim_with;
 
 /// Long enough for the wake at idleAfter and the next one a cooldown later.
@@ -57,27 +56,10 @@ fn writes(seen: &Seen, from: Instant, key: &str) -> usize {
         .len()
 }
 
-async fn create(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent", "metadata": {"name": name},
-        "spec": spec
-    }))
-    .unwrap();
-    ns.api::<Agent>()
-        .create(&PostParams::default(), &agent)
-        .await
-        .unwrap();
-}
-
 #[tokio::main]
 async fn main() {
     let ns = setup("bench-idle-writes").await;
-    let _operator = Operator::start(&[
-        "--namespace",
-        &ns.name,
-        "--input-command",
-        env!("CARGO_BIN_EXE_overseer"),
-    ]);
+    let _operator = operator(&ns);
     let _lead = pod_shim_with(
         &ns,
         "lead",
@@ -98,12 +80,11 @@ async fn main() {
         DEFAULT_INTERVAL,
     )
     .await;
-    let runtime = json!({"name": "pi", "image": "example.com/pi:1"});
-    create(&ns, "lead", json!({"role": "overseer", "runtime": runtime})).await;
-    create(
+    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(
         &ns,
         "b",
-        json!({"runtime": runtime, "overseer": "lead", "loop": {"enabled": true}}),
+        json!({"overseer": "lead", "loop": {"enabled": true}}),
     )
     .await;
     let seen: Seen = Arc::default();

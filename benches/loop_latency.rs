@@ -10,43 +10,17 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use kube::api::PostParams;
-use overseer::agent::Agent;
 use serde_json::json;
-use support::cluster::{Operator, setup};
-use support::shim::{pod_shim, pod_shim_with};
+use support::cluster::{create_agent, operator, setup};
+use support::shim::{pod_shim, pod_shim_with, stamps};
 
 const ROUNDS: usize = 15;
 const IDLE_AFTER: f64 = 2.0;
 
-async fn create(ns: &support::cluster::TestNamespace, name: &str, spec: serde_json::Value) {
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent", "metadata": {"name": name},
-        "spec": spec
-    }))
-    .unwrap();
-    ns.api::<Agent>()
-        .create(&PostParams::default(), &agent)
-        .await
-        .unwrap();
-}
-
-fn times(log: &str, prefix: &str) -> Vec<f64> {
-    log.lines()
-        .filter_map(|l| l.strip_prefix(prefix))
-        .filter_map(|t| t.trim().parse().ok())
-        .collect()
-}
-
 #[tokio::main]
 async fn main() {
     let ns = setup("bench-loop").await;
-    let _operator = Operator::start(&[
-        "--namespace",
-        &ns.name,
-        "--input-command",
-        env!("CARGO_BIN_EXE_overseer"),
-    ]);
+    let _operator = operator(&ns);
     let lead_user = format!("system:serviceaccount:{}:overseer-agent-lead", ns.name);
     let lead = pod_shim_with(
         &ns,
@@ -59,17 +33,16 @@ async fn main() {
     )
     .await;
     let builder = pod_shim(&ns, "b", 1, "pi", "bench-loop-builder.sh").await;
-    let runtime = json!({"name": "pi", "image": "example.com/pi:1"});
-    create(&ns, "lead", json!({"role": "overseer", "runtime": runtime})).await;
-    create(
+    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(
         &ns,
         "b",
-        json!({"runtime": runtime, "overseer": "lead", "loop": {"enabled": true,
+        json!({"overseer": "lead", "loop": {"enabled": true,
         "interval": "1s", "idleAfter": "2s", "cooldown": "1s", "maxNudges": 10000}}),
     )
     .await;
     let started = Instant::now();
-    while times(&builder.fake_log(), "got ").len() < ROUNDS {
+    while stamps(&builder.fake_log(), "got ").len() < ROUNDS {
         assert!(
             started.elapsed() < Duration::from_secs(240),
             "too few rounds:\nbuilder:\n{}\nlead:\n{}",
@@ -79,8 +52,8 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let log = builder.fake_log();
-    let idles = times(&log, "idle ");
-    let gots = times(&log, "got ");
+    let idles = stamps(&log, "idle ");
+    let gots = stamps(&log, "got ");
     // Each message answers the idle spell just before it.
     let mut latencies: Vec<f64> = gots
         .iter()

@@ -8,57 +8,31 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use kube::api::PostParams;
 use overseer::agent::Agent;
 use serde_json::json;
-use support::cluster::{Operator, setup};
-use support::shim::pod_shim;
+use support::cluster::{create_agent, operator, setup};
+use support::shim::{pod_shim, stamps};
 
 const STOPS: usize = 12;
 const IDLE_AFTER: f64 = 2.0;
 
-async fn create(ns: &support::cluster::TestNamespace, name: &str, spec: serde_json::Value) {
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent", "metadata": {"name": name},
-        "spec": spec
-    }))
-    .unwrap();
-    ns.api::<Agent>()
-        .create(&PostParams::default(), &agent)
-        .await
-        .unwrap();
-}
-
-fn times(log: &str, prefix: &str) -> Vec<f64> {
-    log.lines()
-        .filter_map(|l| l.strip_prefix(prefix))
-        .filter_map(|t| t.trim().parse().ok())
-        .collect()
-}
-
 #[tokio::main]
 async fn main() {
     let ns = setup("bench-wake").await;
-    let _operator = Operator::start(&[
-        "--namespace",
-        &ns.name,
-        "--input-command",
-        env!("CARGO_BIN_EXE_overseer"),
-    ]);
+    let _operator = operator(&ns);
     let lead = pod_shim(&ns, "lead", 1, "pi", "bench-overseer.sh").await;
     let builder = pod_shim(&ns, "b", 1, "pi", "bench-builder.sh").await;
-    let runtime = json!({"name": "pi", "image": "example.com/pi:1"});
-    create(&ns, "lead", json!({"role": "overseer", "runtime": runtime})).await;
-    create(
+    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(
         &ns,
         "b",
-        json!({"runtime": runtime, "overseer": "lead", "loop": {"enabled": true,
+        json!({"overseer": "lead", "loop": {"enabled": true,
         "interval": "1s", "idleAfter": "2s", "cooldown": "3s", "maxNudges": 10000}}),
     )
     .await;
     let started = Instant::now();
     let mut versions = std::collections::BTreeSet::new();
-    while times(&builder.fake_log(), "stop ").len() <= STOPS {
+    while stamps(&builder.fake_log(), "stop ").len() <= STOPS {
         assert!(
             started.elapsed() < Duration::from_secs(180),
             "too few wakes:\n{}",
@@ -70,8 +44,8 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let stops = times(&builder.fake_log(), "stop ");
-    let wakes = times(&lead.fake_log(), "wake ");
+    let stops = stamps(&builder.fake_log(), "stop ");
+    let wakes = stamps(&lead.fake_log(), "wake ");
     // The first wake after each stop answers it (later ones repeat after the cooldown).
     let mut latencies: Vec<f64> = stops
         .iter()

@@ -7,40 +7,14 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use overseer::agent::{ActivityState, Agent, AgentPhase};
 use serde_json::json;
 
-use crate::support::cluster::{Operator, TestNamespace, kubectl, setup, wait_in};
+use crate::support::cluster::{TestNamespace, create_agent, kubectl, operator, setup, wait_in};
 use crate::support::shim::pod_shim;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
-
-pub(crate) fn operator(ns: &TestNamespace) -> Operator {
-    Operator::start(&[
-        "--namespace",
-        &ns.name,
-        "--input-command",
-        env!("CARGO_BIN_EXE_overseer"),
-    ])
-}
-
-pub(crate) async fn create_agent(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
-    let mut full =
-        json!({"role": "builder", "runtime": {"name": "pi", "image": "example.com/pi:1"}});
-    full.as_object_mut()
-        .unwrap()
-        .extend(spec.as_object().unwrap().clone());
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
-        "metadata": {"name": name}, "spec": full
-    }))
-    .unwrap();
-    ns.api::<Agent>()
-        .create(&PostParams::default(), &agent)
-        .await
-        .expect("create agent");
-}
 
 pub(crate) async fn agent(ns: &TestNamespace, name: &str) -> Agent {
     ns.api::<Agent>().get(name).await.expect("get agent")

@@ -11,14 +11,14 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::Role;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{AuthInfo, Kubeconfig};
-use overseer::agent::Agent;
 use overseer::goal::{Goal, GoalPhase};
 use overseer::prwatch::{PRWatch, PRWatchPhase};
 use overseer::swarm::Swarm;
 use serde_json::json;
 
 use crate::support::cluster::{
-    Operator, create_simple_goal, kubeconfig_path, kubectl, repo_root, setup, tool, wait_in,
+    Operator, create_agent, create_simple_goal, kubeconfig_path, kubectl, repo_root, setup, tool,
+    wait_in,
 };
 use crate::support::github::{FakeGitHub, Reply, create_watch, fixture};
 
@@ -142,22 +142,8 @@ async fn the_chart_installs_and_its_rbac_is_enough_for_every_kind() {
 
     // Agents: their pods and identities, including an overseer's Role, which the
     // API server lets the operator grant only when it holds every rule itself.
-    let agents: Api<Agent> = ns.api();
-    for (name, extra) in [
-        ("lead", json!({"role": "overseer"})),
-        ("b", json!({"overseer": "lead"})),
-    ] {
-        let mut spec = json!({"runtime": {"name": "pi", "image": "example.com/pi:1"}});
-        spec.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        let agent: Agent = serde_json::from_value(json!({
-            "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
-            "metadata": {"name": name}, "spec": spec
-        }))
-        .unwrap();
-        agents.create(&PostParams::default(), &agent).await.unwrap();
-    }
+    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(&ns, "b", json!({"overseer": "lead"})).await;
     let roles: Api<Role> = ns.api();
     wait_in(
         &ns,

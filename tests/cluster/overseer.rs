@@ -10,10 +10,10 @@ use kube::api::{Api, Patch, PatchParams};
 use overseer::agent::{ActivityState, Agent, AgentPhase, SendOutcome};
 use serde_json::json;
 
-use crate::agent::{
-    WAIT, agent, condition_true, count, create_agent, events, operator, wait_condition, wait_events,
+use crate::agent::{WAIT, agent, condition_true, count, events, wait_condition, wait_events};
+use crate::support::cluster::{
+    Operator, TestNamespace, create_agent, kubeconfig_path, kubectl, operator, setup, wait_in,
 };
-use crate::support::cluster::{Operator, TestNamespace, kubeconfig_path, kubectl, setup, wait_in};
 use crate::support::shim::{pod_shim, pod_shim_with};
 
 /// The user name of an agent's ServiceAccount, for impersonation.

@@ -8,8 +8,8 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use overseer::prwatch::{PRWatch, PRWatchPhase};
 use serde_json::json;
 
-use crate::agent::{WAIT, agent, create_agent, operator, wait_events};
-use crate::support::cluster::{TestNamespace, setup, wait_in};
+use crate::agent::{WAIT, agent, wait_events};
+use crate::support::cluster::{TestNamespace, create_agent, operator, setup, wait_in};
 use crate::support::github::{FakeGitHub, Reply, create_watch, fixture};
 use crate::support::shim::{Shim, pod_shim};
 

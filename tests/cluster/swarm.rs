@@ -13,8 +13,8 @@ use overseer::goal::Goal;
 use overseer::swarm::Swarm;
 use serde_json::json;
 
-use crate::agent::{WAIT, operator, wait_condition, wait_events};
-use crate::support::cluster::{TestNamespace, kubectl, setup, wait_in};
+use crate::agent::{WAIT, wait_condition, wait_events};
+use crate::support::cluster::{TestNamespace, kubectl, operator, setup, wait_in};
 
 async fn create_swarm(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
     let swarm: Swarm = serde_json::from_value(json!({
@@ -293,14 +293,16 @@ async fn a_swarm_creates_its_agents_with_roles_instructions_and_permissions() {
     wait_events(&ns, "billing", "AgentCreated").await;
 
     // An agent naming the swarm inherits its defaults; one naming no swarm there waits.
-    crate::agent::create_agent(&ns, "extra", json!({"swarm": "billing", "runtime": {}})).await;
+    crate::support::cluster::create_agent(&ns, "extra", json!({"swarm": "billing", "runtime": {}}))
+        .await;
     let extra = wait_pod(&ns, "extra-1").await.spec.unwrap();
     assert_eq!(
         extra.containers[0].image.as_deref(),
         Some("example.com/codex:2"),
         "role builder"
     );
-    crate::agent::create_agent(&ns, "lost", json!({"swarm": "nowhere", "runtime": {}})).await;
+    crate::support::cluster::create_agent(&ns, "lost", json!({"swarm": "nowhere", "runtime": {}}))
+        .await;
     wait_condition(&ns, "lost", "SwarmNotFound", |a| {
         a.status.as_ref().is_some_and(|s| {
             s.conditions

@@ -102,6 +102,24 @@ pub async fn create_simple_goal(ns: &TestNamespace, name: &str, steps: &[&str]) 
         .expect("create goal");
 }
 
+/// Creates Agent `name`: a builder on the pi runtime, with `spec`'s top-level fields
+/// replacing those.
+pub async fn create_agent(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
+    let mut full = serde_json::json!({"role": "builder", "runtime": {"name": "pi", "image": "example.com/pi:1"}});
+    full.as_object_mut()
+        .unwrap()
+        .extend(spec.as_object().unwrap().clone());
+    let agent: overseer::agent::Agent = serde_json::from_value(serde_json::json!({
+        "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": name}, "spec": full
+    }))
+    .unwrap();
+    ns.api::<overseer::agent::Agent>()
+        .create(&PostParams::default(), &agent)
+        .await
+        .expect("create agent");
+}
+
 /// A namespace of one test, deleted when the test ends (also when it panics).
 pub struct TestNamespace {
     pub name: String,
@@ -322,6 +340,17 @@ impl Operator {
     pub async fn metrics(&self) -> Option<String> {
         http_get(&self.metrics_addr, "/metrics").await
     }
+}
+
+/// The operator scoped to `ns`, its exec input running this build's `overseer` (kwok
+/// runs exec on this machine, against the shims that stand in for agent pods).
+pub fn operator(ns: &TestNamespace) -> Operator {
+    Operator::start(&[
+        "--namespace",
+        &ns.name,
+        "--input-command",
+        env!("CARGO_BIN_EXE_overseer"),
+    ])
 }
 
 impl Drop for Operator {

@@ -227,6 +227,14 @@ pub async fn route_logs(ns: &TestNamespace, pod: &str, shim: &Shim) {
         .expect("create kwok Logs");
 }
 
+/// The epoch-second stamps a fake CLI logged on its lines that start with `prefix`.
+pub fn stamps(log: &str, prefix: &str) -> Vec<f64> {
+    log.lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .filter_map(|t| t.trim().parse().ok())
+        .collect()
+}
+
 /// The shim of `agent`'s pod of `attempt`, reporting to the Agent, reachable by exec.
 pub async fn pod_shim(
     ns: &TestNamespace,
