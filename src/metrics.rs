@@ -27,7 +27,7 @@ pub struct StepResultLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DeliveryLabels {
-    /// wake or nudge
+    /// wake, nudge, send, goal or pr
     pub kind: &'static str,
     /// delivered or failed
     pub outcome: &'static str,
@@ -169,6 +169,18 @@ impl Metrics {
         self.reconcile_duration
             .get_or_create(&labels)
             .observe(took.as_secs_f64());
+    }
+
+    /// Counts one delivery through exec input of `kind` by its outcome.
+    pub fn count_delivery(&self, kind: &'static str, outcome: &Result<(), String>) {
+        let outcome = if outcome.is_ok() {
+            "delivered"
+        } else {
+            "failed"
+        };
+        self.deliveries
+            .get_or_create(&DeliveryLabels { kind, outcome })
+            .inc();
     }
 
     pub fn observe_failure(&self, controller: &'static str, error: &crate::Error) {

@@ -430,24 +430,13 @@ async fn deliver_inbox(
         apply_status(agents, &agent.name_any(), &settled).await?;
         agent.status = Some(settled);
         prune_inbox(agents, &agent.name_any(), seq).await;
-        let labels = |outcome: &'static str| DeliveryLabels {
-            kind: "send",
-            outcome,
-        };
+        ctx.metrics.count_delivery("send", &outcome);
         match outcome {
             Ok(()) => {
-                ctx.metrics
-                    .deliveries
-                    .get_or_create(&labels("delivered"))
-                    .inc();
                 let message = format!("message #{seq} from {from} delivered");
                 publish(ctx, agent, false, "MessageDelivered", &message).await;
             }
             Err(reason) => {
-                ctx.metrics
-                    .deliveries
-                    .get_or_create(&labels("failed"))
-                    .inc();
                 let message = format!("message #{seq} from {from} not delivered: {reason}");
                 publish(ctx, agent, true, "SendFailed", &message).await;
             }
@@ -735,10 +724,7 @@ async fn record(
             let mut status = agent.status.clone().unwrap_or_default();
             status.loop_ = Some(decide::record_delivery(&status, kind, reason, now));
             apply_status(agents, &agent.name_any(), &status).await?;
-            ctx.metrics
-                .deliveries
-                .get_or_create(&labels("delivered"))
-                .inc();
+            ctx.metrics.count_delivery(kind_label, outcome);
             ctx.metrics.premature_stops.inc();
             ctx.metrics
                 .stop_to_delivery
@@ -752,10 +738,7 @@ async fn record(
             Ok(true)
         }
         Err(error) => {
-            ctx.metrics
-                .deliveries
-                .get_or_create(&labels("failed"))
-                .inc();
+            ctx.metrics.count_delivery(kind_label, outcome);
             let event = match kind {
                 Delivery::Wake => "WakeFailed",
                 Delivery::Nudge => "NudgeFailed",

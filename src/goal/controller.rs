@@ -251,10 +251,6 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) 
         .await?
         .and_then(|a| a.status)
         .and_then(|s| agent_decide::ready_pod(&s).map(String::from));
-    let labels = |outcome: &'static str| crate::metrics::DeliveryLabels {
-        kind: "goal",
-        outcome,
-    };
     let delivered = match pod {
         None => Err(format!("overseer {overseer} has no ready pod")),
         Some(pod) => {
@@ -263,12 +259,9 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) 
             crate::exec::deliver(&pods, &pod, AGENT_CONTAINER, &ctx.input_command, &text).await
         }
     };
+    ctx.metrics.count_delivery("goal", &delivered);
     match delivered {
         Ok(()) => {
-            ctx.metrics
-                .deliveries
-                .get_or_create(&labels("delivered"))
-                .inc();
             let message = format!(
                 "overseer {overseer} told: step {} {}",
                 outcome.step, outcome.outcome
@@ -276,10 +269,6 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) 
             publish(ctx, goal, false, "OverseerWoken", &message, None).await;
         }
         Err(error) => {
-            ctx.metrics
-                .deliveries
-                .get_or_create(&labels("failed"))
-                .inc();
             let message = format!(
                 "overseer {overseer} not told of step {} {}: {error}",
                 outcome.step, outcome.outcome

@@ -21,7 +21,7 @@ use super::types::PRWatch;
 use crate::agent::pod::CONTAINER;
 use crate::agent::{Agent, decide as agent_decide};
 use crate::api::{CONTROLLER_MANAGER, apply_status};
-use crate::metrics::{DeliveryLabels, PollLabels};
+use crate::metrics::PollLabels;
 use crate::operator::{Context, Shutdown};
 use crate::{Error, Result};
 
@@ -159,17 +159,10 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
         let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
         let delivered =
             crate::exec::deliver(&pods, pod, CONTAINER, &ctx.input_command, &text).await;
-        let labels = |outcome: &'static str| DeliveryLabels {
-            kind: "pr",
-            outcome,
-        };
+        ctx.metrics.count_delivery("pr", &delivered);
         match delivered {
             Ok(()) => {
                 info!(agent = %watch.spec.agent, "woke the agent");
-                ctx.metrics
-                    .deliveries
-                    .get_or_create(&labels("delivered"))
-                    .inc();
                 if plan.status.reported.len()
                     > watch.status.as_ref().map_or(0, |s| s.reported.len())
                 {
@@ -179,10 +172,6 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
                 }
             }
             Err(error) => {
-                ctx.metrics
-                    .deliveries
-                    .get_or_create(&labels("failed"))
-                    .inc();
                 let message = format!(
                     "the wake was not delivered to agent {} (the news is kept for the next poll): {error}",
                     watch.spec.agent
