@@ -11,7 +11,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::cluster::{create_agent, operator, setup};
+use support::cluster::{agent_account, create_agent, operator, setup};
 use support::shim::{pod_shim, pod_shim_with, stamps};
 
 const ROUNDS: usize = 15;
@@ -21,7 +21,7 @@ const IDLE_AFTER: f64 = 2.0;
 async fn main() {
     let ns = setup("bench-loop").await;
     let _operator = operator(&ns);
-    let lead_user = format!("system:serviceaccount:{}:overseer-agent-lead", ns.name);
+    let lead_user = agent_account(&ns, "lead");
     let lead = pod_shim_with(
         &ns,
         "lead",

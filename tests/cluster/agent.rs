@@ -11,7 +11,9 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use overseer::agent::{ActivityState, Agent, AgentPhase};
 use serde_json::json;
 
-use crate::support::cluster::{TestNamespace, create_agent, kubectl, operator, setup, wait_in};
+use crate::support::cluster::{
+    TestNamespace, agent_account, can_i, create_agent, operator, setup, wait_in,
+};
 use crate::support::shim::pod_shim;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
@@ -380,17 +382,9 @@ async fn each_agent_may_write_its_own_status_and_no_other() {
             Some(format!("overseer-agent-{}", &pod[..1]).as_str())
         );
     }
-    let can = |verb: &str, resource: &str, sub: Option<&str>| {
-        let user = format!("system:serviceaccount:{}:overseer-agent-x", ns.name);
-        let mut args = vec![
-            "auth", "can-i", verb, resource, "-n", &ns.name, "--as", &user,
-        ];
-        if let Some(sub) = sub {
-            args.extend(["--subresource", sub]);
-        }
-        let out = kubectl(&args, "");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
+    let user = agent_account(&ns, "x");
+    let can =
+        |verb: &str, resource: &str, sub: Option<&str>| can_i(&ns, &user, verb, resource, sub);
     // The API server's own authorizer answers (a SubjectAccessReview through kubectl).
     assert_eq!(can("patch", "agents.overseer.dev/x", Some("status")), "yes");
     assert_eq!(can("get", "agents.overseer.dev/x", Some("status")), "yes");

@@ -12,15 +12,12 @@ use serde_json::json;
 
 use crate::agent::{WAIT, agent, condition_true, count, events, wait_condition, wait_events};
 use crate::support::cluster::{
-    Operator, TestNamespace, create_agent, kubeconfig_path, kubectl, operator, setup, wait_in,
+    Operator, TestNamespace, agent_account, can_i, create_agent, kubeconfig_path, kubectl,
+    operator, setup, wait_in,
 };
 use crate::support::shim::{pod_shim, pod_shim_with};
 
 /// The user name of an agent's ServiceAccount, for impersonation.
-fn account(ns: &TestNamespace, agent: &str) -> String {
-    format!("system:serviceaccount:{}:overseer-agent-{agent}", ns.name)
-}
-
 /// An `overseer` CLI command run as `user` (None: the test's admin).
 fn overseer_as(ns: &TestNamespace, user: Option<&str>, args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_overseer"));
@@ -72,7 +69,7 @@ fn wakes(agent: &Agent) -> i32 {
 async fn the_overseer_reads_its_agent_sends_direction_and_the_loop_closes() {
     let ns = setup("loop-e2e").await;
     let _operator = operator(&ns);
-    let lead_user = account(&ns, "lead");
+    let lead_user = agent_account(&ns, "lead");
     let lead = pod_shim_with(
         &ns,
         "lead",
@@ -181,7 +178,7 @@ async fn a_released_agent_is_not_driven_again() {
     wait_condition(&ns, "solo", "the first wake", |a| wakes(a) >= 1).await;
     let released = overseer_as(
         &ns,
-        Some(&account(&ns, "lead")),
+        Some(&agent_account(&ns, "lead")),
         &["loop", "release", "solo", "--reason", "finished by hand"],
     );
     assert!(released.status.success(), "{}", text(&released));
@@ -330,16 +327,9 @@ async fn an_overseer_may_read_and_direct_its_agents_and_nothing_else() {
     create_agent(&ns, "lead", json!({"role": "overseer"})).await;
     create_agent(&ns, "mine", json!({"overseer": "lead"})).await;
     create_agent(&ns, "other", json!({})).await;
-    let lead = account(&ns, "lead");
+    let lead = agent_account(&ns, "lead");
     let can = |user: &str, verb: &str, resource: &str, sub: Option<&str>| {
-        let mut args = vec![
-            "auth", "can-i", verb, resource, "-n", &ns.name, "--as", user,
-        ];
-        if let Some(sub) = sub {
-            args.extend(["--subresource", sub]);
-        }
-        let out = kubectl(&args, "");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        can_i(&ns, user, verb, resource, sub)
     };
     wait_in(&ns, "the lead's Role covers `mine`", WAIT, || async {
         (can(&lead, "patch", "agents.overseer.dev/mine", Some("status")) == "yes").then_some(())
@@ -388,7 +378,7 @@ async fn an_overseer_may_read_and_direct_its_agents_and_nothing_else() {
 
     // Through the CLI: the overseer may send to its own agent, an agent may not send
     // to another.
-    let mine_user = account(&ns, "mine");
+    let mine_user = agent_account(&ns, "mine");
     wait_in(&ns, "the Role of `mine`", WAIT, || async {
         (can(
             &mine_user,

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use overseer::prwatch::{PRWatch, PRWatchPhase};
+use overseer::prwatch::{PRWatch, PRWatchPhase, PRWatchStatus};
 use serde_json::json;
 
 use crate::agent::{WAIT, agent, wait_events};
@@ -65,6 +65,12 @@ async fn phase(ns: &TestNamespace) -> Option<PRWatchPhase> {
     ns.api::<PRWatch>().get("pr7").await.ok()?.status?.phase
 }
 
+/// The status of the watch `pr7` (it must have one).
+async fn watch_status(ns: &TestNamespace) -> PRWatchStatus {
+    let watch = ns.api::<PRWatch>().get("pr7").await.expect("get pr7");
+    watch.status.expect("pr7 has a status")
+}
+
 #[tokio::test]
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn ci_results_are_reported_once_per_sha_and_result_even_across_a_restart() {
@@ -110,13 +116,7 @@ async fn ci_results_are_reported_once_per_sha_and_result_even_across_a_restart()
         "each sha:result once: {}",
         shim.fake_log()
     );
-    let status = ns
-        .api::<PRWatch>()
-        .get("pr7")
-        .await
-        .unwrap()
-        .status
-        .unwrap();
+    let status = watch_status(&ns).await;
     assert_eq!(status.wakes, 2);
     assert_eq!(status.reported.len(), 2);
     assert!(github.refused().is_empty(), "{:?}", github.refused());
@@ -186,13 +186,7 @@ async fn a_wake_the_agent_could_not_take_comes_again_at_the_next_poll() {
             .contains("kept for the next poll"),
         "{refused:?}"
     );
-    let kept = ns
-        .api::<PRWatch>()
-        .get("pr7")
-        .await
-        .unwrap()
-        .status
-        .unwrap();
+    let kept = watch_status(&ns).await;
     assert_eq!(kept.wakes, 0);
     assert!(kept.reported.is_empty(), "{:?}", kept.reported);
     // The agent can take input again: the next poll delivers the same news, once.
@@ -205,13 +199,7 @@ async fn a_wake_the_agent_could_not_take_comes_again_at_the_next_poll() {
     wait_polls(&ns, &github, polls + 1).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(wakes(&shim).len(), 1, "{}", shim.fake_log());
-    let status = ns
-        .api::<PRWatch>()
-        .get("pr7")
-        .await
-        .unwrap()
-        .status
-        .unwrap();
+    let status = watch_status(&ns).await;
     assert_eq!(status.wakes, 1);
     assert_eq!(status.reported.len(), 1, "{:?}", status.reported);
 }

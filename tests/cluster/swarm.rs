@@ -14,7 +14,9 @@ use overseer::swarm::Swarm;
 use serde_json::json;
 
 use crate::agent::{WAIT, wait_condition, wait_events};
-use crate::support::cluster::{TestNamespace, kubectl, operator, setup, wait_in};
+use crate::support::cluster::{
+    TestNamespace, agent_account, can_i, kubectl, operator, setup, wait_in,
+};
 
 async fn create_swarm(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
     let swarm: Swarm = serde_json::from_value(json!({
@@ -97,16 +99,23 @@ async fn instructions(ns: &TestNamespace, agent: &str) -> String {
 }
 
 fn can(ns: &TestNamespace, agent: &str, verb: &str, resource: &str, sub: Option<&str>) -> String {
-    let user = format!("system:serviceaccount:{}:overseer-agent-{agent}", ns.name);
-    let mut args = vec![
-        "auth", "can-i", verb, resource, "-n", &ns.name, "--as", &user,
-    ];
-    if let Some(sub) = sub {
-        args.extend(["--subresource", sub]);
-    }
-    String::from_utf8_lossy(&kubectl(&args, "").stdout)
-        .trim()
-        .to_string()
+    can_i(ns, &agent_account(ns, agent), verb, resource, sub)
+}
+
+/// The `billing` swarm, once its overseer and three members exist.
+async fn create_billing(ns: &TestNamespace) {
+    create_swarm(ns, "billing", billing()).await;
+    wait_agents(
+        ns,
+        "billing",
+        &[
+            "billing-builder",
+            "billing-overseer",
+            "billing-reviewer",
+            "billing-scout",
+        ],
+    )
+    .await;
 }
 
 fn status_of(swarm: &Swarm) -> overseer::swarm::SwarmStatus {
@@ -118,18 +127,7 @@ fn status_of(swarm: &Swarm) -> overseer::swarm::SwarmStatus {
 async fn a_swarm_creates_its_agents_with_roles_instructions_and_permissions() {
     let ns = setup("swarm-create").await;
     let _operator = operator(&ns);
-    create_swarm(&ns, "billing", billing()).await;
-    wait_agents(
-        &ns,
-        "billing",
-        &[
-            "billing-builder",
-            "billing-overseer",
-            "billing-reviewer",
-            "billing-scout",
-        ],
-    )
-    .await;
+    create_billing(&ns).await;
     let agents: Api<Agent> = ns.api();
     for (name, role) in [
         ("billing-overseer", "overseer"),
@@ -318,18 +316,7 @@ async fn a_swarm_creates_its_agents_with_roles_instructions_and_permissions() {
 async fn members_and_layers_follow_the_swarm_and_counts_follow_the_members() {
     let ns = setup("swarm-change").await;
     let _operator = operator(&ns);
-    create_swarm(&ns, "billing", billing()).await;
-    wait_agents(
-        &ns,
-        "billing",
-        &[
-            "billing-builder",
-            "billing-overseer",
-            "billing-reviewer",
-            "billing-scout",
-        ],
-    )
-    .await;
+    create_billing(&ns).await;
     let swarms: Api<Swarm> = ns.api();
     let change = json!({"spec": {
         "agents": [

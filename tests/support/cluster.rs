@@ -342,6 +342,32 @@ impl Operator {
     }
 }
 
+/// The user name of agent `agent`'s own ServiceAccount.
+pub fn agent_account(ns: &TestNamespace, agent: &str) -> String {
+    format!("system:serviceaccount:{}:overseer-agent-{agent}", ns.name)
+}
+
+/// What the API server's own authorizer answers ("yes" or "no") when `user` asks to
+/// `verb` `resource` (and `sub`resource) in the namespace: `kubectl auth can-i`, which
+/// is a SubjectAccessReview.
+pub fn can_i(
+    ns: &TestNamespace,
+    user: &str,
+    verb: &str,
+    resource: &str,
+    sub: Option<&str>,
+) -> String {
+    let mut args = vec![
+        "auth", "can-i", verb, resource, "-n", &ns.name, "--as", user,
+    ];
+    if let Some(sub) = sub {
+        args.extend(["--subresource", sub]);
+    }
+    String::from_utf8_lossy(&kubectl(&args, "").stdout)
+        .trim()
+        .to_string()
+}
+
 /// The operator scoped to `ns`, its exec input running this build's `overseer` (kwok
 /// runs exec on this machine, against the shims that stand in for agent pods).
 pub fn operator(ns: &TestNamespace) -> Operator {
