@@ -11,8 +11,8 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::cluster::{agent_account, create_agent, operator, setup};
-use support::shim::{pod_shim, pod_shim_with, stamps};
+use support::cluster::{create_agent, operator, setup};
+use support::shim::{overseer_shim, pod_shim, stamps};
 
 const ROUNDS: usize = 15;
 const IDLE_AFTER: f64 = 2.0;
@@ -21,17 +21,7 @@ const IDLE_AFTER: f64 = 2.0;
 async fn main() {
     let ns = setup("bench-loop").await;
     let _operator = operator(&ns);
-    let lead_user = agent_account(&ns, "lead");
-    let lead = pod_shim_with(
-        &ns,
-        "lead",
-        1,
-        "pi",
-        "tui-overseer.sh",
-        &[("KUBE_RS_DEBUG_IMPERSONATE_USER", lead_user.as_str())],
-        "2s",
-    )
-    .await;
+    let lead = overseer_shim(&ns, "lead").await;
     let builder = pod_shim(&ns, "b", 1, "pi", "bench-loop-builder.sh").await;
     create_agent(&ns, "lead", json!({"role": "overseer"})).await;
     create_agent(

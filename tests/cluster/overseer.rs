@@ -15,7 +15,7 @@ use crate::support::cluster::{
     Operator, TestNamespace, agent_account, can_i, create_agent, kubeconfig_path, kubectl,
     operator, setup, wait_in,
 };
-use crate::support::shim::{pod_shim, pod_shim_with};
+use crate::support::shim::{overseer_shim, pod_shim};
 
 /// The user name of an agent's ServiceAccount, for impersonation.
 /// An `overseer` CLI command run as `user` (None: the test's admin).
@@ -69,17 +69,7 @@ fn wakes(agent: &Agent) -> i32 {
 async fn the_overseer_reads_its_agent_sends_direction_and_the_loop_closes() {
     let ns = setup("loop-e2e").await;
     let _operator = operator(&ns);
-    let lead_user = agent_account(&ns, "lead");
-    let lead = pod_shim_with(
-        &ns,
-        "lead",
-        1,
-        "pi",
-        "tui-overseer.sh",
-        &[("KUBE_RS_DEBUG_IMPERSONATE_USER", lead_user.as_str())],
-        "2s",
-    )
-    .await;
+    let lead = overseer_shim(&ns, "lead").await;
     let builder = pod_shim(&ns, "builder", 1, "pi", "tui-builder.sh").await;
     create_agent(&ns, "lead", json!({"role": "overseer"})).await;
     create_agent(

@@ -246,6 +246,23 @@ pub async fn pod_shim(
     pod_shim_with(ns, agent, attempt, runtime, script, &[], "2s").await
 }
 
+/// The shim of overseer `agent`'s first pod, running the scripted overseer CLI
+/// (tests/fake-agents/tui-overseer.sh), whose `overseer` commands act as the agent's
+/// own ServiceAccount (impersonated), so they have exactly its permissions.
+pub async fn overseer_shim(ns: &TestNamespace, agent: &str) -> Shim {
+    let user = super::cluster::agent_account(ns, agent);
+    pod_shim_with(
+        ns,
+        agent,
+        1,
+        "pi",
+        "tui-overseer.sh",
+        &[("KUBE_RS_DEBUG_IMPERSONATE_USER", user.as_str())],
+        "2s",
+    )
+    .await
+}
+
 /// As `pod_shim`, with more environment for the shim and the fake CLI, and the
 /// shim's heartbeat `interval` (a pod gets its Agent's `loop.interval`).
 pub async fn pod_shim_with(
