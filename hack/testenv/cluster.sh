@@ -40,7 +40,7 @@ wait_ready() {
 write_config() {
   local profile="$1" f
   {
-    for f in "$here/stages/etcd.yaml" "$stages_cache"/*.yaml "$here/stages/outcome.yaml" "$here/stages/exec.yaml"; do
+    for f in "$here/stages/kwokctl.yaml" "$stages_cache"/*.yaml "$here/stages/outcome.yaml" "$here/stages/exec.yaml"; do
       echo "---"; cat "$f"
     done
     if [ "$profile" = demo ]; then echo "---"; cat "$here/stages/demo.yaml"; fi

@@ -271,9 +271,11 @@ where
     }
 }
 
-/// A pinned tool linked into `.cluster/bin` (kubectl, helm).
+/// A pinned tool linked into `.cluster/bin` (kubectl, helm), else the one on PATH
+/// (a cluster of its own, such as kind in CI).
 pub fn tool(name: &str) -> PathBuf {
-    repo_root().join(".cluster/bin").join(name)
+    let pinned = repo_root().join(".cluster/bin").join(name);
+    if pinned.exists() { pinned } else { PathBuf::from(name) }
 }
 
 /// Runs the pinned kubectl against the test cluster, feeding `stdin`.

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The end-to-end suite on real nodes (tests/e2e), one script for both places it runs:
+#
+#   E2E_PLATFORM=local (default, `make test`): the local control plane with a real node
+#     beside the kwok nodes (hack/node); images built without a container engine
+#     (hack/image/build.sh) and imported into that node's containerd.
+#   E2E_PLATFORM=kind (CI on GitHub): the cluster of KUBECONFIG (kind); images built
+#     with docker from ./Dockerfile and hack/image/agent-test.Dockerfile, then
+#     `kind load docker-image`.
+#
+# Prints how long each phase took; the tests print the figures they measured.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$repo"
+# shellcheck source=../image/images.env
+source hack/image/images.env
+platform="${E2E_PLATFORM:-local}"
+log() { echo "e2e: $*" >&2; }
+phase_start=$SECONDS
+took() { log "$1 in $((SECONDS - phase_start))s"; phase_start=$SECONDS; }
+
+case "$platform" in
+  local)
+    kubeconfig="$repo/.cluster/kubeconfig"
+    bash hack/testenv/cluster.sh up test
+    took "control plane up"
+    bash hack/node/node.sh up
+    took "real node up"
+    operator_archive="$(bash hack/image/build.sh operator | tail -n 1)"
+    took "operator image built"
+    agent_archive="$(bash hack/image/build.sh agent-test | tail -n 1)"
+    took "agent test image built"
+    bash hack/node/node.sh load "$operator_archive" "$OPERATOR_IMAGE"
+    bash hack/node/node.sh load "$agent_archive" "$AGENT_TEST_IMAGE"
+    took "images imported into the node's containerd"
+    # Every pod of an e2e namespace goes to the real node, none to kwok's.
+    export OVERSEER_E2E_NODE_LABEL=overseer.dev/real-node=true
+    ;;
+  kind)
+    kubeconfig="${KUBECONFIG:-$HOME/.kube/config}"
+    docker build -t "$OPERATOR_IMAGE" .
+    docker build -f hack/image/agent-test.Dockerfile -t "$AGENT_TEST_IMAGE" .
+    took "images built"
+    kind load docker-image --name "${KIND_CLUSTER_NAME:-kind}" "$OPERATOR_IMAGE" "$AGENT_TEST_IMAGE"
+    took "images loaded into kind"
+    ;;
+  *) log "E2E_PLATFORM is local or kind, not $platform"; exit 2 ;;
+esac
+
+export OVERSEER_TEST_KUBECONFIG="$kubeconfig" OVERSEER_E2E_IMAGE="$OPERATOR_IMAGE" \
+  OVERSEER_E2E_AGENT_IMAGE="$AGENT_TEST_IMAGE"
+mkdir -p target/test-logs
+# One test at a time: each installs two operator replicas and runs real containers.
+set +e
+cargo test --test e2e -- --ignored --test-threads=1 --nocapture 2>&1 | tee target/test-logs/e2e.log
+status=${PIPESTATUS[0]}
+set -e
+took "e2e suite"
+exit "$status"

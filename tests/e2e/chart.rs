@@ -1,0 +1,103 @@
+//! `helm install` from the image: two replicas Running, one leader, probes green,
+//! /metrics read from the pod, and the restricted namespace admits every pod the
+//! operator makes (and refuses one that breaks the standard, so the check can fail).
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
+use overseer::agent::Agent;
+use overseer::goal::{Goal, GoalPhase};
+
+use crate::release::{POD_START, agent_image, create, from_pod, install, is_ready, namespace};
+use crate::support::cluster::wait_in;
+
+#[tokio::test]
+#[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
+async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
+    let ns = namespace("chart").await;
+    let release = install(&ns).await;
+
+    // Probes green: both Ready (waited for by install), and /healthz, /readyz answer
+    // from the pods themselves; exactly one replica reports itself leader.
+    let mut leaders = vec![];
+    for pod in &release.pods {
+        assert_eq!(from_pod(&ns, pod, "/healthz").trim(), "ok", "{pod} /healthz");
+        let metrics = from_pod(&ns, pod, "/metrics");
+        assert!(metrics.contains("overseer_reconciliations_total"), "{metrics}");
+        if metrics.lines().any(|l| l.trim() == "overseer_leader 1") {
+            leaders.push(pod.clone());
+        }
+    }
+    assert_eq!(leaders, vec![release.leader.clone()], "one leader, the Lease holder");
+    let pods: Api<Pod> = ns.api();
+    for name in &release.pods {
+        let pod = pods.get(name).await.unwrap();
+        let spec = pod.spec.unwrap();
+        println!(
+            "e2e[{}]: operator pod {name} on node {}",
+            ns.name,
+            spec.node_name.unwrap_or_default()
+        );
+    }
+
+    // What the operator makes passes the restricted standard: an agent pod and a step pod run.
+    let image = agent_image();
+    create::<Agent>(
+        &ns,
+        &format!(
+            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: solo}},
+              spec: {{runtime: {{name: claude, image: '{image}'}}}}}}"
+        ),
+    )
+    .await;
+    create::<Goal>(
+        &ns,
+        &format!(
+            "{{apiVersion: overseer.dev/v1alpha1, kind: Goal, metadata: {{name: one}},
+              spec: {{defaults: {{runtime: {{name: codex, image: '{image}'}}}},
+                      steps: [{{name: build, action: 'succeed: build it'}}]}}}}"
+        ),
+    )
+    .await;
+    let agent_pod = wait_in(&ns, "the agent's pod Ready", POD_START, || {
+        let pods = pods.clone();
+        async move {
+            let pod = pods.get_opt("solo-1").await.ok()??;
+            is_ready(&pod).then_some(pod)
+        }
+    })
+    .await;
+    let goals: Api<Goal> = ns.api();
+    let goal = wait_in(&ns, "the goal Succeeded", POD_START, || {
+        let goals = goals.clone();
+        async move {
+            let goal = goals.get("one").await.ok()?;
+            (goal.status.as_ref()?.phase == Some(GoalPhase::Succeeded)).then_some(goal)
+        }
+    })
+    .await;
+    let init = &agent_pod.status.unwrap().init_container_statuses.unwrap()[0];
+    let copied = init.state.as_ref().unwrap().terminated.as_ref().unwrap();
+    assert_eq!(
+        (init.name.as_str(), copied.exit_code),
+        ("install-overseer", 0),
+        "the init container copied the binary"
+    );
+    let result = goal.status.unwrap().steps[0].result.clone().unwrap_or_default();
+    assert!(result.contains("build done on attempt 1"), "step result: {result}");
+
+    // The standard is enforced here: a pod that breaks it is refused.
+    let privileged: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "privileged"},
+        "spec": {"containers": [{"name": "c", "image": image,
+            "securityContext": {"privileged": true}}]}
+    }))
+    .unwrap();
+    let refused = pods
+        .create(&PostParams::default(), &privileged)
+        .await
+        .expect_err("a privileged pod is refused");
+    assert!(
+        refused.to_string().contains("violates PodSecurity \"restricted"),
+        "{refused}"
+    );
+}

@@ -1,0 +1,205 @@
+//! One test's release: a namespace that enforces the restricted Pod Security Standard
+//! (and, on the local cluster, sends every pod to the real node), the chart installed
+//! into it from the image under test, and what the tests read from real pods.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, ListParams, PostParams};
+
+use crate::support::cluster::{
+    TestNamespace, client, install_crds, kubeconfig_path, kubectl, repo_root, tool, wait_in,
+};
+
+/// How long a real pod may take to be scheduled, pull nothing and start.
+pub const POD_START: Duration = Duration::from_secs(90);
+
+/// The operator image under test (`hack/image/images.env`, loaded by hack/e2e/run.sh).
+pub fn operator_image() -> String {
+    image_var("OVERSEER_E2E_IMAGE")
+}
+
+/// The agent test image: bash, tmux, git and the scripted CLIs of tests/fake-agents.
+pub fn agent_image() -> String {
+    image_var("OVERSEER_E2E_AGENT_IMAGE")
+}
+
+fn image_var(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run the e2e suite through hack/e2e/run.sh (make test)")
+    })
+}
+
+/// A namespace whose pods must meet the restricted Pod Security Standard. When
+/// `OVERSEER_E2E_NODE_LABEL` names a node label (the local cluster's real node beside
+/// kwok's), the PodNodeSelector and PodTolerationRestriction admission plugins send
+/// every pod of the namespace to that node.
+pub async fn namespace(test: &str) -> TestNamespace {
+    let client = client().await;
+    install_crds(&client).await;
+    let ns = TestNamespace::new(&client, &format!("e2e-{test}")).await;
+    let mut patch = serde_json::json!({"metadata": {"labels": {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+    }}});
+    if let Ok(label) = std::env::var("OVERSEER_E2E_NODE_LABEL") {
+        let (key, value) = label.split_once('=').expect("OVERSEER_E2E_NODE_LABEL is KEY=VALUE");
+        patch["metadata"]["annotations"] = serde_json::json!({
+            "scheduler.alpha.kubernetes.io/node-selector": label,
+            "scheduler.alpha.kubernetes.io/defaultTolerations": serde_json::json!([
+                {"key": key, "operator": "Equal", "value": value, "effect": "NoSchedule"}
+            ]).to_string(),
+        });
+    }
+    let namespaces: Api<Namespace> = Api::all(client);
+    namespaces
+        .patch(&ns.name, &Default::default(), &kube::api::Patch::Merge(&patch))
+        .await
+        .expect("label the test namespace");
+    ns
+}
+
+/// Runs `command`, failing the test with its output unless it succeeds.
+pub fn run_ok(command: &mut Command) -> String {
+    let output = command.output().expect("start command");
+    assert!(
+        output.status.success(),
+        "{command:?}:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+pub fn kubectl_ok(args: &[&str]) -> String {
+    let output = kubectl(args, "");
+    assert!(
+        output.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The chart installed as release `overseer`, watching only `ns`: two replicas with
+/// leader election, from the image under test. Returns once both pods are Ready
+/// (their readiness probes answered) and one of them holds the Lease.
+pub async fn install(ns: &TestNamespace) -> Release {
+    let image = operator_image();
+    let (repository, tag) = image.rsplit_once(':').expect("image has a tag");
+    let started = Instant::now();
+    run_ok(
+        Command::new(tool("helm"))
+            .arg("--kubeconfig")
+            .arg(kubeconfig_path())
+            .args(["install", "overseer"])
+            .arg(repo_root().join("charts/overseer"))
+            .args(["--namespace", &ns.name])
+            .args(["--set", &format!("image.repository={repository}")])
+            .args(["--set", &format!("image.tag={tag}")])
+            .args(["--set", &format!("watchNamespace={}", ns.name)])
+            .args(["--set", "logLevel=info\\,overseer=debug"]),
+    );
+    let pods: Api<Pod> = ns.api();
+    let ready = wait_in(ns, "two operator pods Ready", POD_START, || {
+        let pods = pods.clone();
+        async move {
+            let list = pods
+                .list(&ListParams::default().labels("app.kubernetes.io/name=overseer"))
+                .await
+                .ok()?;
+            let ready: Vec<String> = list
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none() && is_ready(p))
+                .filter_map(|p| p.metadata.name.clone())
+                .collect();
+            (ready.len() == 2).then_some(ready)
+        }
+    })
+    .await;
+    let ready_after = started.elapsed();
+    let leader = wait_for_leader(ns, &ready, None).await;
+    println!(
+        "e2e[{}]: helm install -> 2 operator pods Ready: {:.1}s; leader {leader} after {:.1}s",
+        ns.name,
+        ready_after.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    Release {
+        pods: ready,
+        leader,
+    }
+}
+
+pub struct Release {
+    /// The two operator pods.
+    pub pods: Vec<String>,
+    /// The one holding the Lease.
+    pub leader: String,
+}
+
+pub fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The Lease holder once it is one of `candidates` (and not `not`).
+pub async fn wait_for_leader(ns: &TestNamespace, candidates: &[String], not: Option<&str>) -> String {
+    let leases: Api<Lease> = ns.api();
+    wait_in(ns, "a leader among the operator pods", POD_START, || {
+        let leases = leases.clone();
+        async move {
+            let lease = leases.get_opt("overseer-controller").await.ok()??;
+            let holder = lease.spec?.holder_identity?;
+            let pod = candidates
+                .iter()
+                .find(|p| holder.starts_with(&format!("{p}-")) && Some(p.as_str()) != not)?;
+            Some(pod.clone())
+        }
+    })
+    .await
+}
+
+/// GET `path` from port 8080 of pod `pod`, through the API server's pod proxy: what
+/// a Prometheus scrape of the pod reads.
+pub fn from_pod(ns: &TestNamespace, pod: &str, path: &str) -> String {
+    kubectl_ok(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/namespaces/{}/pods/{pod}:8080/proxy{path}", ns.name),
+    ])
+}
+
+/// Runs `command` in container `agent` of `pod` through the real kubelet.
+pub fn exec(ns: &TestNamespace, pod: &str, command: &[&str]) -> std::process::Output {
+    let mut args = vec!["exec", "-n", &ns.name, pod, "-c", "agent", "--"];
+    args.extend(command);
+    kubectl(&args, "")
+}
+
+/// A file of a container, read through exec (empty while it does not exist).
+pub fn read_in_pod(ns: &TestNamespace, pod: &str, path: &str) -> String {
+    String::from_utf8_lossy(&exec(ns, pod, &["cat", path]).stdout).into_owned()
+}
+
+/// Creates the object in `yaml` in `ns`.
+pub async fn create<K>(ns: &TestNamespace, yaml: &str) -> K
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let object: K = serde_yaml::from_str(yaml).expect("test object YAML");
+    ns.api::<K>()
+        .create(&PostParams::default(), &object)
+        .await
+        .expect("create test object")
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# A headless step run in a real container (`codex exec ACTION` in the agent test
+# image): the action's first word picks what it does, so a Goal scripts its steps.
+#   succeed ...   works for a moment and exits 0; its last line is the step's result
+#   flaky ...     fails (exit 3) on attempt 1, succeeds on later attempts
+#   slow ...      as succeed, after 8 s (a step still running when the leader dies)
+#   hang ...      never finishes (a step past its timeout)
+action="${*: -1}"
+case "$action" in
+  succeed*)
+    echo "working on: $action"
+    sleep "${FAKE_RUN_SECONDS:-1}"
+    echo "$OVERSEER_STEP done on attempt $OVERSEER_ATTEMPT in $(hostname)"
+    ;;
+  slow*)
+    echo "working on: $action"
+    sleep 8
+    echo "$OVERSEER_STEP done on attempt $OVERSEER_ATTEMPT"
+    ;;
+  flaky*)
+    if [ "$OVERSEER_ATTEMPT" = 1 ]; then
+      echo "$OVERSEER_STEP failed on attempt 1"
+      exit 3
+    fi
+    echo "$OVERSEER_STEP done on attempt $OVERSEER_ATTEMPT"
+    ;;
+  hang*)
+    echo "$OVERSEER_STEP hangs"
+    exec sleep 3600
+    ;;
+  *)
+    echo "no script for: $action" >&2
+    exit 2
+    ;;
+esac
