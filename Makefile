@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CLUSTER := hack/testenv/cluster.sh
 TEST_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: run test lint unit integration cluster cluster-down testenv generate build bench demo-loop
+.PHONY: run test lint unit integration e2e images node cluster cluster-down testenv generate build bench demo-loop
 
 ## The operator against the current cluster, or against the local one it brings up.
 run:
@@ -20,13 +20,28 @@ unit:
 	bash hack/testenv/packages.sh
 	cargo test
 
-# no_crds first: it removes the CRDs and puts them back, so it must run alone.
+# no_crds first: it removes the CRDs and puts them back, so it must run alone. Then the
+# kwok suite, then the e2e suite (the Helm chart and our images on a real node).
 integration:
 	bash $(CLUSTER) up test
 	export OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG); \
 	  cargo test --test no_crds -- --ignored && \
-	  cargo test --test cluster -- --ignored; \
+	  cargo test --test cluster -- --ignored && \
+	  bash hack/e2e/run.sh; \
 	  status=$$?; bash $(CLUSTER) down; exit $$status
+
+## The e2e suite alone: control plane, real node, images, Helm install (left up afterwards).
+e2e:
+	bash hack/e2e/run.sh
+
+## The operator and agent test images, as OCI archives (no container engine needed).
+images:
+	bash hack/image/build.sh operator
+	bash hack/image/build.sh agent-test
+
+## A real node (containerd, kubelet, kube-proxy) joined to the local control plane.
+node: cluster
+	bash hack/node/node.sh up
 
 ## The local control plane (test profile) and its teardown.
 cluster:

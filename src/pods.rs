@@ -10,6 +10,9 @@ use k8s_openapi::api::core::v1::{
 pub const BIN_DIR: &str = "/overseer/bin";
 /// The emptyDir holding the binary and the shim's socket.
 const VOLUME: &str = "overseer";
+/// Where the init container sees that emptyDir: not at `/overseer`, which in the
+/// operator image is the binary itself (a container cannot mount a directory over a file).
+const INSTALL_DIR: &str = "/install";
 
 /// The init container that copies the operator's own binary into the pod.
 pub fn install_container(overseer_image: &str) -> Container {
@@ -19,9 +22,14 @@ pub fn install_container(overseer_image: &str) -> Container {
         command: Some(vec![
             "/overseer".into(),
             "install".into(),
-            format!("{BIN_DIR}/overseer"),
+            // BIN_DIR's place in the volume, as the other containers see it.
+            format!("{INSTALL_DIR}/bin/overseer"),
         ]),
-        volume_mounts: Some(vec![overseer_mount()]),
+        volume_mounts: Some(vec![VolumeMount {
+            name: VOLUME.into(),
+            mount_path: INSTALL_DIR.into(),
+            ..Default::default()
+        }]),
         security_context: Some(restricted()),
         ..Default::default()
     }

@@ -20,7 +20,7 @@ node=overseer-node
 bridge=overseer0
 node_ip=10.244.0.1
 pod_cidr=10.244.0.0/24
-sandbox_image=localhost/overseer/pause:dev
+sandbox_image=localhost/overseer/pause:sandbox
 kubeconfig="$repo/.cluster/kubeconfig"
 log() { echo "node: $*" >&2; }
 
@@ -68,7 +68,7 @@ network() {
   "cniVersion": "1.0.0",
   "name": "overseer",
   "plugins": [
-    {"type": "bridge", "bridge": "$bridge", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+    {"type": "bridge", "bridge": "$bridge", "isGateway": true, "isDefaultGateway": true, "ipMasq": false, "hairpinMode": true,
      "ipam": {"type": "host-local", "dataDir": "$state/cni/ipam",
               "ranges": [[{"subnet": "$pod_cidr", "gateway": "$node_ip"}]]}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
@@ -92,6 +92,9 @@ state = "$run/containerd"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = '$sandbox_image'
 [plugins.'io.containerd.cri.v1.runtime']
+  # The machine withholds CAP_SYS_RESOURCE: no process here may lower its OOM score
+  # (the pod sandbox asks for -998), so pods keep containerd's score or higher.
+  restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
     runtime_type = 'io.containerd.runc.v2'
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]

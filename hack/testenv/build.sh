@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the local control plane (kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, etcd, kwok, kwokctl, helm) from their Go modules at
+# kube-scheduler, kubectl, etcd, kwok, kwokctl, helm) and the real node's kubelet and kube-proxy from their Go modules at
 # the versions pinned in versions.env, into a cache outside the repository keyed
 # by those versions. A second run finds the cache and builds nothing.
 # Prints the cache's bin directory on the last line of stdout.
@@ -12,7 +12,8 @@ source "$here/versions.env"
 cache_root="${OVERSEER_TESTENV_CACHE:-$HOME/.cache/overseer-testenv}"
 key="k8s-${KUBE_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}"
 out="$cache_root/$key/bin"
-binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl helm)
+kube_binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
+binaries=("${kube_binaries[@]}" etcd kwok kwokctl helm)
 
 log() { echo "testenv: $*" >&2; }
 
@@ -35,30 +36,8 @@ if all_built; then
   exit 0
 fi
 
-# Go from the machine when it is new enough, else the toolchain module from the proxy.
-ensure_go() {
-  local want="go${GO_VERSION}" have=""
-  if command -v go >/dev/null; then have="$(go env GOVERSION 2>/dev/null || true)"; fi
-  if [ -n "$have" ] && [ "$(printf '%s\n%s\n' "go1.26" "$have" | sort -V | head -1)" = "go1.26" ]; then
-    GO=go
-    return
-  fi
-  local dir="$cache_root/toolchain/$want"
-  if [ ! -x "$dir/bin/go" ]; then
-    log "fetching Go $GO_VERSION toolchain from the module proxy"
-    local tmp; tmp="$(mktemp -d)"
-    curl -fsSL -o "$tmp/go.zip" \
-      "https://proxy.golang.org/golang.org/toolchain/@v/v0.0.1-${want}.linux-amd64.zip"
-    unzip -q "$tmp/go.zip" -d "$tmp"
-    mkdir -p "$(dirname "$dir")"
-    rm -rf "$dir"
-    mv "$tmp/golang.org/toolchain@v0.0.1-${want}.linux-amd64" "$dir"
-    chmod +x "$dir/bin/"* "$dir/pkg/tool/"*/* 2>/dev/null || true
-    rm -rf "$tmp"
-  fi
-  GO="$dir/bin/go"
-}
-
+# shellcheck source=go.sh
+source "$here/go.sh"
 ensure_go
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
 mkdir -p "$out"
@@ -96,6 +75,8 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 )
 GO
   local ld="" p
@@ -103,11 +84,10 @@ GO
     ld+=" -X $p.gitVersion=v${KUBE_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor}"
     ld+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
   done
-  log "building Kubernetes v${KUBE_VERSION} (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)"
+  log "building Kubernetes v${KUBE_VERSION} (${kube_binaries[*]})"
   (cd "$mod" && "$GO" mod tidy -e >&2 2>&1 && \
     "$GO" build -trimpath -tags selinux,notest -ldflags "-s -w$ld" -o "$out/" \
-      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl >&2)
+      "${kube_binaries[@]/#/k8s.io/kubernetes/cmd/}" >&2)
 }
 
 build_etcd() {
@@ -157,7 +137,11 @@ build_helm() {
     "helm.sh/helm/v3/cmd/helm@v${HELM_VERSION}" >&2
 }
 
-[ -x "$out/kube-apiserver" ] && [ -x "$out/kubectl" ] && [ -x "$out/kube-scheduler" ] && [ -x "$out/kube-controller-manager" ] || build_kube
+kube_built() {
+  local b
+  for b in "${kube_binaries[@]}"; do [ -x "$out/$b" ] || return 1; done
+}
+kube_built || build_kube
 [ -x "$out/etcd" ] || build_etcd
 [ -x "$out/kwok" ] && [ -x "$out/kwokctl" ] || build_kwok
 [ -x "$out/helm" ] || build_helm

@@ -73,12 +73,16 @@ up() {
     --etcd-binary "$bin/etcd" \
     --timeout 3m --wait 2m >&2
   echo "$profile" >"$state/profile"
-  "$bin/kwokctl" --name "$name" scale node --replicas 2 >&2
+  # The kwok nodes' InternalIPs are loopback addresses (kwok serves exec and logs on all
+  # of them), as the API server prefers InternalIP to reach the real node.
+  "$bin/kwokctl" --name "$name" scale node --replicas 2 --param '.nodeIPs=["127.0.0.1"]' >&2
   wait_ready
   log "ready: export KUBECONFIG=$state/kubeconfig"
 }
 
 down() {
+  # A real node (hack/node) holds mounts, iptables rules and a bridge of its own.
+  if [ -d "$state/node" ]; then bash "$repo/hack/node/node.sh" down; fi
   if [ -d "$KWOK_WORKDIR" ]; then
     log "deleting cluster"
     "$bin/kwokctl" delete cluster --name "$name" >/dev/null 2>&1 || log "kwokctl delete failed; removing its state anyway"
