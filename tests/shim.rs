@@ -177,3 +177,33 @@ async fn a_members_instructions_are_linked_into_its_workspace() {
         "# Instructions v2\n"
     );
 }
+
+#[tokio::test]
+async fn instructions_that_cannot_be_linked_open_the_first_prompt() {
+    let source_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target/test-shim")
+        .join(format!("own-layers-{}", std::process::id()));
+    std::fs::create_dir_all(&source_dir).unwrap();
+    let source = source_dir.join("AGENTS.md");
+    std::fs::write(&source, "# Swarm rules\n").unwrap();
+    // The repository has its own AGENTS.md: the shim leaves it as it is.
+    let workspace = Shim::workspace("own-instructions");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("AGENTS.md"), "# The repository's rules\n").unwrap();
+    let shim = Shim::start(
+        "own-instructions",
+        "headless",
+        "pi",
+        "headless-exits-early.sh",
+        &[
+            ("OVERSEER_INSTRUCTIONS", source.to_str().unwrap()),
+            ("OVERSEER_PROMPT", "Map the code."),
+        ],
+    );
+    shim.wait_for(ActivityState::Exited).await;
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("AGENTS.md")).unwrap(),
+        "# The repository's rules\n"
+    );
+    assert_eq!(shim.fake_log(), "args: # Swarm rules\n\nMap the code.\n");
+}

@@ -252,17 +252,6 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
             "OVERSEER_INSTRUCTIONS",
             format!("{INSTRUCTIONS_DIR}/{file}"),
         ));
-        if shape.read_only {
-            // The shim cannot link it into a read-only workspace: mount the file
-            // itself (it then changes only with the next attempt).
-            mounts.push(VolumeMount {
-                name: "instructions".into(),
-                mount_path: format!("{WORKSPACE}/{file}"),
-                sub_path: Some(file.to_string()),
-                read_only: Some(true),
-                ..Default::default()
-            });
-        }
     }
     let non_empty = |v: BTreeMap<String, String>| (!v.is_empty()).then_some(v);
     Pod {

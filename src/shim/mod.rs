@@ -148,18 +148,18 @@ fn print_lines(lines: &[String]) {
 }
 
 /// Links a swarm member's composed instructions (a mounted ConfigMap, updated in
-/// place) into the working directory under the runtime's file name. A file the
-/// workspace already has is left alone, and a read-only workspace has the file
-/// mounted by the pod instead.
-fn link_instructions(source: &std::path::Path) {
+/// place) into the working directory under the runtime's file name. Returns false
+/// when they cannot be placed there: the workspace has its own such file (the
+/// repository's), or is read-only (a scout's).
+fn link_instructions(source: &std::path::Path) -> bool {
     let Some(file) = source.file_name() else {
-        return;
+        return false;
     };
     let target = PathBuf::from(file);
     match std::fs::symlink_metadata(&target) {
         Ok(meta) if !meta.file_type().is_symlink() => {
-            warn!(file = %target.display(), source = %source.display(), "an instruction file is already in the workspace (the repository's own, or mounted for a read-only role); it is left as it is");
-            return;
+            warn!(file = %target.display(), source = %source.display(), "the workspace has its own instruction file; it is left as it is and the swarm's instructions open the first prompt");
+            return false;
         }
         Ok(_) => {
             let _ = std::fs::remove_file(&target);
@@ -167,9 +167,27 @@ fn link_instructions(source: &std::path::Path) {
         Err(_) => {}
     }
     match std::os::unix::fs::symlink(source, &target) {
-        Ok(()) => info!(file = %target.display(), "linked the swarm's instructions"),
-        Err(error) => info!(%error, "instructions not linked (read-only workspace?)"),
+        Ok(()) => {
+            info!(file = %target.display(), "linked the swarm's instructions");
+            true
+        }
+        Err(error) => {
+            info!(%error, "instructions not linked (read-only workspace?); they open the first prompt");
+            false
+        }
     }
+}
+
+/// The first prompt given to the CLI: the instructions that could not be placed
+/// where it reads them, then the agent's own prompt.
+fn first_prompt(unplaced_instructions: Option<&str>, prompt: Option<&str>) -> Option<String> {
+    let parts: Vec<&str> = [unplaced_instructions, prompt]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
 /// Runs the shim until SIGTERM; returns the process exit code.
@@ -190,14 +208,15 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."));
     tokio::fs::create_dir_all(&run_dir).await?;
-    if let Ok(instructions) = std::env::var("OVERSEER_INSTRUCTIONS") {
-        link_instructions(std::path::Path::new(&instructions));
-    }
+    let unplaced_instructions = std::env::var_os("OVERSEER_INSTRUCTIONS")
+        .map(PathBuf::from)
+        .filter(|source| !link_instructions(source))
+        .and_then(|source| std::fs::read_to_string(source).ok());
     let _ = tokio::fs::remove_file(&args.socket).await;
     let listener = UnixListener::bind(&args.socket)?;
     let reporter = Reporter::connect(&args).await?;
 
-    let prompt = args.prompt.clone().filter(|p| !p.trim().is_empty());
+    let prompt = first_prompt(unplaced_instructions.as_deref(), args.prompt.as_deref());
     let (driver, pending_prompt) = match mode {
         RuntimeMode::Tui => (
             Driver::Tui(tmux::Tmux::start(&run_dir, &args.command).await?),
@@ -511,4 +530,32 @@ async fn wait_for_screen(tmux: &tmux::Tmux) -> bool {
         tokio::time::sleep(POLL).await;
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_prompt;
+
+    #[test]
+    fn unplaced_instructions_open_the_first_prompt() {
+        let cases = [
+            (None, None, None),
+            (None, Some("  "), None),
+            (None, Some("Map the code."), Some("Map the code.")),
+            (Some("# Rules\n"), None, Some("# Rules")),
+            (
+                Some("# Rules\n"),
+                Some("Map the code."),
+                Some("# Rules\n\nMap the code."),
+            ),
+            (Some("\n"), Some("Map the code."), Some("Map the code.")),
+        ];
+        for (instructions, prompt, expected) in cases {
+            assert_eq!(
+                first_prompt(instructions, prompt).as_deref(),
+                expected,
+                "{instructions:?} + {prompt:?}"
+            );
+        }
+    }
 }

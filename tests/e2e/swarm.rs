@@ -56,8 +56,10 @@ async fn a_read_only_scout_cannot_write_its_workspace() {
         "the builder writes its workspace: {}",
         String::from_utf8_lossy(&written.stderr)
     );
-    // The instructions file stays readable in the scout's read-only workspace.
-    let instructions = exec(&ns, &scout, &["cat", "/workspace/CLAUDE.md"]);
+    // Nothing can be placed in a read-only workspace (runc cannot even create a mount
+    // point there): the scout reads its instructions from the mounted ConfigMap, and
+    // the shim opens its first prompt with them.
+    let instructions = exec(&ns, &scout, &["cat", "/overseer/instructions/CLAUDE.md"]);
     assert!(
         String::from_utf8_lossy(&instructions.stdout).contains("Work only inside the billing service."),
         "{}",

@@ -40,6 +40,14 @@ impl Shim {
         Shim::start_with(test, mode, runtime, script, env, &["--interval", "off"])
     }
 
+    /// The working directory of `test`'s shim (unique to this test process), which a
+    /// test may fill before it starts the shim, as a repository fills /workspace.
+    pub fn workspace(test: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("target/test-shim")
+            .join(format!("{test}-{}", std::process::id()))
+    }
+
     /// As `start`, with more `overseer shim` arguments (for example `--agent`).
     pub fn start_with(
         test: &str,
@@ -50,10 +58,7 @@ impl Shim {
         args: &[&str],
     ) -> Shim {
         tmux_present();
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("target/test-shim")
-            .join(format!("{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = Shim::workspace(test);
         std::fs::create_dir_all(&dir).unwrap();
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fake-agents")
