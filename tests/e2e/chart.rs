@@ -20,15 +20,26 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
     // from the pods themselves; exactly one replica reports itself leader.
     let mut leaders = vec![];
     for pod in &release.pods {
-        assert_eq!(from_pod(&ns, pod, "/healthz").trim(), "ok", "{pod} /healthz");
+        assert_eq!(
+            from_pod(&ns, pod, "/healthz").trim(),
+            "ok",
+            "{pod} /healthz"
+        );
         let metrics = from_pod(&ns, pod, "/metrics");
         // The leader gauge is there from the start, on the standby as on the leader.
-        assert!(metrics.contains("# TYPE overseer_leader gauge"), "{metrics}");
+        assert!(
+            metrics.contains("# TYPE overseer_leader gauge"),
+            "{metrics}"
+        );
         if metrics.lines().any(|l| l.trim() == "overseer_leader 1") {
             leaders.push(pod.clone());
         }
     }
-    assert_eq!(leaders, vec![release.leader.clone()], "one leader, the Lease holder");
+    assert_eq!(
+        leaders,
+        vec![release.leader.clone()],
+        "one leader, the Lease holder"
+    );
     let pods: Api<Pod> = ns.api();
     for name in &release.pods {
         let pod = pods.get(name).await.unwrap();
@@ -83,8 +94,14 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
         ("install-overseer", 0),
         "the init container copied the binary"
     );
-    let result = goal.status.unwrap().steps[0].result.clone().unwrap_or_default();
-    assert!(result.contains("build done on attempt 1"), "step result: {result}");
+    let result = goal.status.unwrap().steps[0]
+        .result
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        result.contains("build done on attempt 1"),
+        "step result: {result}"
+    );
 
     // The standard is enforced here: a pod that breaks it is refused.
     let privileged: Pod = serde_json::from_value(serde_json::json!({
@@ -98,7 +115,9 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
         .await
         .expect_err("a privileged pod is refused");
     assert!(
-        refused.to_string().contains("violates PodSecurity \"restricted"),
+        refused
+            .to_string()
+            .contains("violates PodSecurity \"restricted"),
         "{refused}"
     );
 }

@@ -29,17 +29,28 @@ async fn the_standby_takes_over_mid_goal_with_no_duplicate_pod() {
     )
     .await;
     let pods: Api<Pod> = ns.api();
-    wait_in(&ns, "the first step's container running", Duration::from_secs(90), || {
-        let pods = pods.clone();
-        async move { pods.get_opt("long-s0-a1").await.ok()?.filter(is_ready) }
-    })
+    wait_in(
+        &ns,
+        "the first step's container running",
+        Duration::from_secs(90),
+        || {
+            let pods = pods.clone();
+            async move { pods.get_opt("long-s0-a1").await.ok()?.filter(is_ready) }
+        },
+    )
     .await;
 
     // Kill the leader's pod outright: no grace, so it cannot hand the Lease back.
     let killed = Instant::now();
-    pods.delete(&release.leader, &DeleteParams { grace_period_seconds: Some(0), ..Default::default() })
-        .await
-        .expect("delete the leader's pod");
+    pods.delete(
+        &release.leader,
+        &DeleteParams {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("delete the leader's pod");
     let new_leader = wait_for_leader(&ns, &release.pods, Some(&release.leader)).await;
     let took_over = killed.elapsed();
     println!(
@@ -64,12 +75,24 @@ async fn the_standby_takes_over_mid_goal_with_no_duplicate_pod() {
         killed.elapsed().as_secs_f64()
     );
     let status = goal.status.unwrap();
-    assert!(status.steps.iter().all(|s| s.attempts == 1), "{:?}", status.steps);
+    assert!(
+        status.steps.iter().all(|s| s.attempts == 1),
+        "{:?}",
+        status.steps
+    );
     let step_pods = pods
         .list(&ListParams::default().labels("overseer.dev/goal=long"))
         .await
         .unwrap();
-    let mut names: Vec<String> = step_pods.items.iter().filter_map(|p| p.metadata.name.clone()).collect();
+    let mut names: Vec<String> = step_pods
+        .items
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
     names.sort();
-    assert_eq!(names, ["long-s0-a1", "long-s1-a1", "long-s2-a1"], "one pod per step");
+    assert_eq!(
+        names,
+        ["long-s0-a1", "long-s1-a1", "long-s2-a1"],
+        "one pod per step"
+    );
 }

@@ -30,13 +30,18 @@ async fn steps_run_in_real_containers_with_results_retries_and_timeouts() {
     )
     .await;
     let goals: Api<Goal> = ns.api();
-    let goal = wait_in(&ns, "the goal Paused at its third step", Duration::from_secs(240), || {
-        let goals = goals.clone();
-        async move {
-            let goal = goals.get("ship").await.ok()?;
-            (goal.status.as_ref()?.phase == Some(GoalPhase::Paused)).then_some(goal)
-        }
-    })
+    let goal = wait_in(
+        &ns,
+        "the goal Paused at its third step",
+        Duration::from_secs(240),
+        || {
+            let goals = goals.clone();
+            async move {
+                let goal = goals.get("ship").await.ok()?;
+                (goal.status.as_ref()?.phase == Some(GoalPhase::Paused)).then_some(goal)
+            }
+        },
+    )
     .await;
     let status = goal.status.unwrap();
     println!(
@@ -60,17 +65,30 @@ async fn steps_run_in_real_containers_with_results_retries_and_timeouts() {
     };
     assert_eq!((parse.phase, parse.attempts), (StepPhase::Succeeded, 1));
     let result = parse.result.as_deref().unwrap_or_default();
-    assert!(result.contains("parse done on attempt 1"), "termination message: {result}");
-    assert_eq!((test.phase, test.attempts), (StepPhase::Succeeded, 2), "retried once");
     assert!(
-        test.result.as_deref().unwrap_or_default().contains("test done on attempt 2"),
+        result.contains("parse done on attempt 1"),
+        "termination message: {result}"
+    );
+    assert_eq!(
+        (test.phase, test.attempts),
+        (StepPhase::Succeeded, 2),
+        "retried once"
+    );
+    assert!(
+        test.result
+            .as_deref()
+            .unwrap_or_default()
+            .contains("test done on attempt 2"),
         "{test:?}"
     );
     assert_eq!(wait.phase, StepPhase::TimedOut, "{wait:?}");
 
     // The failed attempt's container really exited 3; the timed-out one is not running.
     let pods: Api<Pod> = ns.api();
-    let failed = pods.get("ship-s1-a1").await.expect("the failed attempt's pod");
+    let failed = pods
+        .get("ship-s1-a1")
+        .await
+        .expect("the failed attempt's pod");
     let exit = failed.status.unwrap().container_statuses.unwrap()[0]
         .state
         .clone()
@@ -79,28 +97,33 @@ async fn steps_run_in_real_containers_with_results_retries_and_timeouts() {
         .expect("terminated")
         .exit_code;
     assert_eq!(exit, 3, "the scripted CLI's exit code");
-    let hung = wait_in(&ns, "the timed-out container stopped", Duration::from_secs(60), || {
-        let pods = pods.clone();
-        async move {
-            match pods.get_opt("ship-s2-a1").await.ok()? {
-                None => Some("pod deleted".to_string()),
-                Some(pod) => {
-                    let status = pod.status?;
-                    let running = status
-                        .container_statuses?
-                        .iter()
-                        .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()));
-                    (!running).then(|| {
-                        format!(
-                            "phase {}, reason {}",
-                            status.phase.unwrap_or_default(),
-                            status.reason.unwrap_or_default()
-                        )
-                    })
+    let hung = wait_in(
+        &ns,
+        "the timed-out container stopped",
+        Duration::from_secs(60),
+        || {
+            let pods = pods.clone();
+            async move {
+                match pods.get_opt("ship-s2-a1").await.ok()? {
+                    None => Some("pod deleted".to_string()),
+                    Some(pod) => {
+                        let status = pod.status?;
+                        let running = status
+                            .container_statuses?
+                            .iter()
+                            .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()));
+                        (!running).then(|| {
+                            format!(
+                                "phase {}, reason {}",
+                                status.phase.unwrap_or_default(),
+                                status.reason.unwrap_or_default()
+                            )
+                        })
+                    }
                 }
             }
-        }
-    })
+        },
+    )
     .await;
     println!("e2e[{}]: the step past its 5s timeout: {hung}", ns.name);
 }

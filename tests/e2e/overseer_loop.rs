@@ -52,16 +52,28 @@ async fn the_overseer_wakes_reads_and_directs_its_builder_in_real_containers() {
     .await;
     let status = done.status.unwrap();
     assert_eq!(status.loop_.unwrap().wakes, 1, "one wake");
-    assert_eq!(status.last_message.unwrap().excerpt, "continue: add the missing tests");
+    assert_eq!(
+        status.last_message.unwrap().excerpt,
+        "continue: add the missing tests"
+    );
 
     // What the scripted CLIs recorded inside their containers (read through exec).
     let builder_log = read_in_pod(&ns, "builder-1", "/tmp/fake/fake.log");
     let lead_log = read_in_pod(&ns, "lead-1", "/tmp/fake/fake.log");
-    let got: Vec<&str> = builder_log.lines().filter(|l| l.starts_with("got ")).collect();
+    let got: Vec<&str> = builder_log
+        .lines()
+        .filter(|l| l.starts_with("got "))
+        .collect();
     assert_eq!(got.len(), 1, "one message: {builder_log}");
-    assert!(got[0].ends_with(" continue: add the missing tests"), "{builder_log}");
+    assert!(
+        got[0].ends_with(" continue: add the missing tests"),
+        "{builder_log}"
+    );
     assert!(builder_log.contains("loop done exit 0"), "{builder_log}");
-    assert!(lead_log.contains("peek exit 0") && lead_log.contains("send exit 0"), "{lead_log}");
+    assert!(
+        lead_log.contains("peek exit 0") && lead_log.contains("send exit 0"),
+        "{lead_log}"
+    );
     let peeked = read_in_pod(&ns, "lead-1", "/tmp/fake/peek-builder.txt");
     assert!(
         peeked.contains("building step 3") && peeked.contains("tests still missing"),
@@ -69,7 +81,14 @@ async fn the_overseer_wakes_reads_and_directs_its_builder_in_real_containers() {
     );
     let pods: Api<Pod> = ns.api();
     for name in ["builder-1", "lead-1"] {
-        let node = pods.get(name).await.unwrap().spec.unwrap().node_name.unwrap_or_default();
+        let node = pods
+            .get(name)
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .node_name
+            .unwrap_or_default();
         println!("e2e[{}]: {name} ran on node {node}", ns.name);
     }
 
@@ -77,7 +96,11 @@ async fn the_overseer_wakes_reads_and_directs_its_builder_in_real_containers() {
     let idle = stamp(&builder_log, "idle ");
     let woken = stamp(&lead_log, "woken ");
     let received = stamp(&builder_log, "got ");
-    let real = [woken - idle - IDLE_AFTER, received - woken, received - idle - IDLE_AFTER];
+    let real = [
+        woken - idle - IDLE_AFTER,
+        received - woken,
+        received - idle - IDLE_AFTER,
+    ];
     let kwok = std::fs::read_to_string(repo_root().join("target/test-logs/loop-hops.txt")).ok();
     let kwok: Vec<Option<f64>> = (0..3)
         .map(|i| {
@@ -104,6 +127,12 @@ async fn the_overseer_wakes_reads_and_directs_its_builder_in_real_containers() {
 /// The epoch-second stamp on the first line of `log` that starts with `prefix`.
 fn stamp(log: &str, prefix: &str) -> f64 {
     log.lines()
-        .find_map(|l| l.strip_prefix(prefix)?.split_whitespace().next()?.parse().ok())
+        .find_map(|l| {
+            l.strip_prefix(prefix)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
         .unwrap_or_else(|| panic!("no {prefix:?} line in {log}"))
 }

@@ -45,7 +45,9 @@ pub async fn namespace(test: &str) -> TestNamespace {
         "pod-security.kubernetes.io/enforce-version": "latest",
     }}});
     if let Ok(label) = std::env::var("OVERSEER_E2E_NODE_LABEL") {
-        let (key, value) = label.split_once('=').expect("OVERSEER_E2E_NODE_LABEL is KEY=VALUE");
+        let (key, value) = label
+            .split_once('=')
+            .expect("OVERSEER_E2E_NODE_LABEL is KEY=VALUE");
         patch["metadata"]["annotations"] = serde_json::json!({
             "scheduler.alpha.kubernetes.io/node-selector": label,
             "scheduler.alpha.kubernetes.io/defaultTolerations": serde_json::json!([
@@ -55,7 +57,11 @@ pub async fn namespace(test: &str) -> TestNamespace {
     }
     let namespaces: Api<Namespace> = Api::all(client);
     namespaces
-        .patch(&ns.name, &Default::default(), &kube::api::Patch::Merge(&patch))
+        .patch(
+            &ns.name,
+            &Default::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
         .await
         .expect("label the test namespace");
     ns
@@ -149,7 +155,11 @@ pub fn is_ready(pod: &Pod) -> bool {
 }
 
 /// The Lease holder once it is one of `candidates` (and not `not`).
-pub async fn wait_for_leader(ns: &TestNamespace, candidates: &[String], not: Option<&str>) -> String {
+pub async fn wait_for_leader(
+    ns: &TestNamespace,
+    candidates: &[String],
+    not: Option<&str>,
+) -> String {
     let leases: Api<Lease> = ns.api();
     wait_in(ns, "a leader among the operator pods", POD_START, || {
         let leases = leases.clone();

@@ -29,13 +29,19 @@ async fn a_read_only_scout_cannot_write_its_workspace() {
     let ready = wait_in(&ns, "the scout and the builder Ready", POD_START, || {
         let pods = pods.clone();
         async move {
-            let list = pods.list(&ListParams::default().labels("overseer.dev/swarm=billing")).await.ok()?;
+            let list = pods
+                .list(&ListParams::default().labels("overseer.dev/swarm=billing"))
+                .await
+                .ok()?;
             let find = |role: &str| {
                 list.items
                     .iter()
                     .find(|p| {
                         let labels = p.metadata.labels.as_ref();
-                        labels.and_then(|l| l.get("overseer.dev/role")).is_some_and(|r| r == role) && is_ready(p)
+                        labels
+                            .and_then(|l| l.get("overseer.dev/role"))
+                            .is_some_and(|r| r == role)
+                            && is_ready(p)
                     })
                     .and_then(|p| p.metadata.name.clone())
             };
@@ -49,8 +55,16 @@ async fn a_read_only_scout_cannot_write_its_workspace() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success(), "the scout wrote its workspace");
     assert!(stderr.contains("Read-only file system"), "EROFS: {stderr}");
-    println!("e2e[{}]: scout {scout}: `{write}` -> {}", ns.name, stderr.lines().next().unwrap_or_default());
-    let written = exec(&ns, &builder, &["sh", "-c", &format!("{write} && cat /workspace/probe")]);
+    println!(
+        "e2e[{}]: scout {scout}: `{write}` -> {}",
+        ns.name,
+        stderr.lines().next().unwrap_or_default()
+    );
+    let written = exec(
+        &ns,
+        &builder,
+        &["sh", "-c", &format!("{write} && cat /workspace/probe")],
+    );
     assert!(
         written.status.success() && String::from_utf8_lossy(&written.stdout).trim() == "probe",
         "the builder writes its workspace: {}",
@@ -61,7 +75,8 @@ async fn a_read_only_scout_cannot_write_its_workspace() {
     // the shim opens its first prompt with them.
     let instructions = exec(&ns, &scout, &["cat", "/overseer/instructions/CLAUDE.md"]);
     assert!(
-        String::from_utf8_lossy(&instructions.stdout).contains("Work only inside the billing service."),
+        String::from_utf8_lossy(&instructions.stdout)
+            .contains("Work only inside the billing service."),
         "{}",
         String::from_utf8_lossy(&instructions.stderr)
     );

@@ -275,7 +275,11 @@ where
 /// (a cluster of its own, such as kind in CI).
 pub fn tool(name: &str) -> PathBuf {
     let pinned = repo_root().join(".cluster/bin").join(name);
-    if pinned.exists() { pinned } else { PathBuf::from(name) }
+    if pinned.exists() {
+        pinned
+    } else {
+        PathBuf::from(name)
+    }
 }
 
 /// Runs the pinned kubectl against the test cluster, feeding `stdin`.
