@@ -2,7 +2,21 @@
 
 use std::time::Duration;
 
-/// Parses a duration the schema pattern accepts; `None` for anything else.
+use jiff::{SignedDuration, Timestamp};
+use kube::runtime::controller::Action;
+
+/// The longest duration overseer acts on. The schema accepts up to 32 digits
+/// (`99999999999999999999h`), which means "practically never": it is read as this, so
+/// that no sum with it can overflow.
+pub const LONGEST: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// The longest a reconcile waits for a time-based rule before looking again: kube's
+/// scheduler cannot hold a requeue past about two years (its timer wheel panics), and
+/// a rule far ahead is as well checked again hourly.
+pub const LONGEST_REQUEUE: Duration = Duration::from_secs(3600);
+
+/// Parses a duration the schema pattern accepts, capped at `LONGEST`; `None` for
+/// anything else.
 pub fn parse(text: &str) -> Option<Duration> {
     let mut rest = text;
     let mut total = 0f64;
@@ -19,7 +33,24 @@ pub fn parse(text: &str) -> Option<Duration> {
         total += value * seconds;
         rest = &rest[unit.len()..];
     }
-    Some(Duration::from_secs_f64(total))
+    Some(Duration::from_secs_f64(total.min(LONGEST.as_secs_f64())))
+}
+
+/// `at + wait`, or the latest time there is when that lies beyond it (a forged or
+/// far-future timestamp plus a long wait must not panic).
+pub fn later(at: Timestamp, wait: Duration) -> Timestamp {
+    SignedDuration::try_from(wait)
+        .ok()
+        .and_then(|wait| at.checked_add(wait).ok())
+        .unwrap_or(Timestamp::MAX)
+}
+
+/// The controller's answer: look again after `after` (at most `LONGEST_REQUEUE`), or
+/// only when something changes.
+pub fn requeue(after: Option<Duration>) -> Action {
+    after.map_or_else(Action::await_change, |after| {
+        Action::requeue(after.min(LONGEST_REQUEUE))
+    })
 }
 
 /// Parses a duration that may be `off`: `Some(None)` for off.
@@ -55,5 +86,42 @@ mod tests {
         }
         assert_eq!(parse_or_off("off"), Some(None));
         assert_eq!(parse_or_off("10s"), Some(Some(Duration::from_secs(10))));
+    }
+
+    #[test]
+    fn schema_valid_giants_are_capped_not_a_panic() {
+        for text in [
+            "99999999999999999999h",
+            "99999999999h",
+            "9999999999999999999999999999999s",
+            "99999999999999999999h99999999999h",
+        ] {
+            assert_eq!(parse(text), Some(LONGEST), "{text}");
+        }
+    }
+
+    #[test]
+    fn later_saturates_at_the_end_of_time() {
+        let now: Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
+        assert_eq!(
+            later(now, Duration::from_secs(60)).to_string(),
+            "2026-12-01T00:01:00Z"
+        );
+        assert_eq!(later(now, LONGEST * 1000), Timestamp::MAX);
+        assert_eq!(
+            later(Timestamp::MAX, Duration::from_secs(1)),
+            Timestamp::MAX
+        );
+        assert_eq!(later(now, Duration::MAX), Timestamp::MAX);
+    }
+
+    #[test]
+    fn requeues_are_capped_at_an_hour() {
+        assert_eq!(requeue(None), Action::await_change());
+        assert_eq!(
+            requeue(Some(Duration::from_secs(5))),
+            Action::requeue(Duration::from_secs(5))
+        );
+        assert_eq!(requeue(Some(LONGEST)), Action::requeue(LONGEST_REQUEUE));
     }
 }

@@ -184,7 +184,7 @@ impl LeaderElector {
         if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
             spec.holder_identity = Some(self.identity.clone());
             spec.acquire_time = Some(now.clone());
-            spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
+            spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0).saturating_add(1));
         }
         spec.lease_duration_seconds = Some(duration_secs);
         spec.renew_time = Some(now);

@@ -45,6 +45,8 @@ pub enum Error {
     Io(#[from] std::io::Error),
     #[error("{0}")]
     Invalid(String),
+    #[error("reconcile panicked: {0}")]
+    Panicked(String),
 }
 
 impl Error {
@@ -59,6 +61,7 @@ impl Error {
             Error::Yaml(_) => "yaml",
             Error::Io(_) => "io",
             Error::Invalid(_) => "invalid",
+            Error::Panicked(_) => "panicked",
         }
     }
 }

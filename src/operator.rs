@@ -272,3 +272,39 @@ async fn serve_health(listener: tokio::net::TcpListener, health: Arc<Health>, sh
         error!(%error, "health server failed");
     }
 }
+
+/// Runs one reconcile, turning a panic into an error: kube's controller re-raises a
+/// reconcile's panic, so one bad object would otherwise crash-loop the whole operator.
+/// The object is then retried by the error policy, and every other object goes on.
+pub async fn contained<T>(reconcile: impl Future<Output = Result<T>>) -> Result<T> {
+    match std::panic::AssertUnwindSafe(reconcile).catch_unwind().await {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            Err(Error::Panicked(message))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_reconcile_is_an_error_not_a_crash() {
+        let panicked = contained(async {
+            let empty: Vec<u8> = Vec::new();
+            Ok(empty[usize::MAX >> 1])
+        })
+        .await;
+        assert!(
+            matches!(&panicked, Err(Error::Panicked(m)) if m.contains("index out of bounds")),
+            "{panicked:?}"
+        );
+        assert!(matches!(contained(async { Ok(7) }).await, Ok(7)));
+    }
+}

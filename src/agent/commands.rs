@@ -116,7 +116,7 @@ pub fn enqueue(agent: &Agent, from: &str, text: &str, now: Timestamp) -> Result<
         .max()
         .unwrap_or(0);
     inbox.push(InboxMessage {
-        seq: last + 1,
+        seq: last.saturating_add(1),
         from: from.to_string(),
         text: text.to_string(),
         sent_time: Time(now),

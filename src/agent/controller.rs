@@ -25,7 +25,7 @@ use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value}
 use crate::metrics::DeliveryLabels;
 use crate::operator::{Context, Shutdown};
 use crate::swarm::{Swarm, compose};
-use crate::{Error, Result, conditions};
+use crate::{Error, Result, conditions, duration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 const CONTROLLER: &str = "agent";
@@ -59,7 +59,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
-            reconcile,
+            |object, ctx| crate::operator::contained(reconcile(object, ctx)),
             error_policy,
             Arc::new(AgentContext {
                 ctx,
@@ -239,7 +239,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
         requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
     }
     ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
-    Ok(requeue.map_or_else(Requeue::await_change, Requeue::requeue))
+    Ok(duration::requeue(requeue))
 }
 
 /// An agent as it can run, or why it cannot.

@@ -201,9 +201,7 @@ fn since(now: Timestamp, then: Option<&Time>) -> Duration {
 }
 
 fn after(then: &Time, wait: Duration) -> Timestamp {
-    then.0
-        .checked_add(jiff::SignedDuration::try_from(wait).unwrap_or(jiff::SignedDuration::MAX))
-        .unwrap_or(Timestamp::MAX)
+    duration::later(then.0, wait)
 }
 
 /// The pod that can take input now: the agent is Running and its pod is Ready.
@@ -264,10 +262,10 @@ pub fn record_delivery(
     now: Timestamp,
 ) -> LoopStatus {
     let mut loop_status = status.loop_.clone().unwrap_or_default();
-    loop_status.nudges += 1;
+    loop_status.nudges = loop_status.nudges.saturating_add(1);
     match kind {
         Delivery::Wake => {
-            loop_status.wakes += 1;
+            loop_status.wakes = loop_status.wakes.saturating_add(1);
             loop_status.last_wake_time = Some(Time(now));
         }
         Delivery::Nudge => loop_status.last_nudge_time = Some(Time(now)),
@@ -751,7 +749,7 @@ fn replace_pod(b: &mut Builder, attempt: i64) {
             return;
         }
     }
-    let next = attempt + 1;
+    let next = attempt.saturating_add(1);
     b.status.attempt = Some(next);
     b.status.pod_name = Some(pod_name(b.input.name, next));
     b.status.runtime = b.input.spec.runtime.name;
@@ -785,7 +783,7 @@ fn stall(b: &mut Builder, pod: &str) {
     b.status
         .loop_
         .get_or_insert_with(LoopStatus::default)
-        .stalls = stalls + 1;
+        .stalls = stalls.saturating_add(1);
     b.actions.push(Action::DeletePod {
         name: pod.to_string(),
     });

@@ -278,6 +278,41 @@ fn an_idle_agent_past_its_threshold_wakes_its_ready_overseer() {
 }
 
 #[test]
+fn schema_valid_giant_durations_and_forged_counters_do_not_panic() {
+    // Reproduced on a cluster: `idleAfter: 99999999999999999999h` made the operator
+    // panic (and restart into the same agent).
+    let spec = spec(
+        "{enabled: true, idleAfter: 99999999999999999999h, cooldown: 99999999999h, stallAfter: 99999999999h, sessionTimeout: 99999999999h}",
+    );
+    let mut status = running_status(Some(activity(ActivityState::Idle, 0, 1)));
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        61,
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    // Counters and times an agent can forge in its own status.
+    status.attempt = Some(i64::MAX);
+    status.start_time = Some(Time(Timestamp::MAX));
+    let mut forged = activity(ActivityState::Idle, 0, i64::MAX);
+    forged.since = Some(Time(Timestamp::MAX));
+    status.activity = Some(forged);
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[AgentPod {
+            phase: PodPhase::Ended,
+            ..running_pod(i64::MAX)
+        }],
+        OverseerState::Ready,
+        61,
+    );
+    assert!(plan.status.phase.is_some());
+}
+
+#[test]
 fn the_heartbeat_fires_when_idle_crosses_idle_after_not_before_interval() {
     let spec = spec("{enabled: true, interval: 15s, idleAfter: 60s}");
     let status = running_status(Some(activity(ActivityState::Idle, 0, 1)));

@@ -23,7 +23,7 @@ use crate::agent::pod::CONTAINER as AGENT_CONTAINER;
 use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, apply_status, label_value};
 use crate::operator::{Context, Shutdown};
 use crate::swarm::Swarm;
-use crate::{Error, Result};
+use crate::{Error, Result, duration};
 
 const CONTROLLER: &str = "goal";
 
@@ -44,7 +44,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
-            reconcile,
+            |object, ctx| crate::operator::contained(reconcile(object, ctx)),
             error_policy,
             Arc::new(GoalContext { ctx, store }),
         )
@@ -232,9 +232,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
         }
     }
     ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
-    Ok(plan
-        .requeue_after
-        .map_or_else(Requeue::await_change, Requeue::requeue))
+    Ok(duration::requeue(plan.requeue_after))
 }
 
 /// `effort: high`: types the step's outcome into the goal's overseer through exec

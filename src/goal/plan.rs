@@ -374,7 +374,7 @@ impl Planner<'_> {
                             .as_ref()
                             .map(|t| t.0)
                             .unwrap_or(self.input.now);
-                        let deadline = started + timeout;
+                        let deadline = duration::later(started, timeout);
                         if self.input.now >= deadline {
                             self.actions.push(Action::DeletePod {
                                 name: pod.name.clone(),
@@ -409,7 +409,7 @@ impl Planner<'_> {
                             if self.hold_for_pause() {
                                 return;
                             }
-                            self.start_attempt(i, attempt + 1);
+                            self.start_attempt(i, attempt.saturating_add(1));
                             return;
                         }
                         // Out of retries; only a resume (which resets the phase) continues.
@@ -420,7 +420,7 @@ impl Planner<'_> {
                     if self.hold_for_pause() {
                         return;
                     }
-                    self.start_attempt(i, attempt + 1);
+                    self.start_attempt(i, attempt.saturating_add(1));
                     return;
                 }
             }
@@ -506,7 +506,7 @@ impl Planner<'_> {
                 format!("step {} attempt {attempt} started", step.name),
             );
         }
-        self.requeue_at(self.input.now + timeout);
+        self.requeue_at(duration::later(self.input.now, timeout));
         self.running(i);
     }
 
@@ -572,7 +572,7 @@ impl Planner<'_> {
         entry.phase = phase;
         entry.finished_at = Some(self.now.clone());
         entry.message = Some(message.clone());
-        let used = entry.attempts - entry.attempt_base;
+        let used = entry.attempts.saturating_sub(entry.attempt_base);
         let attempts = entry.attempts;
         let name = step.name.clone();
         let outcome = match phase {
@@ -581,7 +581,7 @@ impl Planner<'_> {
         };
         if used <= max_retries {
             let delay = backoff(&self.input.spec.defaults.backoff, used);
-            let at = self.input.now + delay;
+            let at = duration::later(self.input.now, delay);
             entry.next_retry_time = Some(Time(at));
             self.wake_overseer(i, outcome, format!("retry in {}", humanize(delay)));
             self.step_event(
@@ -839,7 +839,7 @@ fn find_cycle(
 pub fn backoff(backoff: &Backoff, failed_attempts: i32) -> Duration {
     let initial = duration::parse(&backoff.initial).unwrap_or(Duration::from_secs(10));
     let max = duration::parse(&backoff.max).unwrap_or(Duration::from_secs(300));
-    let exponent = (failed_attempts - 1).clamp(0, 30) as u32;
+    let exponent = failed_attempts.saturating_sub(1).clamp(0, 30) as u32;
     let factor = (backoff.factor.max(1) as u32).saturating_pow(exponent);
     initial.saturating_mul(factor).min(max)
 }

@@ -273,6 +273,37 @@ fn a_running_pod_before_its_deadline_requeues_for_the_deadline() {
 }
 
 #[test]
+fn schema_valid_giant_timeouts_and_forged_times_do_not_panic() {
+    // Reproduced on a cluster: `defaults.timeout: 99999999999h` made the operator panic
+    // (and restart into the same goal).
+    let giant = THREE_STEPS.replace(
+        "defaults: {",
+        "defaults: {timeout: 99999999999h, backoff: {initial: 99999999999999999999h, max: 99999999999999999999h}, ",
+    );
+    let plan = Case::new(&giant)
+        .status(running_first(1, 600))
+        .pod(0, 1, PodPhase::Running)
+        .plan();
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert!(plan.requeue_after.is_some());
+    // A failure waits out a (capped) backoff instead of panicking at now + backoff.
+    let failed = Case::new(&giant)
+        .status(running_first(1, 600))
+        .pod(0, 1, PodPhase::Failed)
+        .plan();
+    assert_eq!(failed.status.steps[0].phase, StepPhase::Failed);
+    // A start time at the end of time plus any timeout is not a panic either.
+    let mut forged = running_first(i32::MAX, 0);
+    forged.steps[0].started_at = Some(Time(Timestamp::MAX));
+    forged.steps[0].attempt_base = i32::MIN;
+    let plan = Case::new(&giant)
+        .status(forged)
+        .pod(0, i32::MAX, PodPhase::Failed)
+        .plan();
+    assert!(!plan.status.conditions.is_empty());
+}
+
+#[test]
 fn spec_paused_starts_no_step_and_clearing_it_continues() {
     let paused = format!("{THREE_STEPS}\npaused: true\n");
     let plan = Case::new(&paused).plan();

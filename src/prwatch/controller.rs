@@ -23,7 +23,7 @@ use crate::agent::{Agent, decide as agent_decide};
 use crate::api::{CONTROLLER_MANAGER, apply_status};
 use crate::metrics::PollLabels;
 use crate::operator::{Context, Shutdown};
-use crate::{Error, Result};
+use crate::{Error, Result, duration};
 
 const CONTROLLER: &str = "prwatch";
 
@@ -43,7 +43,11 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         )
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx)
+        .run(
+            |object, ctx| crate::operator::contained(reconcile(object, ctx)),
+            error_policy,
+            ctx,
+        )
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -186,9 +190,7 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
         publish(&ctx, &watch, event.warning, event.reason, &event.message).await;
     }
     ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
-    Ok(plan
-        .requeue_after
-        .map_or_else(Requeue::await_change, Requeue::requeue))
+    Ok(duration::requeue(plan.requeue_after))
 }
 
 async fn publish(ctx: &Context, watch: &PRWatch, warning: bool, reason: &str, message: &str) {

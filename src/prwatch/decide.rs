@@ -13,6 +13,10 @@ use super::types::*;
 use crate::{conditions, duration};
 
 /// `sha:result` pairs remembered (newest last).
+/// The longest a rate limit holds the next poll back: a reset time or `retry-after`
+/// further ahead (from a misbehaving API) would stop the watch for good.
+const LONGEST_RATE_LIMIT: Duration = Duration::from_secs(3600);
+
 const REPORTED_KEPT: usize = 50;
 
 /// What this reconcile knows about GitHub.
@@ -221,7 +225,10 @@ fn decide(b: &mut Builder) -> Option<String> {
     let snapshot = match b.input.poll {
         Poll::NotDue => return None,
         Poll::Error(PollError::RateLimited { until, why }) => {
-            let next = (*until).max(now + interval);
+            // A rate limit further ahead than the longest wait is not believed.
+            let next = (*until)
+                .min(duration::later(now, LONGEST_RATE_LIMIT))
+                .max(duration::later(now, interval));
             b.status.next_poll_time = Some(Time(next));
             let message = format!("{why}: the next poll waits until {next}");
             if b.condition("RateLimited", true, "RateLimited", &message) {
@@ -230,9 +237,9 @@ fn decide(b: &mut Builder) -> Option<String> {
             return None;
         }
         Poll::Error(PollError::Failed(error)) => {
-            b.status.failed_polls += 1;
+            b.status.failed_polls = b.status.failed_polls.saturating_add(1);
             b.status.last_poll_time = Some(b.now.clone());
-            b.status.next_poll_time = Some(Time(now + interval));
+            b.status.next_poll_time = Some(Time(duration::later(now, interval)));
             let message = format!(
                 "poll {} of {} in a row failed: {error}",
                 b.status.failed_polls, spec.max_failed_polls
@@ -260,7 +267,7 @@ fn decide(b: &mut Builder) -> Option<String> {
     let first_poll = b.status.last_poll_time.is_none();
     b.status.failed_polls = 0;
     b.status.last_poll_time = Some(b.now.clone());
-    b.status.next_poll_time = Some(Time(now + interval));
+    b.status.next_poll_time = Some(Time(duration::later(now, interval)));
     b.condition("Polling", true, "Polled", "the last poll succeeded");
     b.condition("RateLimited", false, "WithinLimits", "GitHub answered");
     b.status.head_sha = Some(snapshot.head_sha.clone());
@@ -311,7 +318,9 @@ fn decide(b: &mut Builder) -> Option<String> {
         _ => None,
     };
     let quiet = duration::parse(&spec.quiet_period).unwrap_or(Duration::from_secs(90));
-    let feedback_due = feedback.last().is_some_and(|last| last.time + quiet <= now);
+    let feedback_due = feedback
+        .last()
+        .is_some_and(|last| duration::later(last.time, quiet) <= now);
     let ci = ci_result(snapshot).and_then(|result| {
         let key = format!("{}:{result}", snapshot.head_sha);
         (!b.status.reported.contains(&key)).then(|| CiNews {
@@ -351,7 +360,7 @@ fn decide(b: &mut Builder) -> Option<String> {
         mark_reported(&mut b.status, snapshot, &feedback);
         b.status.pending = None;
     }
-    b.status.wakes += 1;
+    b.status.wakes = b.status.wakes.saturating_add(1);
     b.status.last_wake_time = Some(b.now.clone());
     let what = match (&ci, feedback_due) {
         (Some(ci), true) => format!("CI {} and {} new feedback", ci.result, feedback.len()),

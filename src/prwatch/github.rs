@@ -12,6 +12,11 @@ use hyper_util::rt::TokioExecutor;
 use jiff::Timestamp;
 use serde::Deserialize;
 
+use crate::duration;
+
+/// How long a rate limit waits when GitHub does not say.
+const RATE_LIMIT_DEFAULT: Duration = Duration::from_secs(60);
+
 /// The poll: the PR's state and head, the head's check rollup and contexts (first
 /// page), reviews, PR comments, the last 50 review threads with their last inline
 /// comments, the token's own login and the rate limit.
@@ -305,7 +310,7 @@ pub fn parse(body: &[u8], now: Timestamp) -> Result<Snapshot, PollError> {
                 .data
                 .as_ref()
                 .and_then(|d| d.rate_limit.as_ref())
-                .map_or(now + Duration::from_secs(60), |r| r.reset_at);
+                .map_or(duration::later(now, RATE_LIMIT_DEFAULT), |r| r.reset_at);
             return Err(PollError::RateLimited {
                 until,
                 why: "GraphQL RATE_LIMITED".into(),
@@ -418,7 +423,7 @@ pub fn rate_limit_of(
     }
     if let Some(seconds) = header("retry-after").and_then(|v| v.trim().parse::<u64>().ok()) {
         return Some(PollError::RateLimited {
-            until: now + Duration::from_secs(seconds),
+            until: duration::later(now, Duration::from_secs(seconds)),
             why: format!("secondary rate limit (retry-after {seconds}s)"),
         });
     }
@@ -426,14 +431,14 @@ pub fn rate_limit_of(
         let until = header("x-ratelimit-reset")
             .and_then(|v| v.trim().parse::<i64>().ok())
             .and_then(|s| Timestamp::from_second(s).ok())
-            .unwrap_or(now + Duration::from_secs(60));
+            .unwrap_or(duration::later(now, RATE_LIMIT_DEFAULT));
         return Some(PollError::RateLimited {
             until,
             why: "primary rate limit exhausted".into(),
         });
     }
     (status == 429).then(|| PollError::RateLimited {
-        until: now + Duration::from_secs(60),
+        until: duration::later(now, RATE_LIMIT_DEFAULT),
         why: "secondary rate limit".into(),
     })
 }

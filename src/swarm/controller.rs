@@ -46,7 +46,11 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         )
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx)
+        .run(
+            |object, ctx| crate::operator::contained(reconcile(object, ctx)),
+            error_policy,
+            ctx,
+        )
         .for_each(|_| futures::future::ready(()))
         .await;
 }

@@ -10,6 +10,7 @@ mod api_server;
 mod chart;
 mod exec;
 mod goal;
+mod hostile;
 mod leader_election;
 mod overseer;
 mod prwatch;
