@@ -189,6 +189,16 @@ pub struct RunArgs {
     /// before it is reported failed.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub send_expiry: Duration,
+    /// Where a PRWatch may send its token: `https://HOST[:PORT]` of GitHub and each
+    /// GitHub Enterprise server (repeat, or comma-separate). Anything else is refused
+    /// before the Secret is read. A plain `http://` origin is honoured only when listed.
+    #[arg(
+        long = "github-api-origin",
+        env = "OVERSEER_GITHUB_API_ORIGINS",
+        value_delimiter = ',',
+        default_value = "https://api.github.com"
+    )]
+    pub github_api_origins: Vec<String>,
     /// Log format.
     #[arg(long, value_enum, env = "OVERSEER_LOG_FORMAT", default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -27,8 +27,13 @@ pub async fn post_json(url: &str, payload: &serde_json::Value) -> Result<(), Str
         .map_err(|_| "webhook did not answer in 10s".to_string())?
         .map_err(|e| format!("webhook unreachable: {e}"))?;
     let status = response.status();
-    // Drain the body so the connection closes cleanly; its content is not ours to log.
-    let _ = response.into_body().collect().await;
+    // Drain (a little of) the body so the connection closes cleanly; its content is
+    // not ours to log, and a webhook that streams forever is cut off.
+    let _ = tokio::time::timeout(
+        Duration::from_secs(2),
+        http_body_util::Limited::new(response.into_body(), 64 << 10).collect(),
+    )
+    .await;
     if status.is_success() {
         Ok(())
     } else {

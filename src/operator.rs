@@ -35,6 +35,8 @@ pub struct Context {
     pub input_command: String,
     /// How long an inbox message waits for a pod that can take it.
     pub send_expiry: std::time::Duration,
+    /// The API origins a PRWatch may poll (and send its token to).
+    pub github_api_origins: Vec<String>,
 }
 
 impl Context {
@@ -165,6 +167,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         overseer_image: args.overseer_image.clone(),
         input_command: args.input_command.clone(),
         send_expiry: args.send_expiry,
+        github_api_origins: args.github_api_origins.clone(),
     });
     let work = {
         let shutdown = shutdown.clone();

@@ -60,9 +60,11 @@ async fn get(api: &Api<Agent>, action: &str, agent: &str) -> Result<Agent> {
 pub async fn peek(namespace: Option<&str>, agent: &str, lines: i64) -> Result<()> {
     let api = agents(namespace).await?;
     let found = get(&api, "read", agent).await?;
+    // The pod's name follows from the attempt; `status.podName` is the agent's to write.
     let pod = found
         .status
-        .and_then(|s| s.pod_name)
+        .and_then(|s| s.attempt)
+        .map(|attempt| super::decide::pod_name(agent, attempt))
         .ok_or_else(|| Error::Invalid(format!("agent {agent} has no pod yet")))?;
     let pods: Api<Pod> = Api::namespaced(api.clone().into_client(), &namespace_of(&api, namespace));
     let params = LogParams {

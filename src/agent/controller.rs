@@ -19,7 +19,7 @@ use tracing::{info, instrument, warn};
 
 use super::decide::{self, Action, AgentPod, Delivery, OverseerState, PodPhase, SendStep, Verdict};
 use super::message::{self, WakeItem};
-use super::pod::{self, AGENT_LABEL, ATTEMPT_LABEL, CONTAINER};
+use super::pod::{self, AGENT_LABEL, CONTAINER};
 use super::types::{ActivityState, Agent, AgentPhase, AgentStatus, LastMessage};
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
 use crate::metrics::DeliveryLabels;
@@ -408,10 +408,19 @@ async fn deliver_inbox(
                 claimed.sends = Some(decide::claim_send(&status, message.seq));
                 apply_status(agents, &agent.name_any(), &claimed).await?;
                 agent.status = Some(claimed);
-                let pod = status.pod_name.clone().unwrap_or_default();
-                let outcome =
-                    crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, &message.text)
-                        .await;
+                let outcome = match input_target(pods, agent).await? {
+                    Some(pod) => {
+                        crate::exec::deliver(
+                            pods,
+                            &pod,
+                            CONTAINER,
+                            &ctx.input_command,
+                            &message.text,
+                        )
+                        .await
+                    }
+                    None => Err(NO_INPUT_TARGET.into()),
+                };
                 if outcome.is_ok() {
                     apply_last_message(agents, &agent.name_any(), &message.from, &message.text)
                         .await?;
@@ -488,36 +497,33 @@ async fn apply_last_message(agents: &Api<Agent>, name: &str, from: &str, text: &
 /// This agent's pods that are not being deleted.
 async fn observe_pods(pods: &Api<Pod>, agent: &Agent) -> Result<Vec<AgentPod>> {
     let selector = format!("{AGENT_LABEL}={}", label_value(&agent.name_any()));
-    let uid = agent.uid();
     Ok(pods
         .list(&ListParams::default().labels(&selector))
         .await?
-        .into_iter()
-        .filter(|p| {
-            p.owner_references()
-                .iter()
-                .any(|o| Some(&o.uid) == uid.as_ref() && o.controller == Some(true))
-        })
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| {
-            let attempt = p.labels().get(ATTEMPT_LABEL)?.parse().ok()?;
-            let status = p.status.as_ref();
-            let phase = match status.and_then(|s| s.phase.as_deref()) {
-                Some("Running") => PodPhase::Running,
-                Some("Succeeded" | "Failed") => PodPhase::Ended,
-                _ => PodPhase::Pending,
-            };
-            let ready = status
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-            Some(AgentPod {
-                name: p.name_any(),
-                attempt,
-                phase,
-                ready,
-            })
-        })
+        .iter()
+        .filter_map(|p| pod::own_pod(agent, p))
         .collect())
+}
+
+/// Why input was not typed: the agent has no pod of ours Running and Ready.
+pub(crate) const NO_INPUT_TARGET: &str = "the agent has no ready pod made by the operator";
+
+/// The only pod input is ever typed into for `agent`: the one the operator made for
+/// its current attempt, Running and Ready. Never `status.podName`, which the agent
+/// itself can write (it would aim the operator's exec at any pod).
+pub(crate) async fn input_target(pods: &Api<Pod>, agent: &Agent) -> Result<Option<String>> {
+    let Some(attempt) = agent.status.as_ref().and_then(|s| s.attempt) else {
+        return Ok(None);
+    };
+    let Some(found) = pods
+        .get_opt(&decide::pod_name(&agent.name_any(), attempt))
+        .await?
+    else {
+        return Ok(None);
+    };
+    Ok(pod::own_pod(agent, &found)
+        .filter(|p| p.attempt == attempt && p.phase == PodPhase::Running && p.ready)
+        .map(|p| p.name))
 }
 
 /// Whether this agent's overseer can take a wake now.
@@ -594,7 +600,7 @@ async fn nudge(ctx: &Context, agents: &Api<Agent>, pods: &Api<Pod>, agent: &Agen
     let status = agent.status.clone().unwrap_or_default();
     let input = decide::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
     let text = message::nudge(activity_word(agent), input.in_state_for);
-    let Some(pod) = status.pod_name.clone() else {
+    let Some(pod) = input_target(pods, agent).await? else {
         return Ok(false);
     };
     let outcome = crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, &text).await;
@@ -670,18 +676,19 @@ async fn wake(
                 nudges: input.nudges,
                 max_nudges: input.max_nudges,
                 attempt: status.attempt.unwrap_or(0),
-                pod: status.pod_name.unwrap_or_default(),
+                // Named from what the operator knows, never from status text.
+                pod: status
+                    .attempt
+                    .map(|attempt| decide::pod_name(&a.name_any(), attempt))
+                    .unwrap_or_default(),
             }
         })
         .collect();
     let text = message::wake(&namespace, &items);
-    let overseer_pod = overseer
-        .status
-        .as_ref()
-        .and_then(|s| s.pod_name.clone())
-        .unwrap_or_default();
-    let outcome =
-        crate::exec::deliver(pods, &overseer_pod, CONTAINER, &ctx.input_command, &text).await;
+    let outcome = match input_target(pods, &overseer).await? {
+        Some(pod) => crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, &text).await,
+        None => Err(NO_INPUT_TARGET.into()),
+    };
     if outcome.is_ok() {
         apply_last_message(agents, &overseer_name, OPERATOR_SENDER, &text).await?;
     }

@@ -11,7 +11,7 @@ use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject
 use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
-use super::decide::pod_name;
+use super::decide::{AgentPod, PodPhase, pod_name};
 use super::preamble;
 use super::types::Agent;
 use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, label_value};
@@ -25,6 +25,39 @@ pub const SWARM_LABEL: &str = "overseer.dev/swarm";
 pub const RUN_LABEL: &str = "overseer.dev/run";
 /// The container the agent CLI (under the shim) runs in; exec targets it.
 pub const CONTAINER: &str = "agent";
+
+/// One of this agent's own pods: the operator made it for this Agent (its controller
+/// owner reference carries the Agent's uid), it is not being deleted, and it is
+/// labelled with its attempt.
+pub fn own_pod(agent: &Agent, pod: &Pod) -> Option<AgentPod> {
+    let uid = agent.uid()?;
+    let owned = pod
+        .owner_references()
+        .iter()
+        .any(|o| o.uid == uid && o.controller == Some(true));
+    if !owned
+        || pod.metadata.deletion_timestamp.is_some()
+        || pod.labels().get(AGENT_LABEL) != Some(&label_value(&agent.name_any()))
+    {
+        return None;
+    }
+    let attempt = pod.labels().get(ATTEMPT_LABEL)?.parse().ok()?;
+    let status = pod.status.as_ref();
+    let phase = match status.and_then(|s| s.phase.as_deref()) {
+        Some("Running") => PodPhase::Running,
+        Some("Succeeded" | "Failed") => PodPhase::Ended,
+        _ => PodPhase::Pending,
+    };
+    let ready = status
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    Some(AgentPod {
+        name: pod.name_any(),
+        attempt,
+        phase,
+        ready,
+    })
+}
 
 /// Name of the agent's ServiceAccount, Role and RoleBinding.
 pub fn identity_name(agent: &str) -> String {
@@ -202,9 +235,11 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
     }
     let overlay = spec.pod_template.clone().unwrap_or_default();
     env_vars.extend(overlay.env);
-    let mut pod_labels = labels(agent);
+    // The template's labels first: ours win, since ownership and exec input are
+    // decided by them.
+    let mut pod_labels = overlay.labels;
+    pod_labels.extend(labels(agent));
     pod_labels.insert(ATTEMPT_LABEL.into(), attempt.to_string());
-    pod_labels.extend(overlay.labels);
     let mut mounts = vec![pods::overseer_mount()];
     let mut volumes = vec![pods::overseer_volume()];
     if !overlay.volumes.iter().any(|v| v.name == WORKSPACE_VOLUME) {
@@ -297,6 +332,54 @@ fn non_empty_vec<T>(items: Vec<T>) -> Option<Vec<T>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_operators_own_pods_count() {
+        let agent: Agent = serde_yaml::from_str(
+            r#"
+apiVersion: overseer.dev/v1alpha1
+kind: Agent
+metadata: {name: builder, namespace: team, uid: 0b5e6f0e-1111-2222-3333-444455556666}
+spec:
+  runtime: {name: claude, image: example.com/claude:1}
+  podTemplate:
+    labels: {overseer.dev/agent: someone-else, overseer.dev/attempt: "99", team: billing}
+"#,
+        )
+        .unwrap();
+        let ours = agent_pod(&agent, 3, "overseer:1", PodShape::default());
+        let labels = ours.metadata.labels.clone().unwrap();
+        assert_eq!(
+            labels["overseer.dev/agent"], "builder",
+            "ours win over the template's"
+        );
+        assert_eq!(labels["overseer.dev/attempt"], "3");
+        assert_eq!(labels["team"], "billing");
+        assert_eq!(own_pod(&agent, &ours).map(|p| p.attempt), Some(3));
+        let mut foreign = ours.clone();
+        foreign.metadata.owner_references = None;
+        let mut other_owner = ours.clone();
+        other_owner.metadata.owner_references.as_mut().unwrap()[0].uid = "another".into();
+        let mut relabelled = ours.clone();
+        relabelled
+            .metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert(AGENT_LABEL.into(), "other".into());
+        let mut deleting = ours.clone();
+        deleting.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+        );
+        for (what, pod) in [
+            ("no owner", foreign),
+            ("another owner", other_owner),
+            ("another agent's label", relabelled),
+            ("being deleted", deleting),
+        ] {
+            assert!(own_pod(&agent, &pod).is_none(), "{what}");
+        }
+    }
 
     #[test]
     fn the_agent_pod_and_its_identity() {

@@ -18,8 +18,9 @@ use tracing::{info, instrument, warn};
 use super::decide::{self, Poll};
 use super::github::{self, PollError, PullRequest};
 use super::types::PRWatch;
+use crate::agent::Agent;
+use crate::agent::controller::input_target;
 use crate::agent::pod::CONTAINER;
-use crate::agent::{Agent, decide as agent_decide};
 use crate::api::{CONTROLLER_MANAGER, apply_status};
 use crate::metrics::PollLabels;
 use crate::operator::{Context, Shutdown};
@@ -100,6 +101,9 @@ async fn token(ctx: &Context, watch: &PRWatch) -> std::result::Result<String, Po
 async fn poll(ctx: &Context, watch: &PRWatch) -> std::result::Result<github::Snapshot, PollError> {
     let pr = PullRequest::parse(&watch.spec.url)
         .ok_or_else(|| PollError::Failed(format!("not a pull request URL: {}", watch.spec.url)))?;
+    // Before the Secret is read: the token goes nowhere the operator was not told of.
+    github::allowed_endpoint(&watch.spec.github.api_url, &ctx.github_api_origins)
+        .map_err(PollError::Failed)?;
     let token = token(ctx, watch).await?;
     github::poll(&watch.spec.github.api_url, &token, &pr).await
 }
@@ -138,11 +142,11 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
             .inc();
     }
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
-    let agent_pod = agents
-        .get_opt(&watch.spec.agent)
-        .await?
-        .and_then(|a| a.status)
-        .and_then(|s| agent_decide::ready_pod(&s).map(String::from));
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let agent_pod = match agents.get_opt(&watch.spec.agent).await? {
+        Some(agent) => input_target(&pods, &agent).await?,
+        None => None,
+    };
     let input = decide::Input {
         generation: watch.metadata.generation,
         spec: &watch.spec,

@@ -443,6 +443,43 @@ pub fn rate_limit_of(
     })
 }
 
+/// The largest answer read from the API (a poll's is tens of kilobytes).
+const MAX_RESPONSE_BYTES: usize = 4 << 20;
+
+/// Whether `api_url` lies at one of the `allowed` origins (`scheme://host[:port]`):
+/// the same scheme and host (case-insensitive), and the port when the origin names
+/// one. No user info, so the host is what it seems.
+pub fn allowed_endpoint(api_url: &str, allowed: &[String]) -> Result<(), String> {
+    let refused = || {
+        format!(
+            "apiURL {api_url:?} is not at an API origin this operator allows ({}); an administrator lists GitHub Enterprise servers with --github-api-origin",
+            allowed.join(", ")
+        )
+    };
+    let uri: http::Uri = api_url.parse().map_err(|_| refused())?;
+    let authority = uri.authority().ok_or_else(refused)?;
+    if authority.as_str().contains('@') {
+        return Err(refused());
+    }
+    let fits = |origin: &String| {
+        let Ok(origin) = origin.parse::<http::Uri>() else {
+            return false;
+        };
+        origin.scheme() == uri.scheme()
+            && origin
+                .host()
+                .is_some_and(|h| h.eq_ignore_ascii_case(authority.host()))
+            && origin
+                .port_u16()
+                .is_none_or(|p| Some(p) == authority.port_u16())
+    };
+    if allowed.iter().any(fits) {
+        Ok(())
+    } else {
+        Err(refused())
+    }
+}
+
 /// Makes the poll: one POST of `QUERY` to `api_url` with the token.
 pub async fn poll(api_url: &str, token: &str, pr: &PullRequest) -> Result<Snapshot, PollError> {
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
@@ -478,14 +515,50 @@ pub async fn poll(api_url: &str, token: &str, pr: &PullRequest) -> Result<Snapsh
     if let Some(limited) = rate_limit_of(status, header, now) {
         return Err(limited);
     }
-    let body = response
-        .into_body()
-        .collect()
+    let body = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE_BYTES).collect();
+    let body = tokio::time::timeout(Duration::from_secs(30), body)
         .await
+        .map_err(|_| PollError::Failed("GitHub's answer did not end in 30s".into()))?
         .map_err(|e| PollError::Failed(format!("reading GitHub's answer: {e}")))?
         .to_bytes();
     if !(200..300).contains(&status) {
         return Err(PollError::Failed(format!("GitHub answered HTTP {status}")));
     }
     parse(&body, now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::allowed_endpoint;
+
+    #[test]
+    fn the_token_goes_only_to_an_allowed_origin() {
+        let allowed = [
+            "https://api.github.com".to_string(),
+            "https://ghe.example.com:8443".to_string(),
+            "http://127.0.0.1".to_string(),
+        ];
+        let rows = [
+            ("https://api.github.com/graphql", true),
+            ("https://API.GitHub.com/graphql", true),
+            ("https://ghe.example.com:8443/api/graphql", true),
+            ("http://127.0.0.1:40123/graphql", true),
+            ("http://api.github.com/graphql", false),
+            ("https://ghe.example.com/api/graphql", false),
+            ("https://ghe.example.com:9443/api/graphql", false),
+            ("https://api.github.com.evil.example/graphql", false),
+            ("https://api.github.com@evil.example/graphql", false),
+            ("https://evil.example/graphql", false),
+            ("https://127.0.0.1/graphql", false),
+            ("http://10.0.0.1/graphql", false),
+            ("not a url", false),
+            ("/graphql", false),
+        ];
+        for (url, expected) in rows {
+            let answer = allowed_endpoint(url, &allowed);
+            assert_eq!(answer.is_ok(), expected, "{url}: {answer:?}");
+        }
+        let refused = allowed_endpoint("https://evil.example/graphql", &allowed).unwrap_err();
+        assert!(refused.contains("--github-api-origin"), "{refused}");
+    }
 }

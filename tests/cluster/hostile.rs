@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use overseer::agent::Agent;
 use overseer::goal::{Goal, StepPhase};
 use serde_json::json;
@@ -64,5 +64,111 @@ async fn giant_durations_neither_crash_the_operator_nor_stall_others() {
         operator.child.try_wait().unwrap().is_none(),
         "the operator exited: see {}",
         operator.log_path.display()
+    );
+}
+
+/// An agent may write its own status, `status.podName` included; the operator must
+/// never take it as the pod to type into (it would type into any pod the agent names).
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_forged_pod_name_never_aims_the_operators_input() {
+    use crate::agent::{WAIT as AGENT_WAIT, agent, count};
+    use crate::support::shim::{Shim, pod_shim, route_exec};
+    use overseer::agent::AgentPhase;
+
+    let ns = setup("hostile-podname").await;
+    let _operator = operator(&ns);
+    // A pod of someone else's, whose exec input reaches a shim of its own.
+    let victim: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "victim"},
+        "spec": {"containers": [{"name": "agent", "image": "example.com/victim:1"}]}
+    }))
+    .unwrap();
+    ns.api::<Pod>()
+        .create(&PostParams::default(), &victim)
+        .await
+        .unwrap();
+    let victim_shim = Shim::start(
+        &format!("{}-victim", ns.name),
+        "tui",
+        "pi",
+        "tui-works-then-idles.sh",
+        &[],
+    );
+    route_exec(&ns, "victim", &victim_shim).await;
+    let own_shim = pod_shim(&ns, "mallory", 1, "pi", "tui-works-then-idles.sh").await;
+    create_agent(
+        &ns,
+        "mallory",
+        json!({"loop": {"enabled": true, "interval": "1s", "idleAfter": "1s", "cooldown": "1s",
+            "maxNudges": 3, "autoNudgeWithoutOverseer": true}}),
+    )
+    .await;
+    // Keep forging the pod name until the agent is Blocked (its nudges used up).
+    let agents: Api<Agent> = ns.api();
+    let forge = json!({"status": {"podName": "victim"}});
+    wait_in(
+        &ns,
+        "mallory Blocked after its nudges",
+        AGENT_WAIT,
+        || async {
+            let _ = agents
+                .patch_status("mallory", &PatchParams::default(), &Patch::Merge(&forge))
+                .await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let status = agent(&ns, "mallory").await.status?;
+            (status.phase == Some(AgentPhase::Blocked)).then_some(())
+        },
+    )
+    .await;
+    let nudge = "[overseer] nudge";
+    assert_eq!(
+        count(&victim_shim.fake_log(), nudge),
+        0,
+        "{}",
+        victim_shim.fake_log()
+    );
+    assert_eq!(
+        count(&own_shim.fake_log(), nudge),
+        3,
+        "{}",
+        own_shim.fake_log()
+    );
+}
+
+/// A namespace user may aim a PRWatch anywhere; the operator sends the token only to
+/// the API origins it was configured with. `localhost` reaches the same stand-in for
+/// GitHub as the allowed `127.0.0.1`, so a refusal is the origin check and nothing else.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_prwatch_aimed_at_a_foreign_host_never_gets_the_token() {
+    use crate::support::github::{FakeGitHub, create_watch};
+    use overseer::prwatch::PRWatch;
+
+    let ns = setup("hostile-prwatch").await;
+    let _operator = operator(&ns);
+    let github = FakeGitHub::start().await;
+    let foreign = github.url.replace("127.0.0.1", "localhost");
+    create_watch(
+        &ns,
+        &github,
+        "pr7",
+        "https://github.com/acme/billing/pull/7",
+        "builder",
+        json!({"github": {"apiURL": foreign, "tokenSecretRef": {"name": "gh", "key": "token"}}}),
+    )
+    .await;
+    let watches: Api<PRWatch> = ns.api();
+    let message = wait_in(&ns, "the poll refused", WAIT, || async {
+        let status = watches.get("pr7").await.ok()?.status?;
+        let polling = status.conditions.iter().find(|c| c.type_ == "Polling")?;
+        (polling.reason == "PollFailed").then(|| polling.message.clone())
+    })
+    .await;
+    assert!(message.contains("not at an API origin"), "{message}");
+    assert_eq!(
+        github.polls(),
+        0,
+        "the stand-in for GitHub was never called"
     );
 }

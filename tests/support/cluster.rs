@@ -331,6 +331,11 @@ impl Operator {
             .args(args)
             .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info,overseer=debug")
+            // The stand-in for GitHub (tests/support/github.rs) listens on loopback.
+            .env(
+                "OVERSEER_GITHUB_API_ORIGINS",
+                "https://api.github.com,http://127.0.0.1",
+            )
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
