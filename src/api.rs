@@ -174,9 +174,44 @@ pub fn label_value(name: &str) -> String {
     format!("{prefix}-{:08x}", hash as u32)
 }
 
+/// `name` in at most `limit` bytes: as it is when it fits, else cut and ended with a
+/// hash of the whole, so two long names that share a beginning stay apart. Object
+/// names are ASCII (DNS-1123), so any byte is a character boundary.
+pub fn fit_name(name: &str, limit: usize) -> String {
+    if name.len() <= limit {
+        return name.to_string();
+    }
+    let hash = fnv1a(name.as_bytes()) as u32;
+    let prefix = name[..limit - 9].trim_end_matches(['-', '.']);
+    format!("{prefix}-{hash:08x}")
+}
+
 /// FNV-1a: a small stable hash for names and fingerprints (not for security).
 pub fn fnv1a(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_name;
+
+    #[test]
+    fn long_names_that_share_a_beginning_stay_apart() {
+        assert_eq!(fit_name("builder", 63), "builder");
+        let base = "a".repeat(240);
+        let (one, two) = (format!("{base}-one"), format!("{base}-two"));
+        let (fit_one, fit_two) = (fit_name(&one, 238), fit_name(&two, 238));
+        assert_ne!(fit_one, fit_two);
+        assert_eq!(fit_one.len(), 238);
+        assert_eq!(fit_name(&one, 238), fit_one, "stable");
+        // A cut that would end in '-' or '.' drops it, so the name stays valid.
+        let dashed = format!("{}-{}", "b".repeat(53), "c".repeat(20));
+        assert!(
+            !fit_name(&dashed, 63).contains("--"),
+            "{}",
+            fit_name(&dashed, 63)
+        );
+    }
 }

@@ -53,6 +53,15 @@ pub fn requeue(after: Option<Duration>) -> Action {
     })
 }
 
+/// The shortest heartbeat (`loop.interval`) acted on: a shorter one (`1ms` is
+/// schema-valid) would have each shim write its status a thousand times a second.
+pub const SHORTEST_HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// Parses a heartbeat interval, `off` or at least `SHORTEST_HEARTBEAT`.
+pub fn parse_heartbeat(text: &str) -> Option<Option<Duration>> {
+    parse_or_off(text).map(|interval| interval.map(|i| i.max(SHORTEST_HEARTBEAT)))
+}
+
 /// Parses a duration that may be `off`: `Some(None)` for off.
 pub fn parse_or_off(text: &str) -> Option<Option<Duration>> {
     if text == "off" {
@@ -98,6 +107,14 @@ mod tests {
         ] {
             assert_eq!(parse(text), Some(LONGEST), "{text}");
         }
+    }
+
+    #[test]
+    fn a_heartbeat_is_at_least_a_second() {
+        assert_eq!(parse_heartbeat("1ms"), Some(Some(SHORTEST_HEARTBEAT)));
+        assert_eq!(parse_heartbeat("15s"), Some(Some(Duration::from_secs(15))));
+        assert_eq!(parse_heartbeat("off"), Some(None));
+        assert_eq!(parse_heartbeat("x"), None);
     }
 
     #[test]

@@ -122,8 +122,19 @@ pub fn with_prompt(runtime: &Runtime, base: &[String], resume: bool, prompt: &st
     if !runtime.prompt_flag.is_empty() {
         command.push(runtime.prompt_flag.into());
     }
-    command.push(prompt.into());
+    command.push(as_argument(prompt));
     command
+}
+
+/// A prompt as one argument that no CLI can read as a flag: one that starts with `-`
+/// (`--dangerously-skip-permissions`, say) gets a space in front. Not every agent CLI
+/// takes `--` to end its options, while every one keeps a leading space.
+fn as_argument(prompt: &str) -> String {
+    if prompt.starts_with('-') {
+        format!(" {prompt}")
+    } else {
+        prompt.to_string()
+    }
 }
 
 /// The command line of one headless run with `prompt`.
@@ -227,5 +238,29 @@ mod tests {
                 spec.name
             );
         }
+    }
+
+    #[test]
+    fn a_prompt_is_never_read_as_a_flag() {
+        let claude = RuntimeSpec {
+            name: Some(RuntimeName::Claude),
+            ..Default::default()
+        };
+        let copilot = RuntimeSpec {
+            name: Some(RuntimeName::Copilot),
+            ..Default::default()
+        };
+        assert_eq!(
+            headless_command(&claude, "--dangerously-skip-permissions"),
+            vec!["claude", "--print", " --dangerously-skip-permissions"]
+        );
+        assert_eq!(
+            headless_command(&copilot, "-rf everything"),
+            vec!["copilot", "-p", " -rf everything"]
+        );
+        assert_eq!(
+            headless_command(&claude, "fix the - bug"),
+            vec!["claude", "--print", "fix the - bug"]
+        );
     }
 }

@@ -184,7 +184,7 @@ pub struct LoopTimes {
 impl LoopTimes {
     pub fn of(spec: &LoopSpec) -> LoopTimes {
         LoopTimes {
-            interval: duration::parse_or_off(&spec.interval)
+            interval: duration::parse_heartbeat(&spec.interval)
                 .unwrap_or(Some(Duration::from_secs(15))),
             idle_after: duration::parse(&spec.idle_after).unwrap_or(Duration::from_secs(60)),
             cooldown: duration::parse(&spec.cooldown).unwrap_or(Duration::from_secs(120)),
@@ -799,13 +799,8 @@ fn stall(b: &mut Builder, pod: &str) {
 /// The deterministic pod name of an attempt (at most 63 characters, the hostname limit).
 pub fn pod_name(agent: &str, attempt: i64) -> String {
     let suffix = format!("-{attempt}");
-    let keep = 63 - suffix.len();
-    if agent.len() <= keep {
-        return format!("{agent}{suffix}");
-    }
-    let hash = crate::api::fnv1a(agent.as_bytes()) as u32;
-    let prefix = agent[..keep - 9].trim_end_matches(['-', '.']);
-    format!("{prefix}-{hash:08x}{suffix}")
+    let agent = crate::api::fit_name(agent, 63 - suffix.len());
+    format!("{agent}{suffix}")
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use kube::{Resource, ResourceExt};
 use super::decide::{AgentPod, PodPhase, pod_name};
 use super::preamble;
 use super::types::Agent;
-use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, label_value};
+use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, fit_name, label_value};
 use crate::{pods, runtimes};
 
 pub const AGENT_LABEL: &str = "overseer.dev/agent";
@@ -61,7 +61,10 @@ pub fn own_pod(agent: &Agent, pod: &Pod) -> Option<AgentPod> {
 
 /// Name of the agent's ServiceAccount, Role and RoleBinding.
 pub fn identity_name(agent: &str) -> String {
-    format!("overseer-agent-{}", &agent[..agent.len().min(230)])
+    format!(
+        "overseer-agent-{}",
+        fit_name(agent, 253 - "overseer-agent-".len())
+    )
 }
 
 fn labels(agent: &Agent) -> BTreeMap<String, String> {
@@ -181,7 +184,10 @@ pub const INSTRUCTIONS_DIR: &str = "/overseer/instructions";
 
 /// The name of the ConfigMap holding an agent's composed instructions.
 pub fn instructions_name(agent: &str) -> String {
-    format!("{}-instructions", &agent[..agent.len().min(230)])
+    format!(
+        "{}-instructions",
+        fit_name(agent, 253 - "-instructions".len())
+    )
 }
 
 /// How an agent's pod differs by what the agent is.

@@ -126,7 +126,7 @@ pub struct LoopSpec {
     /// Keep the agent in the loop.
     #[serde(default)]
     pub enabled: bool,
-    /// Heartbeat of the time-based checks; `off` disables them.
+    /// Heartbeat of the time-based checks (shorter than 1s reads as 1s); `off` disables them.
     #[serde(default = "default_interval")]
     #[schemars(schema_with = "duration_or_off_schema")]
     pub interval: String,

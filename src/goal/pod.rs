@@ -40,7 +40,10 @@ pub struct StepPodParams<'a> {
 
 /// Name of the ConfigMap holding the results of a goal's completed steps.
 pub fn results_name(goal: &str) -> String {
-    format!("{}-results", &goal[..goal.len().min(245)])
+    format!(
+        "{}-results",
+        crate::api::fit_name(goal, 253 - "-results".len())
+    )
 }
 
 pub fn step_pod(p: &StepPodParams) -> Pod {

@@ -199,7 +199,7 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
     })?;
     let quiet = crate::duration::parse(&args.quiet)
         .ok_or_else(|| crate::Error::Invalid(format!("bad --quiet {:?}", args.quiet)))?;
-    let interval = crate::duration::parse_or_off(&args.interval)
+    let interval = crate::duration::parse_heartbeat(&args.interval)
         .ok_or_else(|| crate::Error::Invalid(format!("bad --interval {:?}", args.interval)))?;
     let runtime = runtimes::lookup(runtime_name);
     let run_dir = args

@@ -414,5 +414,8 @@ pub fn network_policy(swarm: &Swarm) -> k8s_openapi::api::networking::v1::Networ
 }
 
 pub fn network_policy_name(swarm: &str) -> String {
-    format!("overseer-swarm-{}", &swarm[..swarm.len().min(230)])
+    format!(
+        "overseer-swarm-{}",
+        crate::api::fit_name(swarm, 253 - "overseer-swarm-".len())
+    )
 }
