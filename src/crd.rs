@@ -8,6 +8,43 @@ use crate::{Result, agent::Agent, goal::Goal, prwatch::PRWatch, swarm::Swarm};
 /// All CRDs of overseer, in a stable order.
 pub fn all() -> Vec<CustomResourceDefinition> {
     vec![Agent::crd(), Goal::crd(), PRWatch::crd(), Swarm::crd()]
+        .into_iter()
+        .map(bound_timestamps)
+        .collect()
+}
+
+/// RFC 3339 as the API server's `date-time` format takes it, but with at most nine
+/// fractional digits: the API server accepts more, which no Rust time type reads, and
+/// one such timestamp (written by anyone who may patch a status) would make every
+/// list and watch of the kind fail to deserialise, stalling the controller for all.
+pub const TIMESTAMP_PATTERN: &str = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$";
+
+fn bound_timestamps(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    fn walk(schema: &mut serde_json::Value) {
+        match schema {
+            serde_json::Value::Object(map) => {
+                if map.get("format").and_then(|f| f.as_str()) == Some("date-time")
+                    && !map.contains_key("pattern")
+                {
+                    map.insert("pattern".into(), TIMESTAMP_PATTERN.into());
+                }
+                map.values_mut().for_each(walk);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    for version in &mut crd.spec.versions {
+        let Some(schema) = version.schema.as_mut() else {
+            continue;
+        };
+        let mut value =
+            serde_json::to_value(&schema.open_api_v3_schema).expect("a schema serialises to JSON");
+        walk(&mut value);
+        schema.open_api_v3_schema =
+            serde_json::from_value(value).expect("a schema with patterns is still a schema");
+    }
+    crd
 }
 
 /// One CRD as a YAML document.

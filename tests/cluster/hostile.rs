@@ -172,3 +172,42 @@ async fn a_prwatch_aimed_at_a_foreign_host_never_gets_the_token() {
         "the stand-in for GitHub was never called"
     );
 }
+
+/// A timestamp the API server's `date-time` format takes but no Rust time type reads
+/// (more than nine fractional digits) would make every list and watch of the kind fail
+/// to deserialise; the schema refuses it with the field named.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn an_unreadable_timestamp_is_refused_by_the_schema() {
+    use crate::support::cluster::create_simple_goal;
+
+    let ns = setup("hostile-timestamp").await;
+    create_simple_goal(&ns, "poison", &["a"]).await;
+    let goals: Api<Goal> = ns.api();
+    let patch = |at: &str| json!({"status": {"startTime": at}});
+    let refused = goals
+        .patch_status(
+            "poison",
+            &PatchParams::default(),
+            &Patch::Merge(&patch("2026-12-01T00:00:00.1234567891234Z")),
+        )
+        .await
+        .expect_err("thirteen fractional digits are refused");
+    assert!(
+        refused.to_string().contains("status.startedAt"),
+        "{refused}"
+    );
+    goals
+        .patch_status(
+            "poison",
+            &PatchParams::default(),
+            &Patch::Merge(&patch("2026-12-01T00:00:00.123456789Z")),
+        )
+        .await
+        .expect("nine fractional digits are a timestamp");
+    // Every Goal of the namespace still reads.
+    goals
+        .list(&Default::default())
+        .await
+        .expect("the list deserialises");
+}
