@@ -90,11 +90,17 @@ impl LeaderElector {
     }
 
     /// Waits until this replica holds the Lease.
-    pub async fn acquire(&mut self) -> Result<()> {
+    pub async fn acquire(&mut self) {
         loop {
-            if self.try_acquire_or_renew().await? {
-                info!(lease = %self.name, identity = %self.identity, "acquired leadership");
-                return Ok(());
+            // A transient error (the API server restarting, a 429) is one more wait,
+            // not the end of the replica.
+            match self.try_acquire_or_renew().await {
+                Ok(true) => {
+                    info!(lease = %self.name, identity = %self.identity, "acquired leadership");
+                    return;
+                }
+                Ok(false) => {}
+                Err(error) => warn!(%error, lease = %self.name, "trying the leader Lease failed"),
             }
             sleep(self.timing.retry_every).await;
         }
@@ -106,7 +112,20 @@ impl LeaderElector {
         let mut last_renewed = Instant::now();
         loop {
             sleep(self.timing.renew_every).await;
-            match self.try_acquire_or_renew().await {
+            // A renewal that hangs past the Lease's validity must not let this replica
+            // go on acting while a standby takes over: each try has that deadline.
+            let deadline = last_renewed + self.timing.duration;
+            let renewed = match tokio::time::timeout_at(deadline, self.try_acquire_or_renew()).await
+            {
+                Ok(renewed) => renewed,
+                Err(_) => {
+                    return Error::LeadershipLost(format!(
+                        "renewing Lease {} did not finish within its duration",
+                        self.name
+                    ));
+                }
+            };
+            match renewed {
                 Ok(true) => last_renewed = Instant::now(),
                 Ok(false) => {
                     return Error::LeadershipLost(format!(

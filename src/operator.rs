@@ -149,7 +149,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         );
         info!(lease = %args.lease_name, %identity, "waiting for leadership");
         tokio::select! {
-            acquired = elector.acquire() => acquired?,
+            () = elector.acquire() => {}
             _ = shutdown.clone() => return Ok(()),
         }
         Some(elector)
