@@ -184,7 +184,7 @@ async fn an_unreadable_timestamp_is_refused_by_the_schema() {
     let ns = setup("hostile-timestamp").await;
     create_simple_goal(&ns, "poison", &["a"]).await;
     let goals: Api<Goal> = ns.api();
-    let patch = |at: &str| json!({"status": {"startTime": at}});
+    let patch = |at: &str| json!({"status": {"startedAt": at}});
     let refused = goals
         .patch_status(
             "poison",
