@@ -12,11 +12,11 @@ use super::message::{self, CiNews};
 use super::types::*;
 use crate::{conditions, duration};
 
-/// `sha:result` pairs remembered (newest last).
 /// The longest a rate limit holds the next poll back: a reset time or `retry-after`
 /// further ahead (from a misbehaving API) would stop the watch for good.
 const LONGEST_RATE_LIMIT: Duration = Duration::from_secs(3600);
 
+/// `sha:result` pairs remembered (newest last).
 const REPORTED_KEPT: usize = 50;
 
 /// What this reconcile knows about GitHub.
