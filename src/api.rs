@@ -166,23 +166,20 @@ pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "overseer"
 /// A name as a label value (at most 63 characters): long names keep a prefix and
 /// gain a hash, so the value stays unique and valid.
 pub fn label_value(name: &str) -> String {
-    if name.len() <= 63 {
-        return name.to_string();
-    }
-    let hash = fnv1a(name.as_bytes());
-    let prefix = name[..54].trim_end_matches(['-', '.', '_']);
-    format!("{prefix}-{:08x}", hash as u32)
+    fit_name(name, 63)
 }
 
 /// `name` in at most `limit` bytes: as it is when it fits, else cut and ended with a
-/// hash of the whole, so two long names that share a beginning stay apart. Object
-/// names are ASCII (DNS-1123), so any byte is a character boundary.
+/// hash of the whole, so two long names that share a beginning stay apart. The cut
+/// drops a trailing `-`, `.` or `_`, which neither names nor label values may end in
+/// before the hash's `-`. Object names are ASCII (DNS-1123), so any byte is a
+/// character boundary.
 pub fn fit_name(name: &str, limit: usize) -> String {
     if name.len() <= limit {
         return name.to_string();
     }
     let hash = fnv1a(name.as_bytes()) as u32;
-    let prefix = name[..limit - 9].trim_end_matches(['-', '.']);
+    let prefix = name[..limit - 9].trim_end_matches(['-', '.', '_']);
     format!("{prefix}-{hash:08x}")
 }
 
