@@ -408,19 +408,7 @@ async fn deliver_inbox(
                 claimed.sends = Some(decide::claim_send(&status, message.seq));
                 apply_status(agents, &agent.name_any(), &claimed).await?;
                 agent.status = Some(claimed);
-                let outcome = match input_target(pods, agent).await? {
-                    Some(pod) => {
-                        crate::exec::deliver(
-                            pods,
-                            &pod,
-                            CONTAINER,
-                            &ctx.input_command,
-                            &message.text,
-                        )
-                        .await
-                    }
-                    None => Err(NO_INPUT_TARGET.into()),
-                };
+                let outcome = type_input(ctx, pods, agent, &message.text).await?;
                 if outcome.is_ok() {
                     apply_last_message(agents, &agent.name_any(), &message.from, &message.text)
                         .await?;
@@ -505,13 +493,10 @@ async fn observe_pods(pods: &Api<Pod>, agent: &Agent) -> Result<Vec<AgentPod>> {
         .collect())
 }
 
-/// Why input was not typed: the agent has no pod of ours Running and Ready.
-pub(crate) const NO_INPUT_TARGET: &str = "the agent has no ready pod made by the operator";
-
 /// The only pod input is ever typed into for `agent`: the one the operator made for
 /// its current attempt, Running and Ready. Never `status.podName`, which the agent
 /// itself can write (it would aim the operator's exec at any pod).
-pub(crate) async fn input_target(pods: &Api<Pod>, agent: &Agent) -> Result<Option<String>> {
+async fn input_target(pods: &Api<Pod>, agent: &Agent) -> Result<Option<String>> {
     let Some(attempt) = agent.status.as_ref().and_then(|s| s.attempt) else {
         return Ok(None);
     };
@@ -524,6 +509,32 @@ pub(crate) async fn input_target(pods: &Api<Pod>, agent: &Agent) -> Result<Optio
     Ok(pod::own_pod(agent, &found)
         .filter(|p| p.attempt == attempt && p.phase == PodPhase::Running && p.ready)
         .map(|p| p.name))
+}
+
+/// As `input_target`, for the Agent `name` (none when there is no such Agent).
+pub(crate) async fn input_target_named(
+    agents: &Api<Agent>,
+    pods: &Api<Pod>,
+    name: &str,
+) -> Result<Option<String>> {
+    match agents.get_opt(name).await? {
+        Some(agent) => input_target(pods, &agent).await,
+        None => Ok(None),
+    }
+}
+
+/// Types `text` into `agent`'s own input target; the delivery's outcome, or why
+/// there was nobody to type into.
+async fn type_input(
+    ctx: &Context,
+    pods: &Api<Pod>,
+    agent: &Agent,
+    text: &str,
+) -> Result<std::result::Result<(), String>> {
+    Ok(match input_target(pods, agent).await? {
+        Some(pod) => crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, text).await,
+        None => Err("the agent has no ready pod made by the operator".into()),
+    })
 }
 
 /// Whether this agent's overseer can take a wake now.
@@ -685,10 +696,7 @@ async fn wake(
         })
         .collect();
     let text = message::wake(&namespace, &items);
-    let outcome = match input_target(pods, &overseer).await? {
-        Some(pod) => crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, &text).await,
-        None => Err(NO_INPUT_TARGET.into()),
-    };
+    let outcome = type_input(ctx, pods, &overseer, &text).await?;
     if outcome.is_ok() {
         apply_last_message(agents, &overseer_name, OPERATOR_SENDER, &text).await?;
     }

@@ -18,7 +18,7 @@ use super::plan::{self, Action, GoalSummary, NotifyReason, PodPhase, StepPod};
 use super::pod::{self, ATTEMPT_LABEL, GOAL_LABEL, STEP_INDEX_LABEL, StepPodParams};
 use super::types::Goal;
 use crate::agent::Agent;
-use crate::agent::controller::input_target;
+use crate::agent::controller::input_target_named;
 use crate::agent::pod::CONTAINER as AGENT_CONTAINER;
 use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, apply_status, label_value};
 use crate::operator::{Context, Shutdown};
@@ -245,11 +245,7 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) 
     let namespace = goal.namespace().unwrap_or_default();
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let pod = match agents.get_opt(overseer).await? {
-        Some(agent) => input_target(&pods, &agent).await?,
-        None => None,
-    };
-    let delivered = match pod {
+    let delivered = match input_target_named(&agents, &pods, overseer).await? {
         None => Err(format!("overseer {overseer} has no ready pod")),
         Some(pod) => {
             let text = plan::outcome_message(&namespace, &goal.name_any(), outcome);

@@ -19,7 +19,7 @@ use super::decide::{self, Poll};
 use super::github::{self, PollError, PullRequest};
 use super::types::PRWatch;
 use crate::agent::Agent;
-use crate::agent::controller::input_target;
+use crate::agent::controller::input_target_named;
 use crate::agent::pod::CONTAINER;
 use crate::api::{CONTROLLER_MANAGER, apply_status};
 use crate::metrics::PollLabels;
@@ -143,10 +143,7 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
     }
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let agent_pod = match agents.get_opt(&watch.spec.agent).await? {
-        Some(agent) => input_target(&pods, &agent).await?,
-        None => None,
-    };
+    let agent_pod = input_target_named(&agents, &pods, &watch.spec.agent).await?;
     let input = decide::Input {
         generation: watch.metadata.generation,
         spec: &watch.spec,
