@@ -152,14 +152,19 @@ async fn loop_done_without_an_agent_to_report_to_is_refused() {
     );
 }
 
+/// A swarm member's composed instructions `file` holding `text`, in a directory of
+/// its own (`dir`), as the instructions ConfigMap is mounted in a pod.
+fn instructions_source(dir: &str, file: &str, text: &str) -> std::path::PathBuf {
+    let source_dir = Shim::workspace(dir);
+    std::fs::create_dir_all(&source_dir).unwrap();
+    let source = source_dir.join(file);
+    std::fs::write(&source, text).unwrap();
+    source
+}
+
 #[tokio::test]
 async fn a_members_instructions_are_linked_into_its_workspace() {
-    let source_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("target/test-shim")
-        .join(format!("layers-{}", std::process::id()));
-    std::fs::create_dir_all(&source_dir).unwrap();
-    let source = source_dir.join("CLAUDE.md");
-    std::fs::write(&source, "# Instructions v1\n").unwrap();
+    let source = instructions_source("layers", "CLAUDE.md", "# Instructions v1\n");
     let shim = Shim::start(
         "instructions",
         "tui",
@@ -180,12 +185,7 @@ async fn a_members_instructions_are_linked_into_its_workspace() {
 
 #[tokio::test]
 async fn instructions_that_cannot_be_linked_open_the_first_prompt() {
-    let source_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("target/test-shim")
-        .join(format!("own-layers-{}", std::process::id()));
-    std::fs::create_dir_all(&source_dir).unwrap();
-    let source = source_dir.join("AGENTS.md");
-    std::fs::write(&source, "# Swarm rules\n").unwrap();
+    let source = instructions_source("own-layers", "AGENTS.md", "# Swarm rules\n");
     // The repository has its own AGENTS.md: the shim leaves it as it is.
     let workspace = Shim::workspace("own-instructions");
     std::fs::create_dir_all(&workspace).unwrap();

@@ -184,25 +184,23 @@ async fn an_unreadable_timestamp_is_refused_by_the_schema() {
     let ns = setup("hostile-timestamp").await;
     create_simple_goal(&ns, "poison", &["a"]).await;
     let goals: Api<Goal> = ns.api();
-    let patch = |at: &str| json!({"status": {"startedAt": at}});
-    let refused = goals
-        .patch_status(
-            "poison",
-            &PatchParams::default(),
-            &Patch::Merge(&patch("2026-12-01T00:00:00.1234567891234Z")),
-        )
+    let start_at = |at: &'static str| {
+        let goals = goals.clone();
+        async move {
+            let patch = json!({"status": {"startedAt": at}});
+            goals
+                .patch_status("poison", &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+        }
+    };
+    let refused = start_at("2026-12-01T00:00:00.1234567891234Z")
         .await
         .expect_err("thirteen fractional digits are refused");
     assert!(
         refused.to_string().contains("status.startedAt"),
         "{refused}"
     );
-    goals
-        .patch_status(
-            "poison",
-            &PatchParams::default(),
-            &Patch::Merge(&patch("2026-12-01T00:00:00.123456789Z")),
-        )
+    start_at("2026-12-01T00:00:00.123456789Z")
         .await
         .expect("nine fractional digits are a timestamp");
     // Every Goal of the namespace still reads.
