@@ -127,7 +127,7 @@ pub async fn install(ns: &TestNamespace) -> Release {
     })
     .await;
     let ready_after = started.elapsed();
-    let leader = wait_for_leader(ns, &ready, None).await;
+    let leader = wait_for_leader(ns, None).await;
     println!(
         "e2e[{}]: helm install -> 2 operator pods Ready: {:.1}s; leader {leader} after {:.1}s",
         ns.name,
@@ -154,22 +154,36 @@ pub fn is_ready(pod: &Pod) -> bool {
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-/// The Lease holder once it is one of `candidates` (and not `not`).
-pub async fn wait_for_leader(
-    ns: &TestNamespace,
-    candidates: &[String],
-    not: Option<&str>,
-) -> String {
+/// The operator pods of the release that are not being deleted.
+async fn live_operator_pods(pods: &Api<Pod>) -> Option<Vec<String>> {
+    let list = pods
+        .list(&ListParams::default().labels("app.kubernetes.io/name=overseer"))
+        .await
+        .ok()?;
+    Some(
+        list.items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| p.metadata.name)
+            .collect(),
+    )
+}
+
+/// The Lease holder once it is a live operator pod other than `not`. Read afresh on
+/// every poll: after a pod is killed the Lease may go to the standby or to the
+/// ReplicaSet's replacement, whichever tries first.
+pub async fn wait_for_leader(ns: &TestNamespace, not: Option<&str>) -> String {
     let leases: Api<Lease> = ns.api();
+    let pods: Api<Pod> = ns.api();
     wait_in(ns, "a leader among the operator pods", POD_START, || {
-        let leases = leases.clone();
+        let (leases, pods) = (leases.clone(), pods.clone());
         async move {
             let lease = leases.get_opt("overseer-controller").await.ok()??;
             let holder = lease.spec?.holder_identity?;
-            let pod = candidates
-                .iter()
-                .find(|p| holder.starts_with(&format!("{p}-")) && Some(p.as_str()) != not)?;
-            Some(pod.clone())
+            live_operator_pods(&pods)
+                .await?
+                .into_iter()
+                .find(|p| holder.starts_with(&format!("{p}-")) && Some(p.as_str()) != not)
         }
     })
     .await
