@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CLUSTER := hack/testenv/cluster.sh
 TEST_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: run test lint unit integration e2e images node cluster cluster-down testenv generate build bench demo-loop
+.PHONY: run test lint unit integration e2e crash images node cluster cluster-down testenv generate build bench demo-loop
 
 ## The operator against the current cluster, or against the local one it brings up.
 run:
@@ -33,6 +33,12 @@ integration:
 ## The e2e suite alone: control plane, real node, images, Helm install (left up afterwards).
 e2e:
 	bash hack/e2e/run.sh
+
+## Crash injection at every write of each scenario (make test crashes at a sample).
+crash:
+	bash $(CLUSTER) up test
+	OVERSEER_CRASH_ALL=1 OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) \
+	  cargo test --test cluster crash:: -- --ignored --nocapture
 
 ## The operator and agent test images, as OCI archives (no container engine needed).
 images:

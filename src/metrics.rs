@@ -39,6 +39,12 @@ pub struct PollLabels {
     pub result: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WriteLabels {
+    /// create, update, patch, delete or exec
+    pub verb: &'static str,
+}
+
 /// All metrics, registered once at start-up and shared through the `Context`.
 pub struct Metrics {
     registry: Registry,
@@ -62,6 +68,8 @@ pub struct Metrics {
     pub pr_polls: Family<PollLabels, Counter>,
     /// From the poll that saw CI settle to the delivered wake.
     pub pr_settle_to_wake: Histogram,
+    /// Writes the operator sent to the API server, by verb (src/writes.rs).
+    pub api_writes: Family<WriteLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -144,6 +152,12 @@ impl Default for Metrics {
             "From the poll that saw CI settle on the head to the delivered wake",
             pr_settle_to_wake.clone(),
         );
+        let api_writes = Family::<WriteLabels, Counter>::default();
+        registry.register(
+            "api_writes",
+            "Writes sent to the API server (create, update, patch, delete, exec), by verb",
+            api_writes.clone(),
+        );
         Metrics {
             registry,
             reconciliations,
@@ -158,6 +172,7 @@ impl Default for Metrics {
             stop_to_delivery,
             pr_polls,
             pr_settle_to_wake,
+            api_writes,
         }
     }
 }

@@ -12,6 +12,21 @@ use crate::{conditions, duration};
 
 /// Stalled pods are replaced this many times; the next stall blocks the agent.
 pub const STALL_LIMIT: i32 = 3;
+
+/// A person's loop switch (`overseer loop add|remove` sets it): `on` or `off` wins over
+/// `spec.loop.enabled`. An annotation, not a spec edit, so that a GitOps tool that
+/// owns the spec sees no drift and does not undo it.
+pub const LOOP_ANNOTATION: &str = "overseer.dev/loop";
+
+/// Whether the loop is on: the annotation's `on` or `off` when set, else the spec's.
+/// Any other annotation value is ignored.
+pub fn loop_enabled(annotation: Option<&str>, spec_enabled: bool) -> bool {
+    match annotation {
+        Some("on") => true,
+        Some("off") => false,
+        _ => spec_enabled,
+    }
+}
 /// The longest wait before a lost pod is replaced.
 const MAX_REPLACE_BACKOFF: Duration = Duration::from_secs(300);
 
@@ -500,6 +515,13 @@ fn decide(b: &mut Builder) {
         other => other,
     };
     let Some(pod) = pod else {
+        if attempt > 0 && awaiting_created_pod(&b.status) {
+            // The attempt was recorded but its pod never seen: the create may not have
+            // landed (the operator stopped in between) or is not visible yet. Create it
+            // again under its deterministic name rather than count it as lost.
+            b.actions.push(Action::CreatePod { attempt });
+            return;
+        }
         replace_pod(b, attempt);
         return;
     };
@@ -719,6 +741,15 @@ pub fn excerpt(text: &str) -> String {
     } else {
         line
     }
+}
+
+/// Whether the current attempt's pod was to be created and has not been seen since:
+/// `Ready` still carries the reason `replace_pod` gave it.
+fn awaiting_created_pod(status: &AgentStatus) -> bool {
+    status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "False" && c.reason == "PodCreated")
 }
 
 /// No current pod: create the next attempt, after a backoff when one was lost.

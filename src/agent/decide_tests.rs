@@ -850,3 +850,36 @@ fn pod_names_stay_within_the_hostname_limit() {
     assert!(name.len() <= 63, "{name}");
     assert_ne!(name, pod_name(&"x".repeat(81), 12));
 }
+
+#[test]
+fn a_persons_loop_switch_wins_over_the_spec() {
+    let rows = [
+        (None, true, true),
+        (None, false, false),
+        (Some("on"), false, true),
+        (Some("off"), true, false),
+        (Some("maybe"), true, true),
+        (Some("maybe"), false, false),
+    ];
+    for (annotation, spec, want) in rows {
+        assert_eq!(
+            loop_enabled(annotation, spec),
+            want,
+            "annotation {annotation:?}, spec {spec}"
+        );
+    }
+}
+
+#[test]
+fn a_crash_between_recording_an_attempt_and_creating_its_pod_creates_that_pod() {
+    // Found by tests/cluster/crash.rs: the status of attempt 1 was written, the
+    // operator died before the pod create, and its successor counted the pod that
+    // never existed as lost, waited, and started attempt 2.
+    let spec = spec("{enabled: true}");
+    let first = run(&spec, None, &[], OverseerState::Unset, 0);
+    assert_eq!(first.actions, vec![Action::CreatePod { attempt: 1 }]);
+    let again = run(&spec, Some(&first.status), &[], OverseerState::Unset, 1);
+    assert_eq!(again.actions, vec![Action::CreatePod { attempt: 1 }]);
+    assert_eq!(again.status.attempt, Some(1));
+    assert_eq!(again.status.pod_name.as_deref(), Some("a-1"));
+}

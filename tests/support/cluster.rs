@@ -318,6 +318,15 @@ impl Operator {
 
     /// Runs with another identity, for example a ServiceAccount's token.
     pub fn start_with_kubeconfig(kubeconfig: &std::path::Path, args: &[&str]) -> Operator {
+        Operator::start_with_env(kubeconfig, args, &[])
+    }
+
+    /// With extra environment, for example the crash-injection test mode.
+    pub fn start_with_env(
+        kubeconfig: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Operator {
         let port = free_port();
         let metrics_addr = format!("127.0.0.1:{port}");
         // The operator's log goes to a file (a pipe nobody reads would fill and block it).
@@ -336,6 +345,7 @@ impl Operator {
                 "OVERSEER_GITHUB_API_ORIGINS",
                 "https://api.github.com,http://127.0.0.1",
             )
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -1,0 +1,465 @@
+//! Crash injection at every write (src/writes.rs). Each scenario runs once without a
+//! fault, which counts the operator's API writes; then, for each crash point N, in a
+//! namespace of its own, with an operator that exits just before its Nth write and is
+//! started again at once without the fault. Every run must end exactly as the
+//! fault-free one: the same outcome of every step, no pod created twice, no step run
+//! again, no checkpoint lost.
+//!
+//! `make test` crashes at a quick sample of points spread over the writes; `make crash`
+//! (OVERSEER_CRASH_ALL=1) at every one. The tally goes to target/test-logs/crash.txt.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::TryStreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use overseer::agent::Agent;
+use overseer::goal::{Goal, GoalPhase};
+use overseer::swarm::Swarm;
+use overseer::writes::{CRASH_BEFORE_WRITE, CRASH_EXIT_CODE};
+use serde_json::json;
+
+use crate::support::cluster::{Operator, TestNamespace, kubeconfig_path, repo_root, setup};
+
+/// How long one run may take to reach its end state, crash and restart included.
+const RUN_WAIT: Duration = Duration::from_secs(90);
+
+/// Points in a quick sample: the first and last write and evenly between.
+const QUICK_SAMPLE: u64 = 6;
+
+/// The write numbers to crash before, out of the `writes` a fault-free run made.
+fn crash_points(writes: u64) -> Vec<u64> {
+    if std::env::var_os("OVERSEER_CRASH_ALL").is_some() || writes <= QUICK_SAMPLE {
+        return (1..=writes).collect();
+    }
+    let mut points: Vec<u64> = (0..QUICK_SAMPLE)
+        .map(|i| 1 + i * (writes - 1) / (QUICK_SAMPLE - 1))
+        .collect();
+    points.dedup();
+    points
+}
+
+/// Objects seen in a namespace over a run: every uid each `Kind/name` had.
+type Seen = Arc<Mutex<BTreeMap<String, BTreeSet<String>>>>;
+
+/// The world around the operator: what watches, records and acts on the namespace
+/// independently of the operator, so a crash anywhere leaves it acting the same way.
+struct World {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    seen: Seen,
+}
+
+impl World {
+    fn new() -> World {
+        World {
+            tasks: Vec::new(),
+            seen: Seen::default(),
+        }
+    }
+
+    /// Records the uid of every object of kind `K` seen, then hands it to `act`.
+    fn watch<K, F, Fut>(&mut self, api: Api<K>, act: F)
+    where
+        K: kube::Resource<DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + 'static,
+        F: Fn(K) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let seen = self.seen.clone();
+        self.tasks.push(tokio::spawn(async move {
+            let stream = watcher(api, watcher::Config::default()).applied_objects();
+            let mut stream = std::pin::pin!(stream.default_backoff());
+            while let Ok(Some(object)) = stream.try_next().await {
+                let meta = object.meta();
+                if let (Some(name), Some(uid)) = (&meta.name, &meta.uid) {
+                    let key = format!("{}/{name}", K::kind(&()));
+                    seen.lock()
+                        .unwrap()
+                        .entry(key)
+                        .or_default()
+                        .insert(uid.clone());
+                }
+                act(object).await;
+            }
+        }));
+    }
+
+    /// Watches the pods and finishes each Running one as `outcome` says (kwok's Stages).
+    fn finish_pods(&mut self, ns: &TestNamespace, outcome: fn(&str) -> (&'static str, String)) {
+        let pods: Api<Pod> = ns.api();
+        self.watch(pods.clone(), move |pod: Pod| {
+            let pods = pods.clone();
+            async move {
+                let running =
+                    pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+                let finished = pod
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key("kwok.overseer.dev/outcome"));
+                let Some(name) = pod.metadata.name.filter(|_| running && !finished) else {
+                    return;
+                };
+                let (phase, message) = outcome(&name);
+                let patch = json!({"metadata": {"annotations": {
+                    "kwok.overseer.dev/outcome": phase, "kwok.overseer.dev/message": message
+                }}});
+                let _ = pods
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await;
+            }
+        });
+    }
+
+    /// The names of kind `kind` seen, each once; panics on one created twice.
+    fn created_once(&self, kind: &str) -> String {
+        let seen = self.seen.lock().unwrap();
+        let mut names = Vec::new();
+        for (key, uids) in seen.iter() {
+            let Some(name) = key.strip_prefix(&format!("{kind}/")) else {
+                continue;
+            };
+            assert_eq!(uids.len(), 1, "{key} was created {} times", uids.len());
+            names.push(name);
+        }
+        names.join(", ")
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// What one scenario creates and how it reads its end state.
+trait Scenario {
+    /// A short name, used for the namespaces and the tally.
+    const NAME: &'static str;
+    /// Starts what plays the world around the operator (pods finishing, a person's edit).
+    fn world(&self, ns: &TestNamespace) -> World;
+    /// Creates the objects the operator acts on.
+    async fn create(&self, ns: &TestNamespace);
+    /// The end state in words, once the scenario has ended; None before.
+    async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String>;
+}
+
+/// How one run went.
+struct Run {
+    end: String,
+    /// The operator's writes, read from its metrics (fault-free runs only).
+    writes: Option<u64>,
+    /// Whether the injected crash happened (a point past the run's last write never does).
+    crashed: bool,
+}
+
+fn start_operator(ns: &TestNamespace, crash_before: Option<u64>) -> Operator {
+    let point = crash_before.map(|n| n.to_string());
+    let env: Vec<(&str, &str)> = point
+        .as_deref()
+        .map(|n| (CRASH_BEFORE_WRITE, n))
+        .into_iter()
+        .collect();
+    Operator::start_with_env(&kubeconfig_path(), &["--namespace", &ns.name], &env)
+}
+
+async fn writes_of(operator: &Operator) -> Option<u64> {
+    let metrics = operator.metrics().await?;
+    Some(
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("overseer_api_writes_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum(),
+    )
+}
+
+async fn run_once<S: Scenario>(scenario: &S, crash_before: Option<u64>) -> Run {
+    let label = crash_before.map_or("clean".to_string(), |n| n.to_string());
+    let ns = setup(&format!("crash-{}-{label}", S::NAME)).await;
+    let world = scenario.world(&ns);
+    let mut operator = start_operator(&ns, crash_before);
+    scenario.create(&ns).await;
+    let mut crashed = false;
+    let deadline = Instant::now() + RUN_WAIT;
+    let end = loop {
+        if !crashed && let Some(status) = operator.child.try_wait().unwrap() {
+            let log = std::fs::read_to_string(&operator.log_path).unwrap_or_default();
+            assert_eq!(
+                status.code(),
+                Some(CRASH_EXIT_CODE),
+                "the operator stopped other than by the injected crash:\n{log}"
+            );
+            crashed = true;
+            operator = start_operator(&ns, None);
+        }
+        if let Some(end) = scenario.end_state(&ns, &world).await {
+            break end;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} crashing before write {label}: no end state after {RUN_WAIT:?}\n{}",
+            S::NAME,
+            ns.dump().await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Writes that follow the end state (its Events) are crash points too.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let writes = if crash_before.is_none() {
+        writes_of(&operator).await
+    } else {
+        None
+    };
+    Run {
+        end,
+        writes,
+        crashed,
+    }
+}
+
+/// Runs `scenario` fault-free, then crashed before each chosen write; every end state
+/// must equal the fault-free one. Appends the tally to target/test-logs/crash.txt.
+async fn crash_everywhere<S: Scenario>(scenario: S) {
+    let clean = run_once(&scenario, None).await;
+    let writes = clean.writes.expect("the fault-free run's write count");
+    assert!(writes > 0, "the scenario made no writes");
+    let points = crash_points(writes);
+    let mut tally = format!(
+        "{}: fault-free run {writes} writes; crashing before {} of them\n",
+        S::NAME,
+        points.len()
+    );
+    let mut crashed = 0;
+    for &n in &points {
+        let run = run_once(&scenario, Some(n)).await;
+        assert_eq!(
+            run.end,
+            clean.end,
+            "{} crashed before write {n}: the end state differs from the fault-free run",
+            S::NAME
+        );
+        crashed += usize::from(run.crashed);
+        let _ = writeln!(
+            tally,
+            "  write {n}: {}",
+            if run.crashed {
+                "crashed, restarted, same end state"
+            } else {
+                "not reached (this run made fewer writes), same end state"
+            }
+        );
+    }
+    let _ = writeln!(
+        tally,
+        "{}: {crashed} crashes injected of {} points, every end state equal",
+        S::NAME,
+        points.len()
+    );
+    println!("{tally}");
+    assert!(
+        crashed * 2 >= points.len(),
+        "most crash points must be reached: {tally}"
+    );
+    let log = repo_root().join("target/test-logs/crash.txt");
+    let mut previous = std::fs::read_to_string(&log).unwrap_or_default();
+    previous.push_str(&tally);
+    std::fs::write(log, previous).unwrap();
+}
+
+/// A Goal of three steps whose second fails once and then succeeds on its retry.
+struct GoalWithRetry;
+
+impl Scenario for GoalWithRetry {
+    const NAME: &'static str = "goal";
+
+    fn world(&self, ns: &TestNamespace) -> World {
+        let mut world = World::new();
+        world.finish_pods(ns, |pod| match pod {
+            "ship-s1-a1" => ("Failed", "boom".into()),
+            pod => ("Succeeded", format!("{pod} done")),
+        });
+        world
+    }
+
+    async fn create(&self, ns: &TestNamespace) {
+        let goal: Goal = serde_json::from_value(json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": "ship"},
+            "spec": {
+                "defaults": {
+                    "runtime": {"name": "codex", "mode": "headless", "image": "example.com/codex:1"},
+                    "maxRetries": 2, "backoff": {"initial": "1s", "factor": 2, "max": "2s"}
+                },
+                "steps": [
+                    {"name": "a", "action": "Implement a"},
+                    {"name": "b", "action": "Implement b"},
+                    {"name": "c", "action": "Implement c"}
+                ]
+            }
+        }))
+        .unwrap();
+        ns.api::<Goal>()
+            .create(&PostParams::default(), &goal)
+            .await
+            .expect("create goal");
+    }
+
+    async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String> {
+        let status = ns.api::<Goal>().get("ship").await.ok()?.status?;
+        if !matches!(status.phase, Some(GoalPhase::Succeeded | GoalPhase::Failed)) {
+            return None;
+        }
+        let mut end = format!(
+            "phase {:?}, checkpoint {}\n",
+            status.phase, status.completed_steps
+        );
+        for step in &status.steps {
+            let _ = writeln!(
+                end,
+                "step {}: {:?}, {} attempt(s), pod {:?}, result {:?}",
+                step.name, step.phase, step.attempts, step.pod_name, step.result
+            );
+        }
+        let _ = write!(end, "pods: {}", world.created_once("Pod"));
+        Some(end)
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_goal_with_a_retry_ends_the_same_whatever_write_the_operator_dies_at() {
+    crash_everywhere(GoalWithRetry).await;
+}
+
+/// A Swarm of two members, edited by a person once both run: one member removed,
+/// one added, the base prompt changed.
+struct SwarmEdited;
+
+const CREW_AFTER_EDIT: [&str; 3] = ["crew-builder", "crew-overseer", "crew-tester"];
+const CREW_BASE_AFTER_EDIT: &str = "Work only inside the billing service, on branch proration.";
+
+impl Scenario for SwarmEdited {
+    const NAME: &'static str = "swarm";
+
+    fn world(&self, ns: &TestNamespace) -> World {
+        let mut world = World::new();
+        world.watch(ns.api::<Agent>(), |_| async {});
+        let (swarms, edited) = (ns.api::<Swarm>(), Arc::new(AtomicBool::new(false)));
+        let seen = world.seen.clone();
+        // The edit comes once both members run, so every run sees the same pods.
+        world.watch(ns.api::<Pod>(), move |_| {
+            let (swarms, edited, seen) = (swarms.clone(), edited.clone(), seen.clone());
+            async move {
+                let both = ["Pod/crew-scout-1", "Pod/crew-builder-1"]
+                    .iter()
+                    .all(|key| seen.lock().unwrap().contains_key(*key));
+                if !both || edited.swap(true, Ordering::SeqCst) {
+                    return;
+                }
+                let edit = json!({"spec": {
+                    "agents": [
+                        {"name": "builder", "role": "builder"},
+                        {"name": "tester", "role": "builder", "prompt": "Write the tests."}
+                    ],
+                    "prompts": {"base": CREW_BASE_AFTER_EDIT}
+                }});
+                swarms
+                    .patch("crew", &PatchParams::default(), &Patch::Merge(&edit))
+                    .await
+                    .expect("edit the swarm");
+            }
+        });
+        world
+    }
+
+    async fn create(&self, ns: &TestNamespace) {
+        let swarm: Swarm = serde_json::from_value(json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "metadata": {"name": "crew"},
+            "spec": {
+                "defaults": {"runtime": {"name": "claude", "mode": "tui", "image": "example.com/claude:1"}},
+                "prompts": {"base": "Work only inside the billing service."},
+                "agents": [
+                    {"name": "scout", "role": "scout"},
+                    {"name": "builder", "role": "builder"}
+                ]
+            }
+        }))
+        .unwrap();
+        ns.api::<Swarm>()
+            .create(&PostParams::default(), &swarm)
+            .await
+            .expect("create swarm");
+    }
+
+    async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String> {
+        let swarm = ns.api::<Swarm>().get("crew").await.ok()?;
+        let generation = swarm.metadata.generation?;
+        let status = swarm.status?;
+        if generation < 2 || status.observed_generation != Some(generation) {
+            return None;
+        }
+        let agents = ns
+            .api::<Agent>()
+            .list(&ListParams::default().labels("overseer.dev/swarm=crew"))
+            .await
+            .ok()?;
+        let mut names: Vec<&str> = agents
+            .items
+            .iter()
+            .filter_map(|a| a.metadata.name.as_deref())
+            .collect();
+        names.sort();
+        if names != CREW_AFTER_EDIT {
+            return None;
+        }
+        let mut end = String::new();
+        for agent in &agents.items {
+            let name = agent.metadata.name.as_deref()?;
+            let instructions = ns
+                .api::<ConfigMap>()
+                .get_opt(&format!("{name}-instructions"))
+                .await
+                .ok()??;
+            let text = instructions.data?.into_values().collect::<String>();
+            if !text.contains(CREW_BASE_AFTER_EDIT) {
+                return None;
+            }
+            // Every member's pod of its current attempt has been created.
+            let attempt = agent.status.as_ref()?.attempt?;
+            let pod = format!("Pod/{name}-{attempt}");
+            if !world.seen.lock().unwrap().contains_key(&pod) {
+                return None;
+            }
+            let _ = writeln!(
+                end,
+                "agent {name}: role {:?}, overseer {:?}, attempt {attempt}, instructions {} bytes",
+                agent.spec.role,
+                agent.spec.overseer,
+                text.len()
+            );
+        }
+        let mut members: Vec<&str> = status.members.iter().map(|m| m.name.as_str()).collect();
+        members.sort();
+        let _ = writeln!(end, "members: {}", members.join(", "));
+        let _ = writeln!(end, "agents created: {}", world.created_once("Agent"));
+        let _ = write!(end, "pods created: {}", world.created_once("Pod"));
+        Some(end)
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn an_edited_swarm_ends_the_same_whatever_write_the_operator_dies_at() {
+    crash_everywhere(SwarmEdited).await;
+}
