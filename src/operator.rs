@@ -14,11 +14,12 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource, api::ListParams};
 use serde::de::DeserializeOwned;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use crate::cli::RunArgs;
 use crate::leader::{LeaderElector, LeaseTiming};
 use crate::metrics::Metrics;
+use crate::writes::CountWrites;
 use crate::{Error, Result, agent::Agent, goal::Goal, prwatch::PRWatch, swarm::Swarm};
 
 /// What every controller shares, by `Arc`.
@@ -37,6 +38,8 @@ pub struct Context {
     pub send_expiry: std::time::Duration,
     /// The API origins a PRWatch may poll (and send its token to).
     pub github_api_origins: Vec<String>,
+    /// Each object's run of reconcile failures, for its error backoff.
+    pub failures: Failures,
 }
 
 impl Context {
@@ -122,12 +125,16 @@ fn controllers(
 
 /// Runs the operator until SIGTERM (Ok) or until leadership is lost (Err).
 pub async fn run(args: RunArgs) -> Result<()> {
-    let client = Client::try_default()
+    let metrics = Arc::new(Metrics::default());
+    let config = kube::Config::infer()
         .await
         .map_err(|e| Error::Connect(e.to_string()))?;
+    let client = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| Error::Connect(e.to_string()))?
+        .with_layer(&CountWrites::from_env(metrics.api_writes.clone())?)
+        .build();
     ensure_crds(&client, args.namespace.as_deref()).await?;
 
-    let metrics = Arc::new(Metrics::default());
     let health = Arc::new(Health {
         ready: AtomicBool::new(false),
         metrics: metrics.clone(),
@@ -168,6 +175,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         input_command: args.input_command.clone(),
         send_expiry: args.send_expiry,
         github_api_origins: args.github_api_origins.clone(),
+        failures: Failures::default(),
     });
     let work = {
         let shutdown = shutdown.clone();
@@ -293,6 +301,77 @@ pub async fn contained<T>(reconcile: impl Future<Output = Result<T>>) -> Result<
     }
 }
 
+/// The reconcile of every controller, for the object `key` names: `contained`, and a
+/// success ends the object's run of failures (its error backoff starts again at 1 s).
+pub async fn reconcile_object<T>(
+    ctx: Arc<Context>,
+    key: String,
+    reconcile: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    let result = contained(reconcile).await;
+    if result.is_ok() {
+        ctx.failures.succeeded(&key);
+    }
+    result
+}
+
+/// The key of one object in `Failures`: kind, namespace and name.
+pub fn object_key<K: Resource<DynamicType = ()>>(object: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        K::kind(&()),
+        object.meta().namespace.as_deref().unwrap_or_default(),
+        object.meta().name.as_deref().unwrap_or_default()
+    )
+}
+
+/// How long to wait before retrying an object that failed `failures` times in a row:
+/// 1 s, doubling, at most 5 minutes. One object that keeps failing (a refused pod, an
+/// API error of its own) is retried ever more slowly, while the others go on.
+pub fn error_backoff(failures: u32) -> std::time::Duration {
+    const FIRST: std::time::Duration = std::time::Duration::from_secs(1);
+    const LONGEST: std::time::Duration = std::time::Duration::from_secs(300);
+    FIRST
+        .saturating_mul(2u32.saturating_pow(failures.saturating_sub(1)))
+        .min(LONGEST)
+}
+
+/// Consecutive reconcile failures per object (`object_key`), for `error_backoff`.
+/// An entry lives from an object's first failure to its next success.
+#[derive(Default)]
+pub struct Failures {
+    by_object: std::sync::Mutex<std::collections::HashMap<String, u32>>,
+}
+
+impl Failures {
+    /// Counts one more failure of `key`; returns how long to wait before the retry.
+    pub fn failed(&self, key: String) -> std::time::Duration {
+        let mut by_object = self.by_object.lock().unwrap_or_else(|e| e.into_inner());
+        let failures = by_object.entry(key).or_default();
+        *failures = failures.saturating_add(1);
+        error_backoff(*failures)
+    }
+
+    pub fn succeeded(&self, key: &str) {
+        let mut by_object = self.by_object.lock().unwrap_or_else(|e| e.into_inner());
+        by_object.remove(key);
+    }
+}
+
+/// The error policy of every controller: log, count, and retry the object after its
+/// own backoff.
+pub fn retry_after_error<K: Resource<DynamicType = ()>>(
+    ctx: &Context,
+    controller: &'static str,
+    object: &K,
+    error: &Error,
+) -> kube::runtime::controller::Action {
+    let key = object_key(object);
+    warn!(controller, object = %key, %error, "reconcile failed");
+    ctx.metrics.observe_failure(controller, error);
+    crate::duration::requeue(Some(ctx.failures.failed(key)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,5 +388,41 @@ mod tests {
             "{panicked:?}"
         );
         assert!(matches!(contained(async { Ok(7) }).await, Ok(7)));
+    }
+
+    #[test]
+    fn error_backoff_table() {
+        let secs = std::time::Duration::from_secs;
+        let rows = [
+            (0, secs(1)),
+            (1, secs(1)),
+            (2, secs(2)),
+            (3, secs(4)),
+            (9, secs(256)),
+            (10, secs(300)),
+            (u32::MAX, secs(300)),
+        ];
+        for (failures, want) in rows {
+            assert_eq!(error_backoff(failures), want, "{failures} failures");
+        }
+    }
+
+    #[test]
+    fn each_object_backs_off_on_its_own_and_a_success_starts_again() {
+        let failures = Failures::default();
+        let secs = std::time::Duration::from_secs;
+        let backoffs: Vec<_> = (0..3).map(|_| failures.failed("Goal/n/a".into())).collect();
+        assert_eq!(backoffs, [secs(1), secs(2), secs(4)]);
+        assert_eq!(
+            failures.failed("Goal/n/b".into()),
+            secs(1),
+            "another object"
+        );
+        failures.succeeded("Goal/n/a");
+        assert_eq!(
+            failures.failed("Goal/n/a".into()),
+            secs(1),
+            "after a success"
+        );
     }
 }

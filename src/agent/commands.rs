@@ -244,13 +244,14 @@ fn loop_params() -> PatchParams {
     }
 }
 
-/// `overseer loop add|remove AGENT`: turns the agent's loop on or off. Adding also
-/// takes back an exit of the current attempt (done, block, release), so the agent
-/// is driven again.
+/// `overseer loop add|remove AGENT`: turns the agent's loop on or off through the
+/// `overseer.dev/loop` annotation (the CLI never writes spec). Adding also takes back
+/// an exit of the current attempt (done, block, release), so the agent is driven again.
 pub async fn set_loop(namespace: Option<&str>, agent: &str, enabled: bool) -> Result<()> {
     let api = agents(namespace).await?;
     let current = get(&api, "change the loop of", agent).await?;
-    let patch = json!({"spec": {"loop": {"enabled": enabled}}});
+    let switch = if enabled { "on" } else { "off" };
+    let patch = json!({"metadata": {"annotations": {super::decide::LOOP_ANNOTATION: switch}}});
     api.patch(agent, &loop_params(), &Patch::Merge(&patch))
         .await
         .map_err(|e| refused("change the loop of", agent, e))?;

@@ -15,7 +15,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
-use tracing::{info, instrument, warn};
+use tracing::{info, instrument};
 
 use super::decide::{self, Action, AgentPod, Delivery, OverseerState, PodPhase, SendStep, Verdict};
 use super::message::{self, WakeItem};
@@ -59,7 +59,13 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
-            |object, ctx| crate::operator::contained(reconcile(object, ctx)),
+            |object, ac| {
+                crate::operator::reconcile_object(
+                    ac.ctx.clone(),
+                    crate::operator::object_key(&*object),
+                    reconcile(object, ac),
+                )
+            },
             error_policy,
             Arc::new(AgentContext {
                 ctx,
@@ -133,9 +139,7 @@ fn overseen_by(store: &Store<Agent>, namespace: &str, overseer: &str) -> Vec<Str
 }
 
 fn error_policy(agent: Arc<Agent>, error: &Error, ac: Arc<AgentContext>) -> Requeue {
-    warn!(agent = %agent.name_any(), %error, "reconcile failed");
-    ac.ctx.metrics.observe_failure(CONTROLLER, error);
-    Requeue::requeue(Duration::from_secs(5))
+    crate::operator::retry_after_error(&ac.ctx, CONTROLLER, &*agent, error)
 }
 
 #[instrument(skip_all, fields(agent = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
@@ -253,7 +257,7 @@ enum Resolved {
 }
 
 /// Replaces the agent's spec (in memory only) by its effective spec: what it
-/// leaves unset comes from its swarm. A missing swarm or image makes it unusable.
+/// leaves unset comes from its swarm, and a person's loop switch wins. A missing swarm or image makes it unusable.
 async fn resolve(ctx: &Context, agent: &mut Agent) -> Result<Resolved> {
     let namespace = agent.namespace().unwrap_or_default();
     let swarm = match &agent.spec.swarm {
@@ -276,6 +280,13 @@ async fn resolve(ctx: &Context, agent: &mut Agent) -> Result<Resolved> {
         .iter()
         .any(|o| o.kind == "Swarm" && o.controller == Some(true));
     agent.spec = compose::effective_spec(&agent.spec, swarm.as_deref(), member);
+    agent.spec.loop_.enabled = decide::loop_enabled(
+        agent
+            .annotations()
+            .get(decide::LOOP_ANNOTATION)
+            .map(String::as_str),
+        agent.spec.loop_.enabled,
+    );
     if agent.spec.runtime.image.is_none() {
         return Ok(Resolved::Unusable {
             reason: "NoImage",

@@ -2,7 +2,7 @@
 //! asks `plan` what to do, writes status, then acts.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod, Secret};
@@ -12,7 +12,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
-use tracing::{info, instrument, warn};
+use tracing::{info, instrument};
 
 use super::plan::{self, Action, GoalSummary, NotifyReason, PodPhase, StepPod};
 use super::pod::{self, ATTEMPT_LABEL, GOAL_LABEL, STEP_INDEX_LABEL, StepPodParams};
@@ -44,7 +44,13 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
-            |object, ctx| crate::operator::contained(reconcile(object, ctx)),
+            |object, gc| {
+                crate::operator::reconcile_object(
+                    gc.ctx.clone(),
+                    crate::operator::object_key(&*object),
+                    reconcile(object, gc),
+                )
+            },
             error_policy,
             Arc::new(GoalContext { ctx, store }),
         )
@@ -68,9 +74,7 @@ fn dependents(store: &Store<Goal>, changed: &Goal) -> Vec<ObjectRef<Goal>> {
 }
 
 fn error_policy(goal: Arc<Goal>, error: &Error, gc: Arc<GoalContext>) -> Requeue {
-    warn!(goal = %goal.name_any(), %error, "reconcile failed");
-    gc.ctx.metrics.observe_failure(CONTROLLER, error);
-    Requeue::requeue(Duration::from_secs(5))
+    crate::operator::retry_after_error(&gc.ctx, CONTROLLER, &*goal, error)
 }
 
 #[instrument(skip_all, fields(goal = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]

@@ -5,7 +5,7 @@
 //! poll brings the same news again.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, Secret};
@@ -13,7 +13,7 @@ use kube::runtime::controller::{Action as Requeue, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
-use tracing::{info, instrument, warn};
+use tracing::{info, instrument};
 
 use super::decide::{self, Poll};
 use super::github::{self, PollError, PullRequest};
@@ -45,7 +45,13 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
-            |object, ctx| crate::operator::contained(reconcile(object, ctx)),
+            |object, ctx| {
+                crate::operator::reconcile_object(
+                    ctx.clone(),
+                    crate::operator::object_key(&*object),
+                    reconcile(object, ctx),
+                )
+            },
             error_policy,
             ctx,
         )
@@ -64,9 +70,7 @@ fn watching(store: &Store<PRWatch>, agent: &Agent) -> Vec<ObjectRef<PRWatch>> {
 }
 
 fn error_policy(watch: Arc<PRWatch>, error: &Error, ctx: Arc<Context>) -> Requeue {
-    warn!(prwatch = %watch.name_any(), %error, "reconcile failed");
-    ctx.metrics.observe_failure(CONTROLLER, error);
-    Requeue::requeue(Duration::from_secs(5))
+    crate::operator::retry_after_error(&ctx, CONTROLLER, &*watch, error)
 }
 
 /// The token from the Secret the spec names; its value is never logged.

@@ -264,7 +264,9 @@ fn decide(b: &mut Builder) -> Option<String> {
         }
         Poll::Done(snapshot) => snapshot,
     };
-    let first_poll = b.status.last_poll_time.is_none();
+    // The first poll that *succeeded* sets the baseline: `headSha` is written only by
+    // one, while a failed poll already records `lastPollTime`.
+    let first_poll = b.status.head_sha.is_none();
     b.status.failed_polls = 0;
     b.status.last_poll_time = Some(b.now.clone());
     b.status.next_poll_time = Some(Time(duration::later(now, interval)));

@@ -385,3 +385,26 @@ fn an_undelivered_wake_is_kept_for_the_next_poll() {
         "the same wake"
     );
 }
+
+#[test]
+fn a_failed_first_poll_does_not_make_old_feedback_news() {
+    let spec = spec("");
+    let failed = plan(&Input {
+        generation: Some(1),
+        spec: &spec,
+        status: None,
+        poll: Poll::Error(&PollError::Failed("connection reset".into())),
+        agent_ready: true,
+        now: at(0),
+    });
+    assert!(failed.status.last_poll_time.is_some());
+    let mut seen = snapshot("a", None, vec![]);
+    seen.feedback = vec![fb("old", "alice", -500)];
+    let baseline = poll(&spec, Some(&failed.status), &seen, 60);
+    assert_eq!(
+        baseline.status.pending, None,
+        "old feedback is the baseline"
+    );
+    let later = poll(&spec, Some(&baseline.status), &seen, 300);
+    assert_eq!(later.wake, None, "and never a wake");
+}

@@ -181,7 +181,46 @@ pub fn member_name(swarm: &str, member: &str) -> String {
 /// the members pointing at the overseer, each with its loop (its own, else the
 /// swarm's default). Runtime and resources are inherited by the Agent controller
 /// (`effective_spec`), so a change of the swarm's role or defaults reaches them.
-pub fn desired_agents(swarm: &Swarm) -> Vec<Agent> {
+/// One Agent a swarm keeps, and whether `spec.loop` is among the fields it owns (only
+/// when the member entry or the swarm's defaults set a loop).
+#[derive(Clone, Debug)]
+pub struct DesiredAgent {
+    pub agent: Agent,
+    pub owns_loop: bool,
+}
+
+impl DesiredAgent {
+    /// The server-side apply body: what the swarm owns and nothing else, so a person's
+    /// `suspend` on a member (and its `loop`, unless the swarm sets one) stays as set.
+    pub fn apply_body(&self) -> serde_json::Value {
+        let mut body = serde_json::to_value(&self.agent).expect("an Agent serialises to JSON");
+        if let Some(spec) = body.get_mut("spec").and_then(|s| s.as_object_mut()) {
+            spec.remove("suspend");
+            if !self.owns_loop {
+                spec.remove("loop");
+            }
+        }
+        body
+    }
+
+    /// Whether `current` already holds everything the swarm owns.
+    pub fn is_met_by(&self, current: &Agent) -> bool {
+        let mut wanted = self.agent.spec.clone();
+        wanted.suspend = current.spec.suspend;
+        if !self.owns_loop {
+            wanted.loop_ = current.spec.loop_.clone();
+        }
+        let labels = current.labels();
+        current.spec == wanted
+            && self
+                .agent
+                .labels()
+                .iter()
+                .all(|(key, value)| labels.get(key) == Some(value))
+    }
+}
+
+pub fn desired_agents(swarm: &Swarm) -> Vec<DesiredAgent> {
     let name = swarm.name_any();
     let overseer_name = member_name(&name, OVERSEER_MEMBER);
     let run = swarm
@@ -215,22 +254,29 @@ pub fn desired_agents(swarm: &Swarm) -> Vec<Agent> {
     let mut overseer_spec = base_spec(&name, &overseer.role);
     overseer_spec.runtime = overseer.runtime.unwrap_or_default();
     overseer_spec.prompt = overseer.prompt;
-    agents.push(Agent {
-        metadata: meta(&overseer_name, &overseer.role),
-        spec: overseer_spec,
-        status: None,
+    agents.push(DesiredAgent {
+        agent: Agent {
+            metadata: meta(&overseer_name, &overseer.role),
+            spec: overseer_spec,
+            status: None,
+        },
+        owns_loop: false,
     });
     for member in &swarm.spec.agents {
         let mut spec = base_spec(&name, &member.role);
         spec.prompt = member.prompt.clone();
         spec.overseer = Some(overseer_name.clone());
-        if let Some(member_loop) = member.loop_.as_ref().or(swarm.spec.defaults.loop_.as_ref()) {
+        let member_loop = member.loop_.as_ref().or(swarm.spec.defaults.loop_.as_ref());
+        if let Some(member_loop) = member_loop {
             spec.loop_ = member_loop.clone();
         }
-        agents.push(Agent {
-            metadata: meta(&member_name(&name, &member.name), &member.role),
-            spec,
-            status: None,
+        agents.push(DesiredAgent {
+            agent: Agent {
+                metadata: meta(&member_name(&name, &member.name), &member.role),
+                spec,
+                status: None,
+            },
+            owns_loop: member_loop.is_some(),
         });
     }
     agents

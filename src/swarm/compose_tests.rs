@@ -166,12 +166,36 @@ fn instructions_are_layered_base_profile_prompt() {
 #[test]
 fn a_swarm_wants_its_overseer_and_members() {
     let agents = desired_agents(&swarm());
-    let names: Vec<String> = agents.iter().map(|a| a.name_any()).collect();
+    let names: Vec<String> = agents.iter().map(|a| a.agent.name_any()).collect();
     assert_eq!(
         names,
         ["billing-overseer", "billing-scout", "billing-builder"]
     );
-    insta::assert_yaml_snapshot!("desired_agents", agents);
+    // What the swarm applies: never `suspend`, and `loop` only where it sets one.
+    let bodies: Vec<_> = agents.iter().map(DesiredAgent::apply_body).collect();
+    insta::assert_yaml_snapshot!("desired_agents", bodies);
+}
+
+#[test]
+fn a_persons_suspend_and_loop_on_a_member_are_not_the_swarms_to_undo() {
+    let mut swarm = swarm();
+    swarm.spec.defaults.loop_ = None;
+    swarm.spec.agents[0].loop_ = None;
+    let desired = desired_agents(&swarm);
+    let scout = &desired[1];
+    assert!(!scout.owns_loop);
+    let mut edited = scout.agent.clone();
+    edited.spec.suspend = true;
+    edited.spec.loop_.enabled = true;
+    assert!(
+        scout.is_met_by(&edited),
+        "a person's suspend and loop stand"
+    );
+    let body = scout.apply_body();
+    assert!(body["spec"].get("suspend").is_none(), "{body}");
+    assert!(body["spec"].get("loop").is_none(), "{body}");
+    edited.spec.prompt = Some("changed by hand".into());
+    assert!(!scout.is_met_by(&edited), "what the swarm owns is put back");
 }
 
 #[test]

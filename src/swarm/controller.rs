@@ -4,7 +4,7 @@
 //! Agents that this Swarm controls.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -14,7 +14,7 @@ use kube::runtime::controller::{Action as Requeue, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
-use tracing::{info, instrument, warn};
+use tracing::{info, instrument};
 
 use super::compose;
 use super::types::Swarm;
@@ -47,7 +47,13 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
-            |object, ctx| crate::operator::contained(reconcile(object, ctx)),
+            |object, ctx| {
+                crate::operator::reconcile_object(
+                    ctx.clone(),
+                    crate::operator::object_key(&*object),
+                    reconcile(object, ctx),
+                )
+            },
             error_policy,
             ctx,
         )
@@ -63,9 +69,7 @@ fn swarm_of(store: &Store<Swarm>, goal: &Goal) -> Option<ObjectRef<Swarm>> {
 }
 
 fn error_policy(swarm: Arc<Swarm>, error: &Error, ctx: Arc<Context>) -> Requeue {
-    warn!(swarm = %swarm.name_any(), %error, "reconcile failed");
-    ctx.metrics.observe_failure(CONTROLLER, error);
-    Requeue::requeue(Duration::from_secs(5))
+    crate::operator::retry_after_error(&ctx, CONTROLLER, &*swarm, error)
 }
 
 /// Whether `agent` is controlled by `swarm` (never act on anybody else's agents).
@@ -79,15 +83,6 @@ fn controlled_by(agent: &Agent, swarm: &Swarm) -> bool {
 
 /// The agent already has the wanted spec and labels (members' status changes bring
 /// the swarm back often: nothing is written then).
-fn up_to_date(current: &Agent, wanted: &Agent) -> bool {
-    let labels = current.labels();
-    current.spec == wanted.spec
-        && wanted
-            .labels()
-            .iter()
-            .all(|(key, value)| labels.get(key) == Some(value))
-}
-
 #[instrument(skip_all, fields(swarm = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
 async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
     let started = Instant::now();
@@ -110,7 +105,8 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
     let mut problems = compose::problems(&swarm);
     let desired = compose::desired_agents(&swarm);
     let params = PatchParams::apply(CONTROLLER_MANAGER).force();
-    for agent in &desired {
+    for wanted in &desired {
+        let agent = &wanted.agent;
         let agent_name = agent.name_any();
         let current = match existing.iter().find(|a| a.name_any() == agent_name) {
             Some(found) => Some(found.clone()),
@@ -125,12 +121,12 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
             problems.push(problem);
             continue;
         }
-        if current.as_ref().is_some_and(|c| up_to_date(c, agent)) {
+        if current.as_ref().is_some_and(|c| wanted.is_met_by(c)) {
             continue;
         }
         let created = current.is_none();
         agents
-            .patch(&agent_name, &params, &Patch::Apply(agent))
+            .patch(&agent_name, &params, &Patch::Apply(wanted.apply_body()))
             .await?;
         if !created {
             info!(agent = %agent_name, "updated swarm agent");
@@ -143,7 +139,7 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
     }
     for agent in existing.iter().filter(|a| controlled_by(a, &swarm)) {
         let agent_name = agent.name_any();
-        if desired.iter().any(|d| d.name_any() == agent_name) {
+        if desired.iter().any(|d| d.agent.name_any() == agent_name) {
             continue;
         }
         match agents.delete(&agent_name, &DeleteParams::default()).await {

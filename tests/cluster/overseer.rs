@@ -463,15 +463,29 @@ async fn a_person_puts_an_agent_back_in_the_loop_and_takes_it_out() {
 
     let removed = overseer_as(&ns, None, &["loop", "remove", "p"]);
     assert!(removed.status.success(), "{}", text(&removed));
-    wait_condition(&ns, "p", "out of the loop", |a| {
-        !a.spec.loop_.enabled
-            && a.status.as_ref().is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|c| c.type_ == "InLoop" && c.reason == "LoopDisabled")
-            })
+    let out = wait_condition(&ns, "p", "out of the loop", |a| {
+        a.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "InLoop" && c.reason == "LoopDisabled")
+        })
     })
     .await;
+    // The switch is an annotation: the spec a GitOps tool owns is never written.
+    assert!(out.spec.loop_.enabled, "spec.loop.enabled untouched");
+    assert_eq!(
+        out.metadata.generation,
+        Some(1),
+        "the spec was never written"
+    );
+    assert_eq!(
+        out.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("overseer.dev/loop"))
+            .map(String::as_str),
+        Some("off")
+    );
 }
 
 #[tokio::test]

@@ -483,3 +483,47 @@ async fn two_swarms_never_touch_each_others_agents_and_deletion_leaves_nothing()
     )
     .await;
 }
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_persons_suspend_of_a_member_is_not_undone_by_the_swarm() {
+    let ns = setup("swarm-suspend").await;
+    let _operator = operator(&ns);
+    create_billing(&ns).await;
+    let agents: Api<Agent> = ns.api();
+    let suspend = json!({"spec": {"suspend": true}});
+    agents
+        .patch(
+            "billing-scout",
+            &PatchParams::default(),
+            &Patch::Merge(&suspend),
+        )
+        .await
+        .unwrap();
+    wait_condition(&ns, "billing-scout", "Suspended", |a| {
+        a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Suspended)
+    })
+    .await;
+    // The swarm reconciles again (a change of its own); the member stays suspended.
+    let swarms: Api<Swarm> = ns.api();
+    let change =
+        json!({"spec": {"prompts": {"base": "Work only inside the billing service, carefully."}}});
+    swarms
+        .patch("billing", &PatchParams::default(), &Patch::Merge(&change))
+        .await
+        .unwrap();
+    let maps: Api<ConfigMap> = ns.api();
+    wait_in(&ns, "the new base reaches the builder", WAIT, || async {
+        let map = maps.get_opt("billing-builder-instructions").await.ok()??;
+        let text: String = map.data?.into_values().collect();
+        text.contains("carefully").then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let scout = agents.get("billing-scout").await.unwrap();
+    assert!(scout.spec.suspend, "the person's suspend stands");
+    assert_eq!(
+        scout.status.and_then(|s| s.phase),
+        Some(AgentPhase::Suspended)
+    );
+}
