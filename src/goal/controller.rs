@@ -15,7 +15,7 @@ use serde_json::json;
 use tracing::{info, instrument};
 
 use super::plan::{self, Action, GoalSummary, NotifyReason, PodPhase, StepPod};
-use super::pod::{self, ATTEMPT_LABEL, GOAL_LABEL, STEP_INDEX_LABEL, StepPodParams};
+use super::pod::{self, ATTEMPT_LABEL, GOAL_LABEL, STEP_INDEX_LABEL, STEP_LABEL, StepPodParams};
 use super::types::Goal;
 use crate::agent::Agent;
 use crate::agent::controller::input_target_named;
@@ -280,6 +280,7 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) 
 fn observe(pod: &Pod) -> Option<StepPod> {
     let labels = pod.labels();
     let step = labels.get(STEP_INDEX_LABEL)?.parse().ok()?;
+    let step_name = labels.get(STEP_LABEL)?.clone();
     let attempt = labels.get(ATTEMPT_LABEL)?.parse().ok()?;
     let status = pod.status.as_ref();
     let phase = match status.and_then(|s| s.phase.as_deref()) {
@@ -296,6 +297,7 @@ fn observe(pod: &Pod) -> Option<StepPod> {
     Some(StepPod {
         name: pod.name_any(),
         step,
+        step_name,
         attempt,
         phase,
         finished_at: terminated.and_then(|t| t.finished_at.as_ref()).map(|t| t.0),

@@ -31,6 +31,8 @@ pub enum PodPhase {
 pub struct StepPod {
     pub name: String,
     pub step: usize,
+    /// The name of the step the pod was made for (its `overseer.dev/step` label).
+    pub step_name: String,
     pub attempt: i32,
     pub phase: PodPhase,
     pub finished_at: Option<Timestamp>,
@@ -158,6 +160,7 @@ pub fn plan(input: &Input) -> Plan {
         now: Time(input.now),
     };
     planner.run();
+    planner.stop_strays();
     let Planner {
         mut status,
         actions,
@@ -227,10 +230,53 @@ impl Planner<'_> {
         let completed = self.status.completed_steps as usize;
         self.status.steps.truncate(steps.len());
         for (i, step) in steps.iter().enumerate().skip(completed) {
+            // A step new at this position counts its attempts on from the pods made
+            // there for another step (one removed or replaced), so its pods get names
+            // of their own and it never takes another step's pod or result for its own.
+            let others = self
+                .input
+                .pods
+                .iter()
+                .filter(|p| p.step == i && p.step_name != step.name)
+                .map(|p| p.attempt)
+                .max()
+                .unwrap_or(0);
             match self.status.steps.get_mut(i) {
                 Some(entry) if entry.name == step.name => {}
-                Some(entry) => *entry = StepStatus::pending(&step.name),
-                None => self.status.steps.push(StepStatus::pending(&step.name)),
+                Some(entry) => {
+                    let after = others.max(entry.attempts);
+                    *entry = StepStatus::pending_after(&step.name, after);
+                }
+                None => self
+                    .status
+                    .steps
+                    .push(StepStatus::pending_after(&step.name, others)),
+            }
+        }
+    }
+
+    /// Asks every pod that still runs and is not the current attempt of the step in
+    /// progress to stop, at every reconcile until it is gone: a timed-out attempt
+    /// whose delete was lost (the operator stopped after asking once, or the request
+    /// failed), or the pod of a step removed from the spec.
+    fn stop_strays(&mut self) {
+        let i = self.status.completed_steps as usize;
+        let current = self
+            .status
+            .steps
+            .get(i)
+            .filter(|entry| entry.phase == StepPhase::Running)
+            .map(|entry| (i, entry.attempts));
+        for pod in self.input.pods {
+            let live = matches!(pod.phase, PodPhase::Pending | PodPhase::Running);
+            if !live || current == Some((pod.step, pod.attempt)) {
+                continue;
+            }
+            let stop = Action::DeletePod {
+                name: pod.name.clone(),
+            };
+            if !self.actions.contains(&stop) {
+                self.actions.push(stop);
             }
         }
     }
@@ -718,6 +764,16 @@ impl Planner<'_> {
 }
 
 impl StepStatus {
+    /// A step not started yet whose first attempt comes after `attempts` pods made at
+    /// its position for other steps.
+    fn pending_after(name: &str, attempts: i32) -> StepStatus {
+        StepStatus {
+            attempts,
+            attempt_base: attempts,
+            ..StepStatus::pending(name)
+        }
+    }
+
     fn pending(name: &str) -> StepStatus {
         StepStatus {
             name: name.into(),

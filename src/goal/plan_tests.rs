@@ -56,10 +56,16 @@ impl<'a> Case<'a> {
         self.status = Some(status);
         self
     }
-    fn pod(mut self, step: usize, attempt: i32, phase: PodPhase) -> Self {
+    fn pod(self, step: usize, attempt: i32, phase: PodPhase) -> Self {
+        let step_name = self.spec.steps[step].name.clone();
+        self.pod_of(step, &step_name, attempt, phase)
+    }
+    /// A pod made at position `step` for the step then named `step_name`.
+    fn pod_of(mut self, step: usize, step_name: &str, attempt: i32, phase: PodPhase) -> Self {
         self.pods.push(StepPod {
             name: pod_name("ship", step, attempt),
             step,
+            step_name: step_name.into(),
             attempt,
             phase,
             finished_at: matches!(phase, PodPhase::Succeeded | PodPhase::Failed).then(now),
@@ -468,6 +474,7 @@ roles:
     later.pods.push(StepPod {
         name: pod_name("ship", 0, 1),
         step: 0,
+        step_name: later.spec.steps[0].name.clone(),
         attempt: 1,
         phase: PodPhase::Succeeded,
         finished_at: Some(now()),
@@ -661,4 +668,92 @@ fn the_outcome_message_has_a_fixed_shape() {
     [overseer] goal: goal=ship step=2/3 name=implement attempt=1 outcome=failed next=retry in 20s
     The step's result and message are in the Goal's status.steps[1] (kubectl -n team get goal ship -o yaml). This message quotes nothing the step wrote.
     ");
+}
+
+#[test]
+fn a_timed_out_attempt_still_running_after_a_restart_is_stopped_again() {
+    // The delete was asked once, when the step timed out; the operator stopped before
+    // it landed. Its successor asks again instead of leaving it beside the retry.
+    let timed_out =
+        Case::new(THREE_STEPS)
+            .status(running_first(1, 7200))
+            .pod(0, 1, PodPhase::Running);
+    let plan = timed_out.plan();
+    assert_eq!(plan.status.steps[0].phase, StepPhase::TimedOut);
+    let after_restart =
+        Case::new(THREE_STEPS)
+            .status(plan.status.clone())
+            .pod(0, 1, PodPhase::Running);
+    let again = after_restart.plan();
+    assert!(
+        again.actions.contains(&Action::DeletePod {
+            name: "ship-s0-a1".into()
+        }),
+        "{:?}",
+        again.actions
+    );
+}
+
+#[test]
+fn a_replaced_step_never_takes_the_old_steps_pod_or_result() {
+    // Step 1 ("implement") ran attempt 1 and is replaced by "rewrite" before it ended.
+    let first = Case::new(THREE_STEPS)
+        .pod(0, 1, PodPhase::Succeeded)
+        .pod(1, 1, PodPhase::Running);
+    let mut status = first.plan().status;
+    status.steps[1].phase = StepPhase::Running;
+    status.steps[1].attempts = 1;
+    let replaced = THREE_STEPS.replace(
+        "{name: implement, action: Implement proration}",
+        "{name: rewrite, action: Implement it again}",
+    );
+    let plan = Case::new(&replaced)
+        .status(status)
+        .pod(0, 1, PodPhase::Succeeded)
+        .pod_of(1, "implement", 1, PodPhase::Running)
+        .plan();
+    assert_eq!(plan.status.steps[1].name, "rewrite");
+    assert_eq!(creates(&plan), [(1, 2)], "a pod name of its own");
+    assert!(
+        plan.actions.contains(&Action::DeletePod {
+            name: "ship-s1-a1".into()
+        }),
+        "the old step's pod is stopped: {:?}",
+        plan.actions
+    );
+    // Even when the old step's pod had succeeded, its result is not the new step's.
+    let mut status = plan.status.clone();
+    status.steps[1].phase = StepPhase::Running;
+    let done_old = Case::new(&replaced)
+        .status(status)
+        .pod(0, 1, PodPhase::Succeeded)
+        .pod_of(1, "implement", 1, PodPhase::Succeeded)
+        .plan();
+    assert_eq!(done_old.status.completed_steps, 1);
+    assert_eq!(done_old.status.steps[1].result, None);
+}
+
+#[test]
+fn a_pod_of_a_removed_step_is_stopped() {
+    let first = Case::new(THREE_STEPS)
+        .pod(0, 1, PodPhase::Succeeded)
+        .pod(1, 1, PodPhase::Running);
+    let mut status = first.plan().status;
+    status.steps[1].phase = StepPhase::Running;
+    status.steps[1].attempts = 1;
+    let removed = THREE_STEPS.replace("  - {name: implement, action: Implement proration}\n", "");
+    let plan = Case::new(&removed)
+        .status(status)
+        .pod(0, 1, PodPhase::Succeeded)
+        .pod_of(1, "implement", 1, PodPhase::Running)
+        .plan();
+    assert_eq!(plan.status.steps[1].name, "verify");
+    assert!(
+        plan.actions.contains(&Action::DeletePod {
+            name: "ship-s1-a1".into()
+        }),
+        "{:?}",
+        plan.actions
+    );
+    assert_eq!(creates(&plan), [(1, 2)]);
 }
