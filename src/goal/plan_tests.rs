@@ -694,15 +694,21 @@ fn a_timed_out_attempt_still_running_after_a_restart_is_stopped_again() {
     );
 }
 
-#[test]
-fn a_replaced_step_never_takes_the_old_steps_pod_or_result() {
-    // Step 1 ("implement") ran attempt 1 and is replaced by "rewrite" before it ended.
+/// Status with step 0 done and step 1 ("implement") running its first attempt.
+fn implement_running() -> GoalStatus {
     let first = Case::new(THREE_STEPS)
         .pod(0, 1, PodPhase::Succeeded)
         .pod(1, 1, PodPhase::Running);
     let mut status = first.plan().status;
     status.steps[1].phase = StepPhase::Running;
     status.steps[1].attempts = 1;
+    status
+}
+
+#[test]
+fn a_replaced_step_never_takes_the_old_steps_pod_or_result() {
+    // Step 1 ("implement") ran attempt 1 and is replaced by "rewrite" before it ended.
+    let status = implement_running();
     let replaced = THREE_STEPS.replace(
         "{name: implement, action: Implement proration}",
         "{name: rewrite, action: Implement it again}",
@@ -735,12 +741,7 @@ fn a_replaced_step_never_takes_the_old_steps_pod_or_result() {
 
 #[test]
 fn a_pod_of_a_removed_step_is_stopped() {
-    let first = Case::new(THREE_STEPS)
-        .pod(0, 1, PodPhase::Succeeded)
-        .pod(1, 1, PodPhase::Running);
-    let mut status = first.plan().status;
-    status.steps[1].phase = StepPhase::Running;
-    status.steps[1].attempts = 1;
+    let status = implement_running();
     let removed = THREE_STEPS.replace("  - {name: implement, action: Implement proration}\n", "");
     let plan = Case::new(&removed)
         .status(status)
