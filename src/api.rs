@@ -42,6 +42,33 @@ where
     .map(drop)
 }
 
+/// As `apply_status`, but only onto the version `resource_version` of the object: the
+/// API server refuses the apply with 409 Conflict when the object changed since.
+pub async fn apply_status_at<K>(
+    api: &Api<K>,
+    name: &str,
+    manager: &str,
+    resource_version: &str,
+    status: &impl Serialize,
+) -> Result<(), kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "metadata": {"resourceVersion": resource_version},
+        "status": status,
+    });
+    api.patch_status(
+        name,
+        &PatchParams::apply(manager).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map(drop)
+}
+
 /// Go-style duration, as `time.ParseDuration` and CEL's `duration()` read it.
 pub const DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";
 /// A duration, or `off` to disable the time-based rule it drives.

@@ -180,6 +180,25 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
         now: jiff::Timestamp::now(),
     });
 
+    // The pod first, then the status that records its attempt: a crash in between
+    // leaves a pod that the next reconcile adopts, never a recorded attempt without
+    // one (which would pass for a lost pod), and a refused pod changes no attempt.
+    for action in &plan.actions {
+        if let Action::CreatePod { attempt } = action {
+            ensure_identity(ctx, &agent, &overseen).await?;
+            let shape = pod::PodShape {
+                overseer: pod::acts_as_overseer(&agent, &overseen),
+                read_only: compose::role(swarm.as_deref(), &agent.spec.role).read_only,
+                instructions_file: swarm.as_ref().map(|_| instruction_file(&agent)),
+            };
+            let pod = pod::agent_pod(&agent, *attempt, &ctx.overseer_image, shape);
+            match pods.create(&PostParams::default(), &pod).await {
+                Ok(_) => info!(pod = pod.metadata.name.as_deref(), "created agent pod"),
+                Err(kube::Error::Api(status)) if status.code == 409 => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
     if agent.status.as_ref() != Some(&plan.status) {
         apply_status(&agents, &name, &plan.status).await?;
         agent.status = Some(plan.status.clone());
@@ -187,20 +206,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
     let mut requeue = plan.requeue_after;
     for action in &plan.actions {
         match action {
-            Action::CreatePod { attempt } => {
-                ensure_identity(ctx, &agent, &overseen).await?;
-                let shape = pod::PodShape {
-                    overseer: pod::acts_as_overseer(&agent, &overseen),
-                    read_only: compose::role(swarm.as_deref(), &agent.spec.role).read_only,
-                    instructions_file: swarm.as_ref().map(|_| instruction_file(&agent)),
-                };
-                let pod = pod::agent_pod(&agent, *attempt, &ctx.overseer_image, shape);
-                match pods.create(&PostParams::default(), &pod).await {
-                    Ok(_) => info!(pod = pod.metadata.name.as_deref(), "created agent pod"),
-                    Err(kube::Error::Api(status)) if status.code == 409 => {}
-                    Err(error) => return Err(error.into()),
-                }
-            }
+            Action::CreatePod { .. } => {}
             Action::DeletePod { name } => match pods.delete(name, &DeleteParams::default()).await {
                 Ok(_) => info!(pod = %name, "deleted agent pod"),
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
@@ -569,14 +575,48 @@ fn overseer_ready(overseer: &Agent) -> bool {
 /// Writes the operator's part of the status: `activity` and `exit` belong to the
 /// pod (or the overseer), `inbox` to senders, `lastMessage` to `apply_last_message`.
 async fn apply_status(agents: &Api<Agent>, name: &str, status: &AgentStatus) -> Result<()> {
+    api::apply_status(agents, name, CONTROLLER_MANAGER, &operator_fields(status)?).await?;
+    Ok(())
+}
+
+/// The status fields the operator writes: the others belong to the shim and the CLI.
+fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value> {
     let mut status = serde_json::to_value(status)?;
     if let Some(fields) = status.as_object_mut() {
         for owned_elsewhere in ["activity", "exit", "inbox", "lastMessage"] {
             fields.remove(owned_elsewhere);
         }
     }
-    api::apply_status(agents, name, CONTROLLER_MANAGER, &status).await?;
-    Ok(())
+    Ok(status)
+}
+
+/// Adds one delivered nudge or wake to agent `name`'s loop status. Read fresh and
+/// written onto that version (retried on conflict): a wake is recorded on every member
+/// of its batch, whose own reconciles may have written their statuses since the batch
+/// was listed, and writing the status as listed would roll that back.
+async fn record_delivery(
+    agents: &Api<Agent>,
+    name: &str,
+    kind: Delivery,
+    reason: &str,
+    now: jiff::Timestamp,
+) -> Result<()> {
+    const TRIES: usize = 5;
+    for _ in 0..TRIES {
+        let fresh = agents.get(name).await?;
+        let mut status = fresh.status.clone().unwrap_or_default();
+        status.loop_ = Some(decide::record_delivery(&status, kind, reason, now));
+        let version = fresh.resource_version().unwrap_or_default();
+        let fields = operator_fields(&status)?;
+        match api::apply_status_at(agents, name, CONTROLLER_MANAGER, &version, &fields).await {
+            Ok(()) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 409 => continue,
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Err(Error::Invalid(format!(
+        "agent {name} changed {TRIES} times while its delivery was recorded"
+    )))
 }
 
 /// The agent's ServiceAccount, Role and RoleBinding (server-side applied: idempotent).
@@ -745,11 +785,7 @@ async fn record(
     };
     match outcome {
         Ok(()) => {
-            // The whole of the operator's status: a partial apply by the same field
-            // manager would remove the fields it leaves out.
-            let mut status = agent.status.clone().unwrap_or_default();
-            status.loop_ = Some(decide::record_delivery(&status, kind, reason, now));
-            apply_status(agents, &agent.name_any(), &status).await?;
+            record_delivery(agents, &agent.name_any(), kind, reason, now).await?;
             ctx.metrics.count_delivery(kind_label, outcome);
             ctx.metrics.premature_stops.inc();
             ctx.metrics

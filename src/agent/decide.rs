@@ -414,6 +414,17 @@ fn decide(b: &mut Builder) {
     let input = b.input;
     let spec = input.spec;
     let times = LoopTimes::of(&spec.loop_);
+    // A pod is created before the status that records its attempt, so a pod of a later
+    // attempt than recorded is ours from before a crash: adopt it, never make a twin.
+    let newest = input.pods.iter().map(|p| p.attempt).max().unwrap_or(0);
+    if newest > b.status.attempt.unwrap_or(0) {
+        b.status.attempt = Some(newest);
+        b.status.pod_name = Some(pod_name(input.name, newest));
+        b.status.runtime = spec.runtime.name;
+        b.status
+            .start_time
+            .get_or_insert_with(|| b.now_time.clone());
+    }
     let attempt = b.status.attempt.unwrap_or(0);
 
     if spec.suspend {
@@ -515,13 +526,6 @@ fn decide(b: &mut Builder) {
         other => other,
     };
     let Some(pod) = pod else {
-        if attempt > 0 && awaiting_created_pod(&b.status) {
-            // The attempt was recorded but its pod never seen: the create may not have
-            // landed (the operator stopped in between) or is not visible yet. Create it
-            // again under its deterministic name rather than count it as lost.
-            b.actions.push(Action::CreatePod { attempt });
-            return;
-        }
         replace_pod(b, attempt);
         return;
     };
@@ -741,15 +745,6 @@ pub fn excerpt(text: &str) -> String {
     } else {
         line
     }
-}
-
-/// Whether the current attempt's pod was to be created and has not been seen since:
-/// `Ready` still carries the reason `replace_pod` gave it.
-fn awaiting_created_pod(status: &AgentStatus) -> bool {
-    status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == "Ready" && c.status == "False" && c.reason == "PodCreated")
 }
 
 /// No current pod: create the next attempt, after a backoff when one was lost.
