@@ -28,18 +28,7 @@ pub async fn apply_status<K>(
 where
     K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    let patch = serde_json::json!({
-        "apiVersion": K::api_version(&()),
-        "kind": K::kind(&()),
-        "status": status,
-    });
-    api.patch_status(
-        name,
-        &PatchParams::apply(manager).force(),
-        &Patch::Apply(&patch),
-    )
-    .await
-    .map(drop)
+    apply_status_onto(api, name, manager, None, status).await
 }
 
 /// As `apply_status`, but only onto the version `resource_version` of the object: the
@@ -54,12 +43,27 @@ pub async fn apply_status_at<K>(
 where
     K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    let patch = serde_json::json!({
+    apply_status_onto(api, name, manager, Some(resource_version), status).await
+}
+
+async fn apply_status_onto<K>(
+    api: &Api<K>,
+    name: &str,
+    manager: &str,
+    resource_version: Option<&str>,
+    status: &impl Serialize,
+) -> Result<(), kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut patch = serde_json::json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
-        "metadata": {"resourceVersion": resource_version},
         "status": status,
     });
+    if let Some(version) = resource_version {
+        patch["metadata"] = serde_json::json!({"resourceVersion": version});
+    }
     api.patch_status(
         name,
         &PatchParams::apply(manager).force(),

@@ -263,7 +263,8 @@ enum Resolved {
 }
 
 /// Replaces the agent's spec (in memory only) by its effective spec: what it
-/// leaves unset comes from its swarm, and a person's loop switch wins. A missing swarm or image makes it unusable.
+/// leaves unset comes from its swarm, and a person's loop switch wins. A missing
+/// swarm or image makes it unusable.
 async fn resolve(ctx: &Context, agent: &mut Agent) -> Result<Resolved> {
     let namespace = agent.namespace().unwrap_or_default();
     let swarm = match &agent.spec.swarm {

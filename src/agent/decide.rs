@@ -361,6 +361,17 @@ impl Builder<'_> {
         }
     }
 
+    /// Records `attempt` as the agent's current one: its pod name, the runtime it runs
+    /// with, and the start of the agent's first attempt.
+    fn record_attempt(&mut self, attempt: i64) {
+        self.status.attempt = Some(attempt);
+        self.status.pod_name = Some(pod_name(self.input.name, attempt));
+        self.status.runtime = self.input.spec.runtime.name;
+        self.status
+            .start_time
+            .get_or_insert_with(|| self.now_time.clone());
+    }
+
     fn set_loop_active(&mut self, active: bool, reason: &str, message: &str) {
         if self.input.spec.loop_.enabled || self.status.loop_.is_some() {
             self.status
@@ -418,12 +429,7 @@ fn decide(b: &mut Builder) {
     // attempt than recorded is ours from before a crash: adopt it, never make a twin.
     let newest = input.pods.iter().map(|p| p.attempt).max().unwrap_or(0);
     if newest > b.status.attempt.unwrap_or(0) {
-        b.status.attempt = Some(newest);
-        b.status.pod_name = Some(pod_name(input.name, newest));
-        b.status.runtime = spec.runtime.name;
-        b.status
-            .start_time
-            .get_or_insert_with(|| b.now_time.clone());
+        b.record_attempt(newest);
     }
     let attempt = b.status.attempt.unwrap_or(0);
 
@@ -776,12 +782,7 @@ fn replace_pod(b: &mut Builder, attempt: i64) {
         }
     }
     let next = attempt.saturating_add(1);
-    b.status.attempt = Some(next);
-    b.status.pod_name = Some(pod_name(b.input.name, next));
-    b.status.runtime = b.input.spec.runtime.name;
-    b.status
-        .start_time
-        .get_or_insert_with(|| b.now_time.clone());
+    b.record_attempt(next);
     b.status.phase = Some(AgentPhase::Pending);
     let message = format!("pod of attempt {next} created");
     b.condition("Ready", false, "PodCreated", &message);

@@ -177,10 +177,6 @@ pub fn member_name(swarm: &str, member: &str) -> String {
     format!("{swarm}-{member}")
 }
 
-/// The Agents a Swarm wants: its overseer and its members, owned by it, labelled,
-/// the members pointing at the overseer, each with its loop (its own, else the
-/// swarm's default). Runtime and resources are inherited by the Agent controller
-/// (`effective_spec`), so a change of the swarm's role or defaults reaches them.
 /// One Agent a swarm keeps, and whether `spec.loop` is among the fields it owns (only
 /// when the member entry or the swarm's defaults set a loop).
 #[derive(Clone, Debug)]
@@ -220,6 +216,10 @@ impl DesiredAgent {
     }
 }
 
+/// The Agents a Swarm wants: its overseer and its members, owned by it, labelled,
+/// the members pointing at the overseer, each with its loop (its own, else the
+/// swarm's default). Runtime and resources are inherited by the Agent controller
+/// (`effective_spec`), so a change of the swarm's role or defaults reaches them.
 pub fn desired_agents(swarm: &Swarm) -> Vec<DesiredAgent> {
     let name = swarm.name_any();
     let overseer_name = member_name(&name, OVERSEER_MEMBER);
