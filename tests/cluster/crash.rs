@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use overseer::agent::Agent;
 use overseer::goal::{Goal, GoalPhase};
@@ -24,7 +24,9 @@ use overseer::swarm::Swarm;
 use overseer::writes::{CRASH_BEFORE_WRITE, CRASH_EXIT_CODE};
 use serde_json::json;
 
-use crate::support::cluster::{Operator, TestNamespace, kubeconfig_path, repo_root, setup};
+use crate::support::cluster::{
+    Operator, TestNamespace, create_object, kubeconfig_path, repo_root, setup,
+};
 
 /// How long one run may take to reach its end state, crash and restart included.
 const RUN_WAIT: Duration = Duration::from_secs(90);
@@ -294,7 +296,9 @@ impl Scenario for GoalWithRetry {
     }
 
     async fn create(&self, ns: &TestNamespace) {
-        let goal: Goal = serde_json::from_value(json!({
+        create_object::<Goal>(
+            ns,
+            json!({
             "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": "ship"},
             "spec": {
                 "defaults": {
@@ -307,12 +311,9 @@ impl Scenario for GoalWithRetry {
                     {"name": "c", "action": "Implement c"}
                 ]
             }
-        }))
-        .unwrap();
-        ns.api::<Goal>()
-            .create(&PostParams::default(), &goal)
-            .await
-            .expect("create goal");
+        }),
+        )
+        .await;
     }
 
     async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String> {
@@ -384,7 +385,9 @@ impl Scenario for SwarmEdited {
     }
 
     async fn create(&self, ns: &TestNamespace) {
-        let swarm: Swarm = serde_json::from_value(json!({
+        create_object::<Swarm>(
+            ns,
+            json!({
             "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "metadata": {"name": "crew"},
             "spec": {
                 "defaults": {"runtime": {"name": "claude", "mode": "tui", "image": "example.com/claude:1"}},
@@ -394,12 +397,9 @@ impl Scenario for SwarmEdited {
                     {"name": "builder", "role": "builder"}
                 ]
             }
-        }))
-        .unwrap();
-        ns.api::<Swarm>()
-            .create(&PostParams::default(), &swarm)
-            .await
-            .expect("create swarm");
+        }),
+        )
+        .await;
     }
 
     async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String> {

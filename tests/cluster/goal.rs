@@ -9,7 +9,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use overseer::goal::{Goal, GoalPhase, GoalStatus, StepPhase};
 use serde_json::json;
 
-use crate::support::cluster::{Operator, TestNamespace, setup, wait_in};
+use crate::support::cluster::{Operator, TestNamespace, create_object, setup, wait_in};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -33,15 +33,14 @@ impl Fixture {
     }
 
     async fn create(&self, name: &str, spec: serde_json::Value) {
-        let goal: Goal = serde_json::from_value(json!({
-            "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
-            "metadata": {"name": name}, "spec": spec
-        }))
-        .unwrap();
-        self.goals
-            .create(&PostParams::default(), &goal)
-            .await
-            .unwrap();
+        create_object::<Goal>(
+            &self.ns,
+            json!({
+                "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
+                "metadata": {"name": name}, "spec": spec
+            }),
+        )
+        .await;
     }
 
     async fn status_where(

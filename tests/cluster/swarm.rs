@@ -15,19 +15,18 @@ use serde_json::json;
 
 use crate::agent::{WAIT, wait_condition, wait_events};
 use crate::support::cluster::{
-    TestNamespace, agent_account, can_i, kubectl, operator, setup, wait_in,
+    TestNamespace, agent_account, can_i, create_object, kubectl, operator, setup, wait_in,
 };
 
 async fn create_swarm(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
-    let swarm: Swarm = serde_json::from_value(json!({
-        "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm",
-        "metadata": {"name": name}, "spec": spec
-    }))
-    .unwrap();
-    ns.api::<Swarm>()
-        .create(&PostParams::default(), &swarm)
-        .await
-        .expect("create swarm");
+    create_object::<Swarm>(
+        ns,
+        json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm",
+            "metadata": {"name": name}, "spec": spec
+        }),
+    )
+    .await;
 }
 
 fn billing() -> serde_json::Value {

@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams};
 
 use crate::support::cluster::{
-    TestNamespace, client, install_crds, kubeconfig_path, kubectl, repo_root, tool, wait_in,
+    Namespaced, TestNamespace, client, create_object, install_crds, kubeconfig_path, kubectl,
+    repo_root, tool, wait_in,
 };
 
 /// How long a real pod may take to be scheduled, pull nothing and start.
@@ -212,18 +213,6 @@ pub fn read_in_pod(ns: &TestNamespace, pod: &str, path: &str) -> String {
 }
 
 /// Creates the object in `yaml` in `ns`.
-pub async fn create<K>(ns: &TestNamespace, yaml: &str) -> K
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + serde::Serialize
-        + std::fmt::Debug,
-    K::DynamicType: Default,
-{
-    let object: K = serde_yaml::from_str(yaml).expect("test object YAML");
-    ns.api::<K>()
-        .create(&PostParams::default(), &object)
-        .await
-        .expect("create test object")
+pub async fn create<K: Namespaced>(ns: &TestNamespace, yaml: &str) -> K {
+    create_object(ns, serde_yaml::from_str(yaml).expect("test object YAML")).await
 }

@@ -85,21 +85,48 @@ pub async fn setup(test: &str) -> TestNamespace {
     TestNamespace::new(&client, test).await
 }
 
+/// A namespaced kind the tests create from JSON or YAML.
+pub trait Namespaced:
+    kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + serde::de::DeserializeOwned
+    + serde::Serialize
+    + std::fmt::Debug
+{
+}
+
+impl<K> Namespaced for K where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug
+{
+}
+
+/// Creates `object` (JSON of a namespaced kind) in `ns`.
+pub async fn create_object<K: Namespaced>(ns: &TestNamespace, object: serde_json::Value) -> K {
+    let object: K = serde_json::from_value(object).expect("test object JSON");
+    ns.api::<K>()
+        .create(&PostParams::default(), &object)
+        .await
+        .expect("create test object")
+}
+
 /// Creates a Goal of one `Implement` step per name, run headless by a codex image.
 pub async fn create_simple_goal(ns: &TestNamespace, name: &str, steps: &[&str]) {
     let steps: Vec<_> = steps
         .iter()
         .map(|s| serde_json::json!({"name": s, "action": format!("Implement {s}")}))
         .collect();
-    let goal: overseer::goal::Goal = serde_json::from_value(serde_json::json!({
-        "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": name},
-        "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}}, "steps": steps}
-    }))
-    .unwrap();
-    ns.api::<overseer::goal::Goal>()
-        .create(&PostParams::default(), &goal)
-        .await
-        .expect("create goal");
+    create_object::<overseer::goal::Goal>(
+        ns,
+        serde_json::json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": name},
+            "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}}, "steps": steps}
+        }),
+    )
+    .await;
 }
 
 /// Creates Agent `name`: a builder on the pi runtime, with `spec`'s top-level fields
