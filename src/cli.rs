@@ -52,6 +52,10 @@ pub enum Command {
         /// Read exactly this many bytes (exec streams may never close stdin); default: until end of input.
         #[arg(long)]
         bytes: Option<usize>,
+        /// What this delivers (repeatable): when the shim has delivered every id given
+        /// already, it confirms without typing the message again.
+        #[arg(long = "id")]
+        ids: Vec<String>,
         #[arg(long, env = "OVERSEER_INPUT_SOCKET", default_value = crate::shim::protocol::DEFAULT_SOCKET)]
         socket: std::path::PathBuf,
     },
@@ -246,7 +250,9 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::PaneRun { exit_file, command } => {
             return crate::shim::tmux::run_in_pane(&exit_file, &command).await;
         }
-        Command::Input { bytes, socket } => crate::shim::client::input(bytes, &socket).await,
+        Command::Input { bytes, ids, socket } => {
+            crate::shim::client::input(bytes, ids, &socket).await
+        }
         Command::Loop { command, socket } => {
             use crate::agent::{ExitOutcome, commands};
             match command {

@@ -15,19 +15,25 @@ const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_REASON: usize = 300;
 
 /// Delivers `message` to the shim of `pod`; Err carries why it was not delivered.
+/// `ids` name what it delivers: the shim confirms a message whose ids it has all
+/// delivered before without typing it again, so a retry after a lost answer is safe.
 pub async fn deliver(
     pods: &Api<Pod>,
     pod: &str,
     container: &str,
     overseer_bin: &str,
     message: &str,
+    ids: &[String],
 ) -> Result<(), String> {
-    let command = [
+    let mut command = vec![
         overseer_bin.to_string(),
         "input".into(),
         "--bytes".into(),
         message.len().to_string(),
     ];
+    for id in ids {
+        command.extend(["--id".to_string(), id.clone()]);
+    }
     let exchange = async {
         let params = AttachParams::default()
             .container(container)

@@ -39,6 +39,33 @@ async fn a_tui_agent_works_goes_idle_and_takes_typed_input_then_enter() {
 }
 
 #[tokio::test]
+async fn a_delivery_retried_under_its_ids_is_confirmed_without_being_typed_twice() {
+    let shim = Shim::start("tui-ids", "tui", "custom", "tui-works-then-idles.sh", &[]);
+    shim.wait_for(ActivityState::Idle).await;
+    let wake = "overseer: builder is idle";
+    let ids = ["wake/builder/1", "wake/tester/1"];
+    for _ in 0..2 {
+        let delivered = shim.input_with_ids(wake, &ids);
+        assert!(delivered.status.success(), "{}", stderr(&delivered));
+        shim.wait_for(ActivityState::Idle).await;
+    }
+    assert_eq!(shim.fake_log(), format!("{wake}\n"), "typed once");
+    // A batch with one member not delivered yet is typed; so is a message with no ids.
+    for (message, ids) in [("tester again", &ids[1..]), ("no ids", &[][..])] {
+        let _ = shim.input_with_ids(message, ids);
+        shim.wait_for(ActivityState::Idle).await;
+    }
+    let fresh = shim.input_with_ids("tester and more", &["wake/tester/1", "wake/tester/2"]);
+    assert!(fresh.status.success(), "{}", stderr(&fresh));
+    shim.wait_for(ActivityState::Idle).await;
+    assert_eq!(
+        shim.fake_log(),
+        format!("{wake}\nno ids\ntester and more\n"),
+        "the retried subset was skipped; the rest typed"
+    );
+}
+
+#[tokio::test]
 async fn a_permission_prompt_is_waiting_not_idle() {
     let shim = Shim::start("tui-permission", "tui", "pi", "tui-permission.sh", &[]);
     let waiting = shim.wait_for(ActivityState::Waiting).await;

@@ -103,13 +103,20 @@ pub fn enqueue(agent: &Agent, from: &str, text: &str, now: Timestamp) -> Result<
         )));
     }
     let status = agent.status.clone().unwrap_or_default();
-    let mut inbox = decide::pending_messages(&status);
-    if inbox.len() >= INBOX_LIMIT {
+    let pending = decide::pending_messages(&status);
+    if pending.len() >= INBOX_LIMIT {
         return Err(Error::Invalid(format!(
             "{INBOX_LIMIT} messages are already waiting for this agent; send again once they are delivered"
         )));
     }
-    let sends = status.sends.unwrap_or_default();
+    let sends = status.sends.clone().unwrap_or_default();
+    // The message in flight stays: an operator that stopped while delivering it
+    // delivers it again from here.
+    let in_flight = status
+        .inbox
+        .iter()
+        .filter(|m| Some(m.seq) == sends.in_flight_seq);
+    let mut inbox: Vec<InboxMessage> = in_flight.chain(&pending).cloned().collect();
     let last = inbox
         .iter()
         .map(|m| m.seq)
@@ -300,6 +307,7 @@ mod tests {
         let sends = SendStatus {
             handled_seq: 2,
             in_flight_seq: None,
+            in_flight_attempt: None,
             results: vec![],
         };
         let inbox = enqueue(
@@ -315,6 +323,7 @@ mod tests {
         let fresh = SendStatus {
             handled_seq: 7,
             in_flight_seq: None,
+            in_flight_attempt: None,
             results: vec![],
         };
         let inbox = enqueue(
@@ -325,6 +334,24 @@ mod tests {
         )
         .unwrap();
         assert_eq!(inbox[0].seq, 8);
+    }
+
+    #[test]
+    fn enqueue_keeps_the_message_in_flight() {
+        let sends = SendStatus {
+            handled_seq: 2,
+            in_flight_seq: Some(2),
+            in_flight_attempt: Some(1),
+            results: vec![],
+        };
+        let inbox = enqueue(
+            &agent(vec![queued(1), queued(2)], Some(sends)),
+            "lead",
+            "next",
+            Timestamp::UNIX_EPOCH,
+        )
+        .unwrap();
+        assert_eq!(inbox.iter().map(|m| m.seq).collect::<Vec<_>>(), vec![2, 3]);
     }
 
     #[test]

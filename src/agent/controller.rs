@@ -388,8 +388,10 @@ async fn sync_role(ctx: &Context, agent: &Agent, overseen: &[String]) -> Result<
     Ok(())
 }
 
-/// Delivers the agent's inbox in order, each message at most once: it is claimed in
-/// status before the exec, so an operator that stops mid-delivery never repeats it.
+/// Delivers the agent's inbox in order, each message once: it is claimed in status
+/// before the exec, and an operator that stopped mid-delivery delivers the claim again
+/// under the same id, which the pod's shim confirms without typing it twice (or, when
+/// that pod is gone, reports it failed).
 /// Returns when to look again while a message waits for a pod.
 async fn deliver_inbox(
     ctx: &Context,
@@ -421,12 +423,15 @@ async fn deliver_inbox(
                 );
                 (message.seq, message.from, Err(reason))
             }
-            SendStep::Deliver(message) => {
-                let mut claimed = status.clone();
-                claimed.sends = Some(decide::claim_send(&status, message.seq));
-                apply_status(agents, &agent.name_any(), &claimed).await?;
-                agent.status = Some(claimed);
-                let outcome = type_input(ctx, pods, agent, &message.text).await?;
+            SendStep::Deliver(message) | SendStep::Redeliver(message) => {
+                if status.sends.as_ref().and_then(|s| s.in_flight_seq) != Some(message.seq) {
+                    let mut claimed = status.clone();
+                    claimed.sends = Some(decide::claim_send(&status, message.seq));
+                    apply_status(agents, &agent.name_any(), &claimed).await?;
+                    agent.status = Some(claimed);
+                }
+                let ids = [decide::send_id(message.seq)];
+                let outcome = type_input(ctx, pods, agent, &message.text, &ids).await?;
                 if outcome.is_ok() {
                     apply_last_message(agents, &agent.name_any(), &message.from, &message.text)
                         .await?;
@@ -541,16 +546,19 @@ pub(crate) async fn input_target_named(
     }
 }
 
-/// Types `text` into `agent`'s own input target; the delivery's outcome, or why
-/// there was nobody to type into.
+/// Types `text` (delivering `ids`) into `agent`'s own input target; the delivery's
+/// outcome, or why there was nobody to type into.
 async fn type_input(
     ctx: &Context,
     pods: &Api<Pod>,
     agent: &Agent,
     text: &str,
+    ids: &[String],
 ) -> Result<std::result::Result<(), String>> {
     Ok(match input_target(pods, agent).await? {
-        Some(pod) => crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, text).await,
+        Some(pod) => {
+            crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, text, ids).await
+        }
         None => Err("the agent has no ready pod made by the operator".into()),
     })
 }
@@ -666,7 +674,13 @@ async fn nudge(ctx: &Context, agents: &Api<Agent>, pods: &Api<Pod>, agent: &Agen
     let Some(pod) = input_target(pods, agent).await? else {
         return Ok(false);
     };
-    let outcome = crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, &text).await;
+    let ids = [decide::delivery_id(
+        &agent.name_any(),
+        &status,
+        Delivery::Nudge,
+    )];
+    let outcome =
+        crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, &text, &ids).await;
     if outcome.is_ok() {
         apply_last_message(agents, &agent.name_any(), OPERATOR_SENDER, &text).await?;
     }
@@ -748,7 +762,16 @@ async fn wake(
         })
         .collect();
     let text = message::wake(&namespace, &items);
-    let outcome = type_input(ctx, pods, &overseer, &text).await?;
+    // One id per member woken: after a crash the batch of those not yet recorded is
+    // confirmed again without being typed twice.
+    let ids: Vec<String> = batch
+        .iter()
+        .map(|a| {
+            let status = a.status.clone().unwrap_or_default();
+            decide::delivery_id(&a.name_any(), &status, Delivery::Wake)
+        })
+        .collect();
+    let outcome = type_input(ctx, pods, &overseer, &text, &ids).await?;
     if outcome.is_ok() {
         apply_last_message(agents, &overseer_name, OPERATOR_SENDER, &text).await?;
     }

@@ -289,6 +289,23 @@ pub fn record_delivery(
     loop_status
 }
 
+/// The id of the next nudge or wake delivered about `agent` (the shim confirms a
+/// retried delivery of it without typing it twice). Its count of deliveries only ever
+/// grows, so an id is never reused for a later delivery.
+pub fn delivery_id(agent: &str, status: &AgentStatus, kind: Delivery) -> String {
+    let kind = match kind {
+        Delivery::Wake => "wake",
+        Delivery::Nudge => "nudge",
+    };
+    let delivered = status.loop_.as_ref().map_or(0, |l| l.nudges);
+    format!("{kind}/{agent}/{}", i64::from(delivered) + 1)
+}
+
+/// The id of inbox message `seq` delivered to an agent's pod.
+pub fn send_id(seq: i64) -> String {
+    format!("send/{seq}")
+}
+
 /// Why the agent counts as stopped, in words (no agent output is quoted).
 pub fn stop_reason(input: &CandidateInput) -> String {
     let state = match input.activity {
@@ -653,9 +670,13 @@ const SEND_RESULTS_KEPT: usize = 10;
 pub enum SendStep {
     /// Nothing is queued.
     Idle,
-    /// A claim left by an operator that stopped during delivery: it may or may not
-    /// have arrived, so it is reported failed and never delivered again.
+    /// A claim left by an operator that stopped during delivery, for a pod that is no
+    /// longer the ready pod of the agent's attempt: it may or may not have arrived, so
+    /// it is reported failed and never delivered again.
     Abandon { seq: i64 },
+    /// A claim left by an operator that stopped during delivery, for the pod that is
+    /// still ready: delivered again under its id (the shim never types it twice).
+    Redeliver(InboxMessage),
     /// The pod cannot take input yet: look again by then (or when the pod changes).
     Wait { retry_after: Duration },
     /// Waited `expiry` for a pod: report it failed.
@@ -673,7 +694,17 @@ pub fn next_send(
 ) -> SendStep {
     let sends = status.sends.clone().unwrap_or_default();
     if let Some(seq) = sends.in_flight_seq {
-        return SendStep::Abandon { seq };
+        let claimed = status.inbox.iter().find(|m| m.seq == seq);
+        return match claimed {
+            Some(message)
+                if pod_ready
+                    && sends.in_flight_attempt.is_some()
+                    && sends.in_flight_attempt == status.attempt =>
+            {
+                SendStep::Redeliver(message.clone())
+            }
+            _ => SendStep::Abandon { seq },
+        };
     }
     let Some(head) = pending_messages(status).into_iter().next() else {
         return SendStep::Idle;
@@ -704,11 +735,13 @@ pub fn pending_messages(status: &AgentStatus) -> Vec<InboxMessage> {
     pending
 }
 
-/// The record before delivering `seq`: handled from now on, and in flight.
+/// The record before delivering `seq`: handled from now on, and in flight to the pod
+/// of the current attempt.
 pub fn claim_send(status: &AgentStatus, seq: i64) -> SendStatus {
     let mut sends = status.sends.clone().unwrap_or_default();
     sends.handled_seq = sends.handled_seq.max(seq);
     sends.in_flight_seq = Some(seq);
+    sends.in_flight_attempt = status.attempt;
     sends
 }
 
@@ -723,6 +756,7 @@ pub fn settle_send(
     let mut sends = status.sends.clone().unwrap_or_default();
     sends.handled_seq = sends.handled_seq.max(seq);
     sends.in_flight_seq = None;
+    sends.in_flight_attempt = None;
     let (outcome, reason) = match outcome {
         Ok(()) => (SendOutcome::Delivered, None),
         Err(reason) => (

@@ -565,15 +565,15 @@ fn message(seq: i64, sent: i64) -> InboxMessage {
     }
 }
 
-/// The inbox, one row per case: (case, inbox, handled, in flight, pod ready, now, step).
+/// The inbox, one row per case, for an agent at attempt 2: (case, inbox, handled,
+/// in flight (seq, the attempt it was claimed for), pod ready, now, step).
 #[test]
 fn inbox_steps() {
-    /// (case, inbox, handled, in flight, pod ready, now, step)
     type Row = (
         &'static str,
         Vec<InboxMessage>,
         i64,
-        Option<i64>,
+        Option<(i64, Option<i64>)>,
         bool,
         i64,
         SendStep,
@@ -599,10 +599,46 @@ fn inbox_steps() {
             SendStep::Deliver(message(2, 0)),
         ),
         (
-            "a claim left in flight is abandoned, never resent",
+            "a claim left in flight to the pod still ready is delivered again under its id",
             vec![message(2, 0)],
             2,
-            Some(2),
+            Some((2, Some(2))),
+            true,
+            10,
+            SendStep::Redeliver(message(2, 0)),
+        ),
+        (
+            "a claim for an earlier attempt's pod is abandoned, never resent",
+            vec![message(2, 0)],
+            2,
+            Some((2, Some(1))),
+            true,
+            10,
+            SendStep::Abandon { seq: 2 },
+        ),
+        (
+            "a claim whose pod is not ready is abandoned (a new shim would type it again)",
+            vec![message(2, 0)],
+            2,
+            Some((2, Some(2))),
+            false,
+            10,
+            SendStep::Abandon { seq: 2 },
+        ),
+        (
+            "a claim that names no attempt (an older operator's) is abandoned",
+            vec![message(2, 0)],
+            2,
+            Some((2, None)),
+            true,
+            10,
+            SendStep::Abandon { seq: 2 },
+        ),
+        (
+            "a claimed message a sender dropped from the inbox is abandoned",
+            vec![message(3, 0)],
+            2,
+            Some((2, Some(2))),
             true,
             10,
             SendStep::Abandon { seq: 2 },
@@ -630,10 +666,12 @@ fn inbox_steps() {
     ];
     for (case, inbox, handled, in_flight, ready, now, expected) in rows {
         let status = AgentStatus {
+            attempt: Some(2),
             inbox,
             sends: Some(SendStatus {
                 handled_seq: handled,
-                in_flight_seq: in_flight,
+                in_flight_seq: in_flight.map(|(seq, _)| seq),
+                in_flight_attempt: in_flight.and_then(|(_, attempt)| attempt),
                 results: vec![],
             }),
             ..Default::default()
@@ -649,10 +687,17 @@ fn inbox_steps() {
 #[test]
 fn a_send_is_claimed_before_delivery_and_settled_after() {
     let mut status = AgentStatus {
+        attempt: Some(3),
         inbox: vec![message(1, 0), message(2, 0)],
         ..Default::default()
     };
     status.sends = Some(claim_send(&status, 1));
+    assert_eq!(status.sends.as_ref().unwrap().in_flight_attempt, Some(3));
+    assert_eq!(
+        next_send(&status, true, Duration::from_secs(300), at(5)),
+        SendStep::Redeliver(message(1, 0))
+    );
+    status.attempt = Some(4);
     assert_eq!(
         next_send(&status, true, Duration::from_secs(300), at(5)),
         SendStep::Abandon { seq: 1 }
@@ -890,4 +935,28 @@ fn a_pod_created_before_a_crash_that_lost_its_record_is_adopted() {
     );
     assert_eq!(adopted.status.attempt, Some(1));
     assert_eq!(adopted.status.pod_name.as_deref(), Some("a-1"));
+}
+
+#[test]
+fn each_delivery_about_an_agent_gets_an_id_of_its_own() {
+    let mut status = AgentStatus::default();
+    let first = delivery_id("b", &status, Delivery::Nudge);
+    assert_eq!(first, "nudge/b/1");
+    // A retry before the delivery is recorded names the same delivery.
+    assert_eq!(delivery_id("b", &status, Delivery::Nudge), first);
+    status.loop_ = Some(record_delivery(&status, Delivery::Nudge, "idle", at(10)));
+    assert_eq!(delivery_id("b", &status, Delivery::Wake), "wake/b/2");
+    status.loop_ = Some(record_delivery(&status, Delivery::Wake, "idle", at(20)));
+    assert_eq!(delivery_id("b", &status, Delivery::Nudge), "nudge/b/3");
+    assert_eq!(
+        delivery_id("other", &status, Delivery::Nudge),
+        "nudge/other/3"
+    );
+    // A forged count at its maximum still gives an id (and the nudges are exhausted).
+    status.loop_.as_mut().unwrap().nudges = i32::MAX;
+    assert_eq!(
+        delivery_id("b", &status, Delivery::Nudge),
+        format!("nudge/b/{}", i64::from(i32::MAX) + 1)
+    );
+    assert_eq!(send_id(7), "send/7");
 }

@@ -348,10 +348,15 @@ pub struct SendStatus {
     /// Every message up to this seq was handled (delivered or failed) or is in flight.
     #[serde(default)]
     pub handled_seq: i64,
-    /// Claimed for delivery and not yet settled: after an operator restart it is
-    /// reported failed, never delivered again.
+    /// Claimed for delivery and not yet settled. After an operator restart it is
+    /// delivered again under the same id, which the shim of the pod it was claimed for
+    /// confirms without typing it twice; when that pod is gone it is reported failed,
+    /// never delivered again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight_seq: Option<i64>,
+    /// The attempt whose pod the in-flight message was claimed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_attempt: Option<i64>,
     /// Outcomes of the most recent messages, newest last (at most 10).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 10))]

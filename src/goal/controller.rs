@@ -253,7 +253,22 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) 
         None => Err(format!("overseer {overseer} has no ready pod")),
         Some(pod) => {
             let text = plan::outcome_message(&namespace, &goal.name_any(), outcome);
-            crate::exec::deliver(&pods, &pod, AGENT_CONTAINER, &ctx.input_command, &text).await
+            // One outcome per attempt of a step.
+            let ids = [format!(
+                "goal/{}/{}/{}",
+                goal.name_any(),
+                outcome.step,
+                outcome.attempt
+            )];
+            crate::exec::deliver(
+                &pods,
+                &pod,
+                AGENT_CONTAINER,
+                &ctx.input_command,
+                &text,
+                &ids,
+            )
+            .await
         }
     };
     ctx.metrics.count_delivery("goal", &delivered);

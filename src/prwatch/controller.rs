@@ -166,8 +166,10 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
     }
     if let (Some(text), Some(pod)) = (plan.wake.clone(), &agent_pod) {
         let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+        // The wake's number, counted in the status written above.
+        let ids = [format!("pr/{name}/{}", plan.status.wakes)];
         let delivered =
-            crate::exec::deliver(&pods, pod, CONTAINER, &ctx.input_command, &text).await;
+            crate::exec::deliver(&pods, pod, CONTAINER, &ctx.input_command, &text, &ids).await;
         ctx.metrics.count_delivery("pr", &delivered);
         match delivered {
             Ok(()) => {

@@ -13,9 +13,9 @@ use crate::{Error, Result};
 /// Typing, a pause and Enter, or a restarted TUI, all fit in this.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Reads the message (exactly `bytes`, or to the end), hands it to the shim, and
-/// succeeds only when the shim confirms delivery.
-pub async fn input(bytes: Option<usize>, socket: &Path) -> Result<()> {
+/// Reads the message (exactly `bytes`, or to the end), hands it to the shim with the
+/// delivery `ids`, and succeeds only when the shim confirms delivery.
+pub async fn input(bytes: Option<usize>, ids: Vec<String>, socket: &Path) -> Result<()> {
     let mut stdin = tokio::io::stdin();
     let mut message = Vec::new();
     match bytes {
@@ -45,7 +45,8 @@ pub async fn input(bytes: Option<usize>, socket: &Path) -> Result<()> {
     }
     let message = String::from_utf8(message)
         .map_err(|_| Error::Invalid("the message is not UTF-8".into()))?;
-    confirmed(protocol::request(socket, &Request::Input { message }, DELIVERY_TIMEOUT).await)
+    let request = Request::Input { message, ids };
+    confirmed(protocol::request(socket, &request, DELIVERY_TIMEOUT).await)
 }
 
 /// Records the agent's own end of its loop for the current attempt.

@@ -5,6 +5,7 @@
 
 pub mod activity;
 pub mod client;
+mod delivered;
 pub mod headless;
 pub mod mirror;
 pub mod protocol;
@@ -132,6 +133,8 @@ struct Shim {
     last_screen: Option<String>,
     /// What of the pane has been mirrored to the container log.
     mirror: mirror::Mirror,
+    /// The delivery ids confirmed so far.
+    delivered: delivered::Delivered,
 }
 
 /// Mirrors agent output to stdout, the container log (the shim's own log is stderr).
@@ -244,6 +247,7 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         pending_prompt,
         last_screen: None,
         mirror: mirror::Mirror::default(),
+        delivered: delivered::Delivered::default(),
         args,
     };
 
@@ -431,7 +435,17 @@ impl Shim {
                 activity: Some(self.activity()),
                 ..Reply::ok()
             },
-            Request::Input { message } => self.deliver(&message).await,
+            Request::Input { message, ids } => {
+                if self.delivered.all_seen(&ids) {
+                    info!(?ids, "delivered before; confirmed without typing it again");
+                    return Reply::ok();
+                }
+                let reply = self.deliver(&message).await;
+                if reply.ok {
+                    self.delivered.record(&ids);
+                }
+                reply
+            }
             Request::Exit { outcome, reason } => {
                 let Some(reporter) = &self.reporter else {
                     return Reply::refused(

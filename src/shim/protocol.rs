@@ -18,7 +18,14 @@ pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 #[serde(tag = "op", rename_all = "lowercase")]
 pub enum Request {
     /// Deliver a message to the agent (TUI: typed then Enter; headless: a resumed run).
-    Input { message: String },
+    /// `ids` name what it delivers (a send, a nudge, each woken member): when the shim
+    /// has delivered every one of them already, it confirms without typing again, so
+    /// an operator that retries a delivery whose answer it lost never doubles it.
+    Input {
+        message: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        ids: Vec<String>,
+    },
     /// The agent ends its loop (`overseer loop done|block`).
     Exit {
         outcome: ExitOutcome,

@@ -142,6 +142,11 @@ impl Shim {
     pub fn input(&self, message: &str) -> Output {
         input(&self.socket(), message)
     }
+
+    /// As `input`, naming what it delivers (`--id`, as the operator's exec does).
+    pub fn input_with_ids(&self, message: &str, ids: &[&str]) -> Output {
+        input_with_ids(&self.socket(), message, ids)
+    }
 }
 
 /// Copies the shim's stdout (the mirrored agent output) into a CRI log file.
@@ -158,9 +163,14 @@ fn write_container_log(stdout: std::process::ChildStdout, path: &Path) {
 }
 
 pub fn input(socket: &Path, message: &str) -> Output {
+    input_with_ids(socket, message, &[])
+}
+
+pub fn input_with_ids(socket: &Path, message: &str, ids: &[&str]) -> Output {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_overseer"))
         .args(["input", "--bytes", &message.len().to_string()])
+        .args(ids.iter().flat_map(|id| ["--id", id]))
         .arg("--socket")
         .arg(socket)
         .stdin(Stdio::piped())
