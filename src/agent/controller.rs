@@ -20,7 +20,7 @@ use tracing::{info, instrument};
 use super::decide::{self, Action, AgentPod, Delivery, OverseerState, PodPhase, SendStep, Verdict};
 use super::message::{self, WakeItem};
 use super::pod::{self, AGENT_LABEL, CONTAINER};
-use super::types::{ActivityState, Agent, AgentPhase, AgentStatus, LastMessage};
+use super::types::{ActivityState, Agent, AgentPhase, AgentStatus, InboxMessage, LastMessage};
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
 use crate::metrics::DeliveryLabels;
 use crate::operator::{Context, Shutdown};
@@ -423,19 +423,17 @@ async fn deliver_inbox(
                 );
                 (message.seq, message.from, Err(reason))
             }
-            SendStep::Deliver(message) | SendStep::Redeliver(message) => {
-                if status.sends.as_ref().and_then(|s| s.in_flight_seq) != Some(message.seq) {
-                    let mut claimed = status.clone();
-                    claimed.sends = Some(decide::claim_send(&status, message.seq));
-                    apply_status(agents, &agent.name_any(), &claimed).await?;
-                    agent.status = Some(claimed);
-                }
-                let ids = [decide::send_id(message.seq)];
-                let outcome = type_input(ctx, pods, agent, &message.text, &ids).await?;
-                if outcome.is_ok() {
-                    apply_last_message(agents, &agent.name_any(), &message.from, &message.text)
-                        .await?;
-                }
+            SendStep::Deliver(message) => {
+                let mut claimed = status.clone();
+                claimed.sends = Some(decide::claim_send(&status, message.seq));
+                apply_status(agents, &agent.name_any(), &claimed).await?;
+                agent.status = Some(claimed);
+                let outcome = type_send(ctx, agents, pods, agent, &message).await?;
+                (message.seq, message.from, outcome)
+            }
+            // Claimed already, by the operator that stopped.
+            SendStep::Redeliver(message) => {
+                let outcome = type_send(ctx, agents, pods, agent, &message).await?;
                 (message.seq, message.from, outcome)
             }
         };
@@ -462,6 +460,23 @@ async fn deliver_inbox(
             }
         }
     }
+}
+
+/// Types claimed inbox `message` into the agent's pod under its id, and records it as
+/// the last message once delivered.
+async fn type_send(
+    ctx: &Context,
+    agents: &Api<Agent>,
+    pods: &Api<Pod>,
+    agent: &Agent,
+    message: &InboxMessage,
+) -> Result<std::result::Result<(), String>> {
+    let ids = [decide::send_id(message.seq)];
+    let outcome = type_input(ctx, pods, agent, &message.text, &ids).await?;
+    if outcome.is_ok() {
+        apply_last_message(agents, &agent.name_any(), &message.from, &message.text).await?;
+    }
+    Ok(outcome)
 }
 
 /// Removes a handled message from the head of the inbox so its text is not kept.
@@ -799,10 +814,7 @@ async fn record(
     reason: &str,
     now: jiff::Timestamp,
 ) -> Result<bool> {
-    let kind_label = match kind {
-        Delivery::Wake => "wake",
-        Delivery::Nudge => "nudge",
-    };
+    let kind_label = kind.label();
     let labels = |outcome: &'static str| DeliveryLabels {
         kind: kind_label,
         outcome,

@@ -160,6 +160,16 @@ pub enum Delivery {
     Nudge,
 }
 
+impl Delivery {
+    /// Its name in metrics and delivery ids.
+    pub fn label(self) -> &'static str {
+        match self {
+            Delivery::Wake => "wake",
+            Delivery::Nudge => "nudge",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Create the pod of `attempt` (and the agent's ServiceAccount and Role).
@@ -293,12 +303,8 @@ pub fn record_delivery(
 /// retried delivery of it without typing it twice). Its count of deliveries only ever
 /// grows, so an id is never reused for a later delivery.
 pub fn delivery_id(agent: &str, status: &AgentStatus, kind: Delivery) -> String {
-    let kind = match kind {
-        Delivery::Wake => "wake",
-        Delivery::Nudge => "nudge",
-    };
     let delivered = status.loop_.as_ref().map_or(0, |l| l.nudges);
-    format!("{kind}/{agent}/{}", i64::from(delivered) + 1)
+    format!("{}/{agent}/{}", kind.label(), i64::from(delivered) + 1)
 }
 
 /// The id of inbox message `seq` delivered to an agent's pod.
