@@ -56,6 +56,9 @@ pub enum Command {
         /// already, it confirms without typing the message again.
         #[arg(long = "id")]
         ids: Vec<String>,
+        /// Type nothing: exit 0 only when the shim has delivered every id given.
+        #[arg(long, requires = "ids")]
+        confirm: bool,
         #[arg(long, env = "OVERSEER_INPUT_SOCKET", default_value = crate::shim::protocol::DEFAULT_SOCKET)]
         socket: std::path::PathBuf,
     },
@@ -250,9 +253,18 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::PaneRun { exit_file, command } => {
             return crate::shim::tmux::run_in_pane(&exit_file, &command).await;
         }
-        Command::Input { bytes, ids, socket } => {
-            crate::shim::client::input(bytes, ids, &socket).await
-        }
+        Command::Input {
+            ids,
+            confirm: true,
+            socket,
+            ..
+        } => crate::shim::client::confirm(ids, &socket).await,
+        Command::Input {
+            bytes,
+            ids,
+            confirm: false,
+            socket,
+        } => crate::shim::client::input(bytes, ids, &socket).await,
         Command::Loop { command, socket } => {
             use crate::agent::{ExitOutcome, commands};
             match command {

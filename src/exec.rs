@@ -31,9 +31,36 @@ pub async fn deliver(
         "--bytes".into(),
         message.len().to_string(),
     ];
-    for id in ids {
-        command.extend(["--id".to_string(), id.clone()]);
-    }
+    command.extend(id_args(ids));
+    run_input(pods, pod, container, command, message).await
+}
+
+/// Asks the shim of `pod` whether it delivered every one of `ids`, typing nothing;
+/// Ok only when it did.
+pub async fn confirm(
+    pods: &Api<Pod>,
+    pod: &str,
+    container: &str,
+    overseer_bin: &str,
+    ids: &[String],
+) -> Result<(), String> {
+    let mut command = vec![overseer_bin.to_string(), "input".into(), "--confirm".into()];
+    command.extend(id_args(ids));
+    run_input(pods, pod, container, command, "").await
+}
+
+fn id_args(ids: &[String]) -> impl Iterator<Item = String> + '_ {
+    ids.iter().flat_map(|id| ["--id".to_string(), id.clone()])
+}
+
+/// Runs `command` (an `overseer input`) in the container with `message` on stdin.
+async fn run_input(
+    pods: &Api<Pod>,
+    pod: &str,
+    container: &str,
+    command: Vec<String>,
+    message: &str,
+) -> Result<(), String> {
     let exchange = async {
         let params = AttachParams::default()
             .container(container)

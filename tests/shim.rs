@@ -44,12 +44,21 @@ async fn a_delivery_retried_under_its_ids_is_confirmed_without_being_typed_twice
     shim.wait_for(ActivityState::Idle).await;
     let wake = "overseer: builder is idle";
     let ids = ["wake/builder/1", "wake/tester/1"];
+    assert!(!shim.confirms(&ids[..1]), "nothing delivered yet");
     for _ in 0..2 {
         let delivered = shim.input_with_ids(wake, &ids);
         assert!(delivered.status.success(), "{}", stderr(&delivered));
         shim.wait_for(ActivityState::Idle).await;
     }
     assert_eq!(shim.fake_log(), format!("{wake}\n"), "typed once");
+    // Asking (as an operator does after a crash) types nothing.
+    assert!(shim.confirms(&ids[1..]) && shim.confirms(&ids));
+    assert!(!shim.confirms(&["wake/builder/1", "wake/builder/2"]));
+    assert_eq!(
+        shim.fake_log(),
+        format!("{wake}\n"),
+        "confirming typed nothing"
+    );
     // A batch with one member not delivered yet is typed; so is a message with no ids.
     for (message, ids) in [("tester again", &ids[1..]), ("no ids", &[][..])] {
         let _ = shim.input_with_ids(message, ids);

@@ -17,10 +17,13 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 use tracing::{info, instrument};
 
-use super::decide::{self, Action, AgentPod, Delivery, OverseerState, PodPhase, SendStep, Verdict};
+use super::decide::{self, Action, AgentPod, OverseerState, PodPhase, SendStep, Verdict};
 use super::message::{self, WakeItem};
 use super::pod::{self, AGENT_LABEL, CONTAINER};
-use super::types::{ActivityState, Agent, AgentPhase, AgentStatus, InboxMessage, LastMessage};
+use super::types::{
+    ActivityState, Agent, AgentPhase, AgentStatus, Delivery, InFlightDelivery, InboxMessage,
+    LastMessage, LoopStatus,
+};
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
 use crate::metrics::DeliveryLabels;
 use crate::operator::{Context, Shutdown};
@@ -156,6 +159,14 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
     if agent.meta().deletion_timestamp.is_some() {
         return Ok(Requeue::await_change());
     }
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    if in_flight(&agent).is_some() {
+        settle_claim(&ac, &agents, &pods, &agent).await?;
+        let Some(settled) = agents.get_opt(&name).await? else {
+            return Ok(Requeue::await_change());
+        };
+        agent = settled;
+    }
     let swarm = match resolve(ctx, &mut agent).await? {
         Resolved::Ready(swarm) => swarm,
         Resolved::Unusable { reason, message } => {
@@ -163,7 +174,6 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
             return Ok(Requeue::await_change());
         }
     };
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let observed = observe_pods(&pods, &agent).await?;
     let overseen = overseen_by(&ac.store, &namespace, &name);
     let overseer = overseer_state(&agents, &agent).await?;
@@ -614,22 +624,23 @@ fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value> {
     Ok(status)
 }
 
-/// Adds one delivered nudge or wake to agent `name`'s loop status. Read fresh and
-/// written onto that version (retried on conflict): a wake is recorded on every member
-/// of its batch, whose own reconciles may have written their statuses since the batch
-/// was listed, and writing the status as listed would roll that back.
-async fn record_delivery(
+/// Writes `change` of agent `name`'s loop status (None: nothing to write). Read fresh
+/// and written onto that version (retried on conflict): a wake is claimed and recorded
+/// on every member of its batch, whose own reconciles may have written their statuses
+/// since the batch was listed, and writing the status as listed would roll that back.
+async fn update_loop(
     agents: &Api<Agent>,
     name: &str,
-    kind: Delivery,
-    reason: &str,
-    now: jiff::Timestamp,
+    change: impl Fn(&AgentStatus) -> Option<LoopStatus>,
 ) -> Result<()> {
     const TRIES: usize = 5;
     for _ in 0..TRIES {
         let fresh = agents.get(name).await?;
         let mut status = fresh.status.clone().unwrap_or_default();
-        status.loop_ = Some(decide::record_delivery(&status, kind, reason, now));
+        let Some(loop_status) = change(&status) else {
+            return Ok(());
+        };
+        status.loop_ = Some(loop_status);
         let version = fresh.resource_version().unwrap_or_default();
         let fields = operator_fields(&status)?;
         match api::apply_status_at(agents, name, CONTROLLER_MANAGER, &version, &fields).await {
@@ -639,8 +650,63 @@ async fn record_delivery(
         }
     }
     Err(Error::Invalid(format!(
-        "agent {name} changed {TRIES} times while its delivery was recorded"
+        "agent {name} changed {TRIES} times while its loop status was written"
     )))
+}
+
+/// Claims a nudge or wake about `name` before it is typed (see `settle_claim`).
+async fn claim(agents: &Api<Agent>, name: &str, claim: &InFlightDelivery) -> Result<()> {
+    update_loop(agents, name, |status| {
+        Some(decide::claim_delivery(status, claim.clone()))
+    })
+    .await
+}
+
+/// A nudge or wake claimed by an operator that stopped before recording it: asks the
+/// target's shim whether it has that delivery's id, then counts it or drops the claim.
+/// Under the overseer's wake lock, so a wake still being typed by this operator is
+/// recorded by it first. Unreachable or unsure counts as not delivered: the agent is
+/// judged again, and a repeat of that delivery has the same id.
+async fn settle_claim(
+    ac: &AgentContext,
+    agents: &Api<Agent>,
+    pods: &Api<Pod>,
+    agent: &Agent,
+) -> Result<()> {
+    let namespace = agent.namespace().unwrap_or_default();
+    let Some(claimed) = in_flight(agent) else {
+        return Ok(());
+    };
+    let lock = ac.wake_lock(&namespace, &claimed.target);
+    let _guard = lock.lock().await;
+    let Some(fresh) = agents.get_opt(&agent.name_any()).await? else {
+        return Ok(());
+    };
+    if in_flight(&fresh).as_ref() != Some(&claimed) {
+        return Ok(());
+    }
+    let confirmed = match agents.get_opt(&claimed.target).await? {
+        Some(target) => match input_target(pods, &target).await? {
+            Some(pod) => {
+                let ids = [claimed.id.clone()];
+                crate::exec::confirm(pods, &pod, CONTAINER, &ac.ctx.input_command, &ids).await
+            }
+            None => Err(format!("{} has no ready pod", claimed.target)),
+        },
+        None => Err(format!("{} is gone", claimed.target)),
+    };
+    info!(id = %claimed.id, confirmed = confirmed.is_ok(), "settled a delivery claimed before a stop");
+    let now = jiff::Timestamp::now();
+    record(&ac.ctx, agents, &fresh, &claimed, &confirmed, now).await?;
+    Ok(())
+}
+
+fn in_flight(agent: &Agent) -> Option<InFlightDelivery> {
+    agent
+        .status
+        .as_ref()
+        .and_then(|s| s.loop_.as_ref())
+        .and_then(|l| l.in_flight.clone())
 }
 
 /// The agent's ServiceAccount, Role and RoleBinding (server-side applied: idempotent).
@@ -683,32 +749,27 @@ fn activity_word(agent: &Agent) -> &'static str {
 /// Sends the canned nudge into the agent's own pod; true once delivered.
 async fn nudge(ctx: &Context, agents: &Api<Agent>, pods: &Api<Pod>, agent: &Agent) -> Result<bool> {
     let now = jiff::Timestamp::now();
+    let name = agent.name_any();
     let status = agent.status.clone().unwrap_or_default();
     let input = decide::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
     let text = message::nudge(activity_word(agent), input.in_state_for);
     let Some(pod) = input_target(pods, agent).await? else {
         return Ok(false);
     };
-    let ids = [decide::delivery_id(
-        &agent.name_any(),
-        &status,
-        Delivery::Nudge,
-    )];
+    let nudge = InFlightDelivery {
+        kind: Delivery::Nudge,
+        id: decide::delivery_id(&name, &status, Delivery::Nudge),
+        target: name.clone(),
+        reason: decide::stop_reason(&input),
+    };
+    claim(agents, &name, &nudge).await?;
+    let ids = [nudge.id.clone()];
     let outcome =
         crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, &text, &ids).await;
     if outcome.is_ok() {
-        apply_last_message(agents, &agent.name_any(), OPERATOR_SENDER, &text).await?;
+        apply_last_message(agents, &name, OPERATOR_SENDER, &text).await?;
     }
-    record(
-        ctx,
-        agents,
-        agent,
-        Delivery::Nudge,
-        &outcome,
-        &decide::stop_reason(&input),
-        now,
-    )
-    .await
+    record(ctx, agents, agent, &nudge, &outcome, now).await
 }
 
 /// Wakes the overseer once for every candidate it oversees (the batch), under a lock
@@ -777,67 +838,78 @@ async fn wake(
         })
         .collect();
     let text = message::wake(&namespace, &items);
-    // One id per member woken: after a crash the batch of those not yet recorded is
-    // confirmed again without being typed twice.
-    let ids: Vec<String> = batch
+    // Each member's wake is claimed before it is typed, under an id of its own: an
+    // operator that stops in between asks the overseer's shim about it, and a batch
+    // retried before it was recorded is confirmed without being typed twice.
+    let wakes: Vec<InFlightDelivery> = batch
         .iter()
         .map(|a| {
             let status = a.status.clone().unwrap_or_default();
-            decide::delivery_id(&a.name_any(), &status, Delivery::Wake)
+            let input = decide::candidate_input(&a.spec, &status, OverseerState::Ready, now);
+            InFlightDelivery {
+                kind: Delivery::Wake,
+                id: decide::delivery_id(&a.name_any(), &status, Delivery::Wake),
+                target: overseer_name.clone(),
+                reason: format!(
+                    "overseer {overseer_name} woken: {}",
+                    decide::stop_reason(&input)
+                ),
+            }
         })
         .collect();
+    for (member, wake) in batch.iter().zip(&wakes) {
+        claim(agents, &member.name_any(), wake).await?;
+    }
+    let ids: Vec<String> = wakes.iter().map(|w| w.id.clone()).collect();
     let outcome = type_input(ctx, pods, &overseer, &text, &ids).await?;
     if outcome.is_ok() {
         apply_last_message(agents, &overseer_name, OPERATOR_SENDER, &text).await?;
     }
     let mut delivered = true;
-    for member in &batch {
-        let status = member.status.clone().unwrap_or_default();
-        let input = decide::candidate_input(&member.spec, &status, OverseerState::Ready, now);
-        let reason = format!(
-            "overseer {overseer_name} woken: {}",
-            decide::stop_reason(&input)
-        );
-        delivered &= record(ctx, agents, member, Delivery::Wake, &outcome, &reason, now).await?;
+    for (member, wake) in batch.iter().zip(&wakes) {
+        delivered &= record(ctx, agents, member, wake, &outcome, now).await?;
     }
     Ok(delivered)
 }
 
-/// Records one delivery's outcome on `agent`: the loop status (only when delivered),
-/// an Event and the metrics. Returns whether it was delivered.
+/// Settles one claimed delivery on `agent`: the loop status (counted when delivered,
+/// the claim released either way), an Event and the metrics. Returns whether it was
+/// delivered.
 async fn record(
     ctx: &Context,
     agents: &Api<Agent>,
     agent: &Agent,
-    kind: Delivery,
+    claimed: &InFlightDelivery,
     outcome: &Result<(), String>,
-    reason: &str,
     now: jiff::Timestamp,
 ) -> Result<bool> {
-    let kind_label = kind.label();
-    let labels = |outcome: &'static str| DeliveryLabels {
-        kind: kind_label,
-        outcome,
-    };
+    let name = agent.name_any();
+    let delivered = outcome.is_ok();
+    update_loop(agents, &name, |status| {
+        decide::settle_delivery(&name, status, claimed, delivered, now)
+    })
+    .await?;
+    let kind_label = claimed.kind.label();
+    ctx.metrics.count_delivery(kind_label, outcome);
     match outcome {
         Ok(()) => {
-            record_delivery(agents, &agent.name_any(), kind, reason, now).await?;
-            ctx.metrics.count_delivery(kind_label, outcome);
             ctx.metrics.premature_stops.inc();
             ctx.metrics
                 .stop_to_delivery
-                .get_or_create(&labels("delivered"))
+                .get_or_create(&DeliveryLabels {
+                    kind: kind_label,
+                    outcome: "delivered",
+                })
                 .observe(since_threshold(agent, now));
-            let event = match kind {
+            let event = match claimed.kind {
                 Delivery::Wake => "OverseerWoken",
                 Delivery::Nudge => "Nudged",
             };
-            publish(ctx, agent, false, event, reason).await;
+            publish(ctx, agent, false, event, &claimed.reason).await;
             Ok(true)
         }
         Err(error) => {
-            ctx.metrics.count_delivery(kind_label, outcome);
-            let event = match kind {
+            let event = match claimed.kind {
                 Delivery::Wake => "WakeFailed",
                 Delivery::Nudge => "NudgeFailed",
             };

@@ -152,14 +152,6 @@ pub struct Input<'a> {
     pub now: Timestamp,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
-    /// Wake the overseer about this agent (and the other candidates it oversees).
-    Wake,
-    /// Send the agent the canned nudge.
-    Nudge,
-}
-
 impl Delivery {
     /// Its name in metrics and delivery ids.
     pub fn label(self) -> &'static str {
@@ -280,7 +272,7 @@ pub fn candidate_input(
 }
 
 /// The loop status after a confirmed delivery: only then does the cooldown start.
-pub fn record_delivery(
+fn record_delivery(
     status: &AgentStatus,
     kind: Delivery,
     reason: &str,
@@ -297,6 +289,44 @@ pub fn record_delivery(
     }
     loop_status.last_reason = Some(reason.chars().take(256).collect());
     loop_status
+}
+
+/// The loop status with `claim` recorded as in flight, written before it is typed.
+pub fn claim_delivery(status: &AgentStatus, claim: InFlightDelivery) -> LoopStatus {
+    let mut loop_status = status.loop_.clone().unwrap_or_default();
+    loop_status.in_flight = Some(claim);
+    loop_status
+}
+
+/// The loop status once delivery `id` about `agent` is settled, or None when nothing
+/// changes. Its claim is released either way; it is counted when `delivered` and not
+/// counted yet (the id is still the next one), so settling it twice (the operator that
+/// typed it and one that asked the shim after a crash) counts it once.
+pub fn settle_delivery(
+    agent: &str,
+    status: &AgentStatus,
+    claim: &InFlightDelivery,
+    delivered: bool,
+    now: Timestamp,
+) -> Option<LoopStatus> {
+    let claimed = status
+        .loop_
+        .as_ref()
+        .and_then(|l| l.in_flight.as_ref())
+        .is_some_and(|c| c.id == claim.id);
+    let count = delivered && delivery_id(agent, status, claim.kind) == claim.id;
+    if !claimed && !count {
+        return None;
+    }
+    let mut loop_status = if count {
+        record_delivery(status, claim.kind, &claim.reason, now)
+    } else {
+        status.loop_.clone().unwrap_or_default()
+    };
+    if claimed {
+        loop_status.in_flight = None;
+    }
+    Some(loop_status)
 }
 
 /// The id of the next nudge or wake delivered about `agent` (the shim confirms a

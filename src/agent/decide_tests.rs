@@ -960,3 +960,68 @@ fn each_delivery_about_an_agent_gets_an_id_of_its_own() {
     );
     assert_eq!(send_id(7), "send/7");
 }
+
+#[test]
+fn a_claimed_delivery_is_counted_once_however_often_it_is_settled() {
+    let wake = |id: &str| InFlightDelivery {
+        kind: Delivery::Wake,
+        id: id.into(),
+        target: "lead".into(),
+        reason: "idle".into(),
+    };
+    let fresh = AgentStatus::default();
+    let mut claimed = fresh.clone();
+    claimed.loop_ = Some(claim_delivery(&fresh, wake("wake/b/1")));
+    // The wakes written, or None when nothing is written; a written status never keeps
+    // the claim it settled.
+    let settle = |status: &AgentStatus, id: &str, delivered: bool| {
+        let settled = settle_delivery("b", status, &wake(id), delivered, at(10))?;
+        assert_eq!(settled.in_flight, None);
+        Some(settled.wakes)
+    };
+    let cases = [
+        (
+            "claimed and delivered: counted",
+            &claimed,
+            "wake/b/1",
+            true,
+            Some(1),
+        ),
+        (
+            "claimed, not delivered: claim released only",
+            &claimed,
+            "wake/b/1",
+            false,
+            Some(0),
+        ),
+        (
+            "delivered, its claim overwritten: counted",
+            &fresh,
+            "wake/b/1",
+            true,
+            Some(1),
+        ),
+        (
+            "failed and never claimed: nothing to write",
+            &fresh,
+            "wake/b/1",
+            false,
+            None,
+        ),
+        (
+            "a stale id: nothing to write",
+            &claimed,
+            "wake/b/0",
+            true,
+            None,
+        ),
+    ];
+    for (case, status, id, delivered, want) in cases {
+        assert_eq!(settle(status, id, delivered), want, "{case}");
+    }
+    // Settling the same delivery again (the shim asked after a crash) counts nothing.
+    let mut counted = claimed.clone();
+    counted.loop_ = settle_delivery("b", &claimed, &wake("wake/b/1"), true, at(10));
+    assert_eq!(settle(&counted, "wake/b/1", true), None);
+    assert_eq!(counted.loop_.unwrap().last_reason.as_deref(), Some("idle"));
+}

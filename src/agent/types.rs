@@ -322,6 +322,36 @@ pub struct LoopStatus {
     /// Pods replaced because the agent stalled.
     #[serde(default)]
     pub stalls: i32,
+    /// A nudge or wake claimed before it was typed and not recorded yet: an operator
+    /// that stopped in between asks the target's shim whether it was delivered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<InFlightDelivery>,
+}
+
+/// What the operator brings an agent that stopped early.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Delivery {
+    /// Wake the overseer about this agent (and the other candidates it oversees).
+    Wake,
+    /// Send the agent the canned nudge.
+    Nudge,
+}
+
+/// A nudge or wake about to be typed (`LoopStatus.inFlight`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InFlightDelivery {
+    pub kind: Delivery,
+    /// Its delivery id (`<kind>/<agent>/<count>`), which the target's shim remembers.
+    #[schemars(length(max = 320))]
+    pub id: String,
+    /// The agent whose pod it is typed into: this one (a nudge) or its overseer (a wake).
+    #[schemars(length(max = 253))]
+    pub target: String,
+    /// Why it was sent, recorded as `lastReason` once delivered.
+    #[schemars(length(max = 256))]
+    pub reason: String,
 }
 
 /// Longest message `overseer send` accepts (bytes).

@@ -49,6 +49,11 @@ pub async fn input(bytes: Option<usize>, ids: Vec<String>, socket: &Path) -> Res
     confirmed(protocol::request(socket, &request, DELIVERY_TIMEOUT).await)
 }
 
+/// Succeeds only when the shim has delivered every one of `ids` (it types nothing).
+pub async fn confirm(ids: Vec<String>, socket: &Path) -> Result<()> {
+    confirmed(protocol::request(socket, &Request::Confirm { ids }, DELIVERY_TIMEOUT).await)
+}
+
 /// Records the agent's own end of its loop for the current attempt.
 pub async fn exit(outcome: ExitOutcome, reason: Option<String>, socket: &Path) -> Result<()> {
     confirmed(protocol::request(socket, &Request::Exit { outcome, reason }, DELIVERY_TIMEOUT).await)

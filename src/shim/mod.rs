@@ -446,6 +446,13 @@ impl Shim {
                 }
                 reply
             }
+            Request::Confirm { ids } => {
+                if self.delivered.all_seen(&ids) {
+                    Reply::ok()
+                } else {
+                    Reply::refused("this shim has not delivered all of those ids")
+                }
+            }
             Request::Exit { outcome, reason } => {
                 let Some(reporter) = &self.reporter else {
                     return Reply::refused(

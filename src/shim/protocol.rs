@@ -26,6 +26,9 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         ids: Vec<String>,
     },
+    /// Whether every one of `ids` was delivered (nothing is typed): an operator that
+    /// stopped between typing a delivery and recording it asks before it records.
+    Confirm { ids: Vec<String> },
     /// The agent ends its loop (`overseer loop done|block`).
     Exit {
         outcome: ExitOutcome,

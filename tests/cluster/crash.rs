@@ -551,12 +551,5 @@ impl Scenario for AgentLoop {
 #[tokio::test]
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn the_overseer_loop_delivers_its_wake_and_send_once_whatever_write_the_operator_dies_at() {
-    // Known to fail at one point (a crash between the wake's exec and its record loses
-    // the record: `wakes` stays 0; issue 13), so it runs only in `make crash` until the
-    // wake is claimed before its exec.
-    if std::env::var_os("OVERSEER_CRASH_ALL").is_none() {
-        eprintln!("the overseer-loop crash sweep runs in `make crash` (OVERSEER_CRASH_ALL=1)");
-        return;
-    }
     crash_everywhere(AgentLoop).await;
 }

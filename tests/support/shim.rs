@@ -147,6 +147,20 @@ impl Shim {
     pub fn input_with_ids(&self, message: &str, ids: &[&str]) -> Output {
         input_with_ids(&self.socket(), message, ids)
     }
+
+    /// `overseer input --confirm`: whether the shim delivered every one of `ids`.
+    pub fn confirms(&self, ids: &[&str]) -> bool {
+        Command::new(env!("CARGO_BIN_EXE_overseer"))
+            .args(["input", "--confirm"])
+            .args(ids.iter().flat_map(|id| ["--id", id]))
+            .arg("--socket")
+            .arg(self.socket())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+            .status
+            .success()
+    }
 }
 
 /// Copies the shim's stdout (the mirrored agent output) into a CRI log file.
