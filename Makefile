@@ -20,12 +20,12 @@ unit:
 	bash hack/testenv/packages.sh
 	cargo test
 
-# no_crds first: it removes the CRDs and puts them back, so it must run alone. Then the
+# no_crds first, one test at a time: it changes the CRDs cluster-wide and puts them back. Then the
 # kwok suite, then the e2e suite (the Helm chart and our images on a real node).
 integration:
 	bash $(CLUSTER) up test
 	export OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG); \
-	  cargo test --test no_crds -- --ignored && \
+	  cargo test --test no_crds -- --ignored --test-threads=1 && \
 	  cargo test --test cluster -- --ignored && \
 	  bash hack/e2e/run.sh; \
 	  status=$$?; bash $(CLUSTER) down; exit $$status

@@ -11,6 +11,7 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ObjectReference;
+use kube::core::DeserializeGuard;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource, api::ListParams};
 use serde::de::DeserializeOwned;
@@ -313,6 +314,45 @@ pub async fn reconcile_object<T>(
         ctx.failures.succeeded(&key);
     }
     result
+}
+
+/// `reconcile_object` for an object as its controller's watch read it: one that does
+/// not deserialise (a value its schema lets through that this build cannot read, such
+/// as one stored under an older or hand-edited CRD) gets a Warning Event and waits for
+/// its next change, while its controller goes on with every other object. Without the
+/// guard, that one object failed every list and watch of its kind, for everyone.
+pub async fn reconcile_guarded<K, Fut>(
+    ctx: Arc<Context>,
+    object: Arc<DeserializeGuard<K>>,
+    reconcile: impl FnOnce(Arc<K>) -> Fut,
+) -> Result<kube::runtime::controller::Action>
+where
+    K: Resource<DynamicType = ()> + Clone,
+    Fut: Future<Output = Result<kube::runtime::controller::Action>>,
+{
+    let key = object_key(&*object);
+    match &object.0 {
+        Ok(valid) => reconcile_object(ctx, key, reconcile(Arc::new(valid.clone()))).await,
+        Err(invalid) => {
+            const MAX_REASON: usize = 400;
+            let error: String = invalid.error.chars().take(MAX_REASON).collect();
+            warn!(object = %key, %error, "an object the operator cannot read");
+            let message = format!(
+                "the operator cannot read this object ({error}); it is left as it is until it changes"
+            );
+            let regarding = object.object_ref(&());
+            ctx.publish(&regarding, true, "Unreadable", &message, None)
+                .await;
+            Ok(kube::runtime::controller::Action::await_change())
+        }
+    }
+}
+
+/// The objects of a guarded store that deserialised.
+pub fn readable<K: Clone>(objects: Vec<Arc<DeserializeGuard<K>>>) -> impl Iterator<Item = K> {
+    objects
+        .into_iter()
+        .filter_map(|o| o.0.as_ref().ok().cloned())
 }
 
 /// The key of one object in `Failures`: kind, namespace and name.

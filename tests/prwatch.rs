@@ -360,6 +360,7 @@ fn nothing_from_the_injection_corpus_reaches_status_or_events() {
     }))
     .unwrap();
     let plan = decide::plan(&decide::Input {
+        name: "pr7",
         generation: Some(1),
         spec: &spec,
         status: None,

@@ -177,17 +177,11 @@ pub async fn send(
         println!("message #{seq} queued for {agent}");
         return Ok(());
     }
-    let settled = |a: Option<&Agent>| result_of(a, seq).is_some();
-    let outcome = tokio::time::timeout(wait, await_condition(api.clone(), agent, settled)).await;
-    let result = match outcome {
-        Ok(Ok(found)) => result_of(found.as_ref(), seq),
-        Ok(Err(error)) => return Err(Error::Invalid(format!("waiting for delivery: {error}"))),
-        Err(_) => {
-            return Err(Error::Invalid(format!(
-                "message #{seq} is still queued for {agent} after {}s (is its pod ready?); it is delivered once the pod can take it, or reported failed (the operator's --send-expiry)",
-                wait.as_secs(),
-            )));
-        }
+    let Some(result) = await_result(&api, agent, seq, wait).await? else {
+        return Err(Error::Invalid(format!(
+            "message #{seq} is still queued for {agent} after {}s (is its pod ready?); it is delivered once the pod can take it, or reported failed (the operator's --send-expiry)",
+            wait.as_secs(),
+        )));
     };
     match result {
         Some(SendResult {
@@ -202,6 +196,42 @@ pub async fn send(
             result.reason.unwrap_or_default()
         ))),
         None => Err(Error::Invalid(format!("{agent} was deleted"))),
+    }
+}
+
+/// Waits up to `wait` for message `seq`'s result: None when the time ran out,
+/// Some(None) when the agent was deleted. Watches the agent; when the watch fails (a
+/// sender allowed to get but not to watch, or a broken stream) it reads the agent
+/// every second instead, so a queued message is never reported as failed for that.
+async fn await_result(
+    api: &Api<Agent>,
+    agent: &str,
+    seq: i64,
+    wait: Duration,
+) -> Result<Option<Option<SendResult>>> {
+    const POLL: Duration = Duration::from_secs(1);
+    let deadline = tokio::time::Instant::now() + wait;
+    let settled = |a: Option<&Agent>| result_of(a, seq).is_some();
+    let watched = tokio::time::timeout_at(deadline, await_condition(api.clone(), agent, settled));
+    match watched.await {
+        Err(_) => return Ok(None),
+        Ok(Ok(found)) => return Ok(Some(result_of(found.as_ref(), seq))),
+        Ok(Err(error)) => tracing::debug!(%error, "watching the agent failed; reading it instead"),
+    }
+    loop {
+        match api.get_opt(agent).await {
+            Ok(None) => return Ok(Some(None)),
+            Ok(Some(current)) => {
+                if let Some(result) = result_of(Some(&current), seq) {
+                    return Ok(Some(Some(result)));
+                }
+            }
+            Err(error) => return Err(refused("read", agent, error)),
+        }
+        if tokio::time::Instant::now() + POLL > deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(POLL).await;
     }
 }
 

@@ -26,10 +26,11 @@ use super::types::{
 };
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
 use crate::metrics::DeliveryLabels;
-use crate::operator::{Context, Shutdown};
+use crate::operator::{Context, Shutdown, readable};
 use crate::swarm::{Swarm, compose};
 use crate::{Error, Result, conditions, duration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::core::DeserializeGuard as Guarded;
 
 const CONTROLLER: &str = "agent";
 /// Field manager of `status.lastMessage`.
@@ -39,7 +40,7 @@ const OPERATOR_SENDER: &str = "operator";
 
 /// Runs the Agent controller until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
-    let agents = ctx.api::<Agent>();
+    let agents = ctx.api::<Guarded<Agent>>();
     let pods = ctx.api::<Pod>();
     let selector = format!("{}={},{AGENT_LABEL}", MANAGED_BY.0, MANAGED_BY.1);
     let controller = Controller::new(agents.clone(), watcher::Config::default().any_semantic());
@@ -50,24 +51,34 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .owns(pods, watcher::Config::default().labels(&selector))
         // An overseer coming online (or going away) changes what its agents need, and
         // an agent naming its overseer changes what the overseer may write.
-        .watches(agents, watcher::Config::default(), move |changed: Agent| {
-            related(&related_store, &changed)
-        })
+        .watches(
+            agents,
+            watcher::Config::default(),
+            move |changed: Guarded<Agent>| {
+                changed
+                    .0
+                    .map(|changed| related(&related_store, &changed))
+                    .unwrap_or_default()
+            },
+        )
         // A swarm's defaults, roles and prompt layers shape its agents.
         .watches(
-            ctx.api::<Swarm>(),
+            ctx.api::<Guarded<Swarm>>(),
             watcher::Config::default(),
-            move |swarm: Swarm| in_swarm(&swarm_store, &swarm),
+            move |swarm: Guarded<Swarm>| {
+                swarm
+                    .0
+                    .map(|swarm| in_swarm(&swarm_store, &swarm))
+                    .unwrap_or_default()
+            },
         )
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
             |object, ac| {
-                crate::operator::reconcile_object(
-                    ac.ctx.clone(),
-                    crate::operator::object_key(&*object),
-                    reconcile(object, ac),
-                )
+                crate::operator::reconcile_guarded(ac.ctx.clone(), object, move |object| {
+                    reconcile(object, ac)
+                })
             },
             error_policy,
             Arc::new(AgentContext {
@@ -86,7 +97,7 @@ type WakeLocks = Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>;
 struct AgentContext {
     ctx: Arc<Context>,
     /// The controller's cache of Agents: who oversees whom.
-    store: Store<Agent>,
+    store: Store<Guarded<Agent>>,
     /// One wake at a time per overseer, so a batch is never sent twice.
     wake_locks: WakeLocks,
 }
@@ -102,12 +113,13 @@ impl AgentContext {
 }
 
 /// The agents `changed` oversees, and its own overseer.
-fn related(store: &Store<Agent>, changed: &Agent) -> Vec<ObjectRef<Agent>> {
+fn related(store: &Store<Guarded<Agent>>, changed: &Agent) -> Vec<ObjectRef<Guarded<Agent>>> {
     let namespace = changed.namespace().unwrap_or_default();
-    let mut refs: Vec<ObjectRef<Agent>> = overseen_by(store, &namespace, &changed.name_any())
-        .into_iter()
-        .map(|name| ObjectRef::new(&name).within(&namespace))
-        .collect();
+    let mut refs: Vec<ObjectRef<Guarded<Agent>>> =
+        overseen_by(store, &namespace, &changed.name_any())
+            .into_iter()
+            .map(|name| ObjectRef::new(&name).within(&namespace))
+            .collect();
     if let Some(overseer) = &changed.spec.overseer {
         refs.push(ObjectRef::new(overseer).within(&namespace));
     }
@@ -115,21 +127,17 @@ fn related(store: &Store<Agent>, changed: &Agent) -> Vec<ObjectRef<Agent>> {
 }
 
 /// The agents that name `swarm` as theirs.
-fn in_swarm(store: &Store<Agent>, swarm: &Swarm) -> Vec<ObjectRef<Agent>> {
+fn in_swarm(store: &Store<Guarded<Agent>>, swarm: &Swarm) -> Vec<ObjectRef<Guarded<Agent>>> {
     let name = swarm.name_any();
-    store
-        .state()
-        .iter()
+    readable(store.state())
         .filter(|a| a.namespace() == swarm.namespace() && a.spec.swarm.as_deref() == Some(&name))
-        .map(|a| ObjectRef::from_obj(a.as_ref()))
+        .map(|a| ObjectRef::new(&a.name_any()).within(&a.namespace().unwrap_or_default()))
         .collect()
 }
 
 /// Names of the agents that name `overseer` as theirs (sorted).
-fn overseen_by(store: &Store<Agent>, namespace: &str, overseer: &str) -> Vec<String> {
-    let mut names: Vec<String> = store
-        .state()
-        .iter()
+fn overseen_by(store: &Store<Guarded<Agent>>, namespace: &str, overseer: &str) -> Vec<String> {
+    let mut names: Vec<String> = readable(store.state())
         .filter(|a| {
             a.namespace().as_deref() == Some(namespace)
                 && a.spec.overseer.as_deref() == Some(overseer)
@@ -141,7 +149,7 @@ fn overseen_by(store: &Store<Agent>, namespace: &str, overseer: &str) -> Vec<Str
     names
 }
 
-fn error_policy(agent: Arc<Agent>, error: &Error, ac: Arc<AgentContext>) -> Requeue {
+fn error_policy(agent: Arc<Guarded<Agent>>, error: &Error, ac: Arc<AgentContext>) -> Requeue {
     crate::operator::retry_after_error(&ac.ctx, CONTROLLER, &*agent, error)
 }
 

@@ -21,15 +21,16 @@ use crate::agent::Agent;
 use crate::agent::controller::input_target_named;
 use crate::agent::pod::CONTAINER as AGENT_CONTAINER;
 use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, apply_status, label_value};
-use crate::operator::{Context, Shutdown};
+use crate::operator::{Context, Shutdown, readable};
 use crate::swarm::Swarm;
 use crate::{Error, Result, duration};
+use kube::core::DeserializeGuard as Guarded;
 
 const CONTROLLER: &str = "goal";
 
 /// Runs the Goal controller until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
-    let goals = ctx.api::<Goal>();
+    let goals = ctx.api::<Guarded<Goal>>();
     let pods = ctx.api::<Pod>();
     let selector = format!("{}={},{GOAL_LABEL}", MANAGED_BY.0, MANAGED_BY.1);
     let controller = Controller::new(goals.clone(), watcher::Config::default().any_semantic());
@@ -38,18 +39,23 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     controller
         .owns(pods, watcher::Config::default().labels(&selector))
         // A goal that changes phase may release (or block) the goals that depend on it.
-        .watches(goals, watcher::Config::default(), move |changed: Goal| {
-            dependents(&dependents_store, &changed)
-        })
+        .watches(
+            goals,
+            watcher::Config::default(),
+            move |changed: Guarded<Goal>| {
+                changed
+                    .0
+                    .map(|changed| dependents(&dependents_store, &changed))
+                    .unwrap_or_default()
+            },
+        )
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
             |object, gc| {
-                crate::operator::reconcile_object(
-                    gc.ctx.clone(),
-                    crate::operator::object_key(&*object),
-                    reconcile(object, gc),
-                )
+                crate::operator::reconcile_guarded(gc.ctx.clone(), object, move |object| {
+                    reconcile(object, gc)
+                })
             },
             error_policy,
             Arc::new(GoalContext { ctx, store }),
@@ -60,20 +66,18 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
 
 struct GoalContext {
     ctx: Arc<Context>,
-    store: Store<Goal>,
+    store: Store<Guarded<Goal>>,
 }
 
-fn dependents(store: &Store<Goal>, changed: &Goal) -> Vec<ObjectRef<Goal>> {
+fn dependents(store: &Store<Guarded<Goal>>, changed: &Goal) -> Vec<ObjectRef<Guarded<Goal>>> {
     let name = changed.name_any();
-    store
-        .state()
-        .iter()
+    readable(store.state())
         .filter(|g| g.namespace() == changed.namespace() && g.spec.depends_on.contains(&name))
-        .map(|g| ObjectRef::from_obj(g.as_ref()))
+        .map(|g| ObjectRef::new(&g.name_any()).within(&g.namespace().unwrap_or_default()))
         .collect()
 }
 
-fn error_policy(goal: Arc<Goal>, error: &Error, gc: Arc<GoalContext>) -> Requeue {
+fn error_policy(goal: Arc<Guarded<Goal>>, error: &Error, gc: Arc<GoalContext>) -> Requeue {
     crate::operator::retry_after_error(&gc.ctx, CONTROLLER, &*goal, error)
 }
 
@@ -109,10 +113,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter_map(|p| observe(&p))
         .collect();
-    let goals: Vec<GoalSummary> = gc
-        .store
-        .state()
-        .iter()
+    let goals: Vec<GoalSummary> = readable(gc.store.state())
         .filter(|g| g.namespace().as_deref() == Some(namespace.as_str()))
         .map(|g| GoalSummary {
             name: g.name_any(),

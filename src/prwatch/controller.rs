@@ -1,8 +1,9 @@
 //! The PRWatch reconciler: when a poll is due it reads the token, makes the one
-//! GraphQL request, asks `decide::plan`, writes status (which already records any
-//! wake as sent, so a restart never repeats it), then types the wake into the agent
-//! through exec input. A delivery that fails is taken back in status, so the next
-//! poll brings the same news again.
+//! GraphQL request, asks `decide::plan`, writes status (which counts any wake and
+//! claims it as `wakeInFlight`), then types the wake into the agent through exec
+//! input and releases the claim. A delivery that fails is taken back in status, so
+//! the next poll brings the same news again; a claim left by an operator that
+//! stopped is delivered again under its id, which the shim confirms without typing.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,40 +18,44 @@ use tracing::{info, instrument};
 
 use super::decide::{self, Poll};
 use super::github::{self, PollError, PullRequest};
-use super::types::PRWatch;
+use super::types::{PRWatch, WakeInFlight};
 use crate::agent::Agent;
 use crate::agent::controller::input_target_named;
 use crate::agent::pod::CONTAINER;
 use crate::api::{CONTROLLER_MANAGER, apply_status};
 use crate::metrics::PollLabels;
-use crate::operator::{Context, Shutdown};
+use crate::operator::{Context, Shutdown, readable};
 use crate::{Error, Result, duration};
+use kube::core::DeserializeGuard as Guarded;
 
 const CONTROLLER: &str = "prwatch";
 
 /// Runs the PRWatch controller until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let controller = Controller::new(
-        ctx.api::<PRWatch>(),
+        ctx.api::<Guarded<PRWatch>>(),
         watcher::Config::default().any_semantic(),
     );
     let store = controller.store();
     controller
         // An agent coming online lets news held for it through at the next poll.
         .watches(
-            ctx.api::<Agent>(),
+            ctx.api::<Guarded<Agent>>(),
             watcher::Config::default(),
-            move |agent: Agent| watching(&store, &agent),
+            move |agent: Guarded<Agent>| {
+                agent
+                    .0
+                    .map(|agent| watching(&store, &agent))
+                    .unwrap_or_default()
+            },
         )
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
             |object, ctx| {
-                crate::operator::reconcile_object(
-                    ctx.clone(),
-                    crate::operator::object_key(&*object),
-                    reconcile(object, ctx),
-                )
+                crate::operator::reconcile_guarded(ctx.clone(), object, move |object| {
+                    reconcile(object, ctx)
+                })
             },
             error_policy,
             ctx,
@@ -59,17 +64,15 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .await;
 }
 
-fn watching(store: &Store<PRWatch>, agent: &Agent) -> Vec<ObjectRef<PRWatch>> {
+fn watching(store: &Store<Guarded<PRWatch>>, agent: &Agent) -> Vec<ObjectRef<Guarded<PRWatch>>> {
     let name = agent.name_any();
-    store
-        .state()
-        .iter()
+    readable(store.state())
         .filter(|w| w.namespace() == agent.namespace() && w.spec.agent == name)
-        .map(|w| ObjectRef::from_obj(w.as_ref()))
+        .map(|w| ObjectRef::new(&w.name_any()).within(&w.namespace().unwrap_or_default()))
         .collect()
 }
 
-fn error_policy(watch: Arc<PRWatch>, error: &Error, ctx: Arc<Context>) -> Requeue {
+fn error_policy(watch: Arc<Guarded<PRWatch>>, error: &Error, ctx: Arc<Context>) -> Requeue {
     crate::operator::retry_after_error(&ctx, CONTROLLER, &*watch, error)
 }
 
@@ -119,12 +122,20 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
     let name = cached.name_any();
     let watches: Api<PRWatch> = Api::namespaced(ctx.client.clone(), &namespace);
     // Decide on the latest status (what was reported), never on a stale cache.
-    let Some(watch) = watches.get_opt(&name).await? else {
+    let Some(mut watch) = watches.get_opt(&name).await? else {
         return Ok(Requeue::await_change());
     };
-    if watch.meta().deletion_timestamp.is_some()
-        || decide::ended(watch.status.as_ref().and_then(|s| s.phase))
-    {
+    if watch.meta().deletion_timestamp.is_some() {
+        return Ok(Requeue::await_change());
+    }
+    if let Some(claimed) = watch.status.as_ref().and_then(|s| s.wake_in_flight.clone()) {
+        deliver_claimed(&ctx, &watches, &watch, &claimed).await?;
+        let Some(settled) = watches.get_opt(&name).await? else {
+            return Ok(Requeue::await_change());
+        };
+        watch = settled;
+    }
+    if decide::ended(watch.status.as_ref().and_then(|s| s.phase)) {
         return Ok(Requeue::await_change());
     }
     let now = jiff::Timestamp::now();
@@ -149,6 +160,7 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let agent_pod = input_target_named(&agents, &pods, &watch.spec.agent).await?;
     let input = decide::Input {
+        name: &name,
         generation: watch.metadata.generation,
         spec: &watch.spec,
         status: watch.status.as_ref(),
@@ -167,13 +179,15 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
     if let (Some(text), Some(pod)) = (plan.wake.clone(), &agent_pod) {
         let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
         // The wake's number, counted in the status written above.
-        let ids = [format!("pr/{name}/{}", plan.status.wakes)];
+        let ids = [decide::wake_id(&name, plan.status.wakes)];
         let delivered =
             crate::exec::deliver(&pods, pod, CONTAINER, &ctx.input_command, &text, &ids).await;
         ctx.metrics.count_delivery("pr", &delivered);
         match delivered {
             Ok(()) => {
                 info!(agent = %watch.spec.agent, "woke the agent");
+                plan.status = decide::wake_settled(&plan.status);
+                apply_status(&watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
                 if plan.status.reported.len()
                     > watch.status.as_ref().map_or(0, |s| s.reported.len())
                 {
@@ -198,6 +212,45 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
     }
     ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
     Ok(duration::requeue(plan.requeue_after))
+}
+
+/// Delivers the wake that an operator claimed in status and stopped before it knew the
+/// outcome, under the same id: the agent's shim confirms it without typing it again
+/// when it was delivered. Settled either way; one that cannot be delivered now is
+/// given up with a Warning (its news was counted as reported when it was claimed).
+async fn deliver_claimed(
+    ctx: &Context,
+    watches: &Api<PRWatch>,
+    watch: &PRWatch,
+    claimed: &WakeInFlight,
+) -> Result<()> {
+    let namespace = watch.namespace().unwrap_or_default();
+    let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let ids = [claimed.id.clone()];
+    let delivered = match input_target_named(&agents, &pods, &watch.spec.agent).await? {
+        Some(pod) => {
+            let input = &ctx.input_command;
+            crate::exec::deliver(&pods, &pod, CONTAINER, input, &claimed.message, &ids).await
+        }
+        None => Err(format!(
+            "agent {} has no pod that takes input",
+            watch.spec.agent
+        )),
+    };
+    ctx.metrics.count_delivery("pr", &delivered);
+    match &delivered {
+        Ok(()) => info!(id = %claimed.id, "delivered the wake claimed before a restart"),
+        Err(error) => {
+            let message = format!(
+                "the wake claimed before the operator restarted was not delivered: {error}"
+            );
+            publish(ctx, watch, true, "WakeFailed", &message).await;
+        }
+    }
+    let status = decide::wake_settled(&watch.status.clone().unwrap_or_default());
+    apply_status(watches, &watch.name_any(), CONTROLLER_MANAGER, &status).await?;
+    Ok(())
 }
 
 async fn publish(ctx: &Context, watch: &PRWatch, warning: bool, reason: &str, message: &str) {

@@ -30,6 +30,8 @@ pub enum Poll<'a> {
 
 #[derive(Clone, Copy)]
 pub struct Input<'a> {
+    /// The watch's name (its wakes' delivery ids).
+    pub name: &'a str,
     pub generation: Option<i64>,
     pub spec: &'a PRWatchSpec,
     pub status: Option<&'a PRWatchStatus>,
@@ -49,8 +51,9 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub status: PRWatchStatus,
-    /// The message to type into the agent; the status already records it as sent,
-    /// so it is written first and a restart never sends it twice.
+    /// The message to type into the agent. The status counts it and holds it as
+    /// `wakeInFlight`, so it is written first: a restart delivers that claim again
+    /// under the same id, never a second wake of its own.
     pub wake: Option<String>,
     pub events: Vec<Event>,
     /// When to look again (None: the watch has ended).
@@ -186,6 +189,10 @@ pub fn plan(input: &Input) -> Plan {
     };
     b.status.observed_generation = input.generation;
     let wake = decide(&mut b);
+    b.status.wake_in_flight = wake.as_ref().map(|message| WakeInFlight {
+        id: wake_id(input.name, b.status.wakes),
+        message: message.clone(),
+    });
     let requeue_after = if ended(b.status.phase) {
         None
     } else {
@@ -379,6 +386,19 @@ fn decide(b: &mut Builder) -> Option<String> {
         b.end(PRWatchPhase::Exhausted, "Exhausted", message, false);
     }
     Some(text)
+}
+
+/// The delivery id of watch `name`'s wake number `wake`.
+pub fn wake_id(name: &str, wake: i32) -> String {
+    format!("pr/{name}/{wake}")
+}
+
+/// The status once the claimed wake is delivered (or, after a restart, given up).
+pub fn wake_settled(status: &PRWatchStatus) -> PRWatchStatus {
+    PRWatchStatus {
+        wake_in_flight: None,
+        ..status.clone()
+    }
 }
 
 /// What to write back when the wake that `plan` claimed could not be delivered: the

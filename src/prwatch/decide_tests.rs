@@ -52,6 +52,7 @@ fn fb(id: &str, author: &str, time: i64) -> Feedback {
 /// One poll from `status` with `snapshot` at `now`.
 fn poll(spec: &PRWatchSpec, status: Option<&PRWatchStatus>, snapshot: &Snapshot, now: i64) -> Plan {
     plan(&Input {
+        name: "pr7",
         generation: Some(1),
         spec,
         status,
@@ -212,6 +213,7 @@ fn the_watch_ends_on_merge_close_stop_max_wakes_and_failed_polls() {
     );
 
     let stopped = plan(&Input {
+        name: "pr7",
         generation: Some(2),
         spec: &spec("stop: true"),
         status: None,
@@ -232,6 +234,7 @@ fn the_watch_ends_on_merge_close_stop_max_wakes_and_failed_polls() {
     let error = PollError::Failed("GitHub answered HTTP 502".into());
     let fail = |status: Option<&PRWatchStatus>, now| {
         plan(&Input {
+            name: "pr7",
             generation: Some(1),
             spec: &two_failures,
             status,
@@ -261,6 +264,7 @@ fn a_rate_limit_waits_and_is_not_a_failed_poll() {
         why: "primary rate limit exhausted".into(),
     };
     let plan = plan(&Input {
+        name: "pr7",
         generation: Some(1),
         spec: &spec,
         status: None,
@@ -281,6 +285,7 @@ fn news_waits_for_an_agent_that_cannot_take_it() {
     let spec = spec("");
     let green = snapshot("a", Some("SUCCESS"), vec![check("build", true, false)]);
     let waiting = plan(&Input {
+        name: "pr7",
         generation: Some(1),
         spec: &spec,
         status: None,
@@ -349,6 +354,7 @@ fn an_undelivered_wake_is_kept_for_the_next_poll() {
     let mut failed = snapshot("abc1234", Some("FAILURE"), vec![check("build", true, true)]);
     failed.feedback = vec![fb("1", "alice", 0), fb("2", "bob", 10)];
     let input = Input {
+        name: "pr7",
         generation: Some(1),
         spec: &spec,
         status: Some(&first.status),
@@ -359,9 +365,24 @@ fn an_undelivered_wake_is_kept_for_the_next_poll() {
     let claimed = plan(&input);
     let wake = claimed.wake.clone().expect("CI and bob's comment");
     assert_eq!(claimed.status.phase, Some(PRWatchPhase::Exhausted));
+    // Claimed in the status written before the exec, under the wake's own number.
+    assert_eq!(
+        claimed.status.wake_in_flight,
+        Some(WakeInFlight {
+            id: "pr/pr7/1".into(),
+            message: wake.clone()
+        })
+    );
+    let delivered = wake_settled(&claimed.status);
+    assert_eq!(delivered.wake_in_flight, None);
+    assert_eq!(
+        (delivered.wakes, &delivered.reported),
+        (1, &claimed.status.reported)
+    );
 
     let kept = kept_for_next_poll(&input);
     assert_eq!(kept.wake, None);
+    assert_eq!(kept.status.wake_in_flight, None);
     assert_eq!(kept.status.reported, Vec::<String>::new());
     assert_eq!(kept.status.wakes, 0);
     assert_eq!(kept.status.feedback_until, first.status.feedback_until);
@@ -390,6 +411,7 @@ fn an_undelivered_wake_is_kept_for_the_next_poll() {
 fn a_failed_first_poll_does_not_make_old_feedback_news() {
     let spec = spec("");
     let failed = plan(&Input {
+        name: "pr7",
         generation: Some(1),
         spec: &spec,
         status: None,

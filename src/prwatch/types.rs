@@ -131,6 +131,11 @@ pub struct PRWatchStatus {
     pub pending: Option<PendingFeedback>,
     #[serde(default)]
     pub wakes: i32,
+    /// The wake counted in `wakes` and not yet confirmed delivered: written before it
+    /// is typed, so an operator that stops in between delivers it again under its id
+    /// (the agent's shim confirms one it has without typing it twice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_in_flight: Option<WakeInFlight>,
     #[serde(default)]
     pub failed_polls: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -147,6 +152,18 @@ pub struct PRWatchStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
+}
+
+/// A wake claimed before its delivery (`PRWatchStatus.wakeInFlight`). Its message is
+/// built from counts, states and sanitised check names, never third-party text.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WakeInFlight {
+    /// `pr/<watch>/<wake number>`.
+    #[schemars(length(max = 300))]
+    pub id: String,
+    #[schemars(length(max = 16384))]
+    pub message: String,
 }
 
 /// CI state of the head commit.

@@ -24,35 +24,34 @@ use crate::api::{CONTROLLER_MANAGER, apply_status, label_value};
 use crate::goal::Goal;
 use crate::operator::{Context, Shutdown};
 use crate::{Error, Result};
+use kube::core::DeserializeGuard as Guarded;
 
 const CONTROLLER: &str = "swarm";
 
 /// Runs the Swarm controller until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
-    let swarms = ctx.api::<Swarm>();
+    let swarms = ctx.api::<Guarded<Swarm>>();
     let controller = Controller::new(swarms, watcher::Config::default().any_semantic());
     let store = controller.store();
     let goal_store = store.clone();
     controller
         .owns(
-            ctx.api::<Agent>(),
+            ctx.api::<Guarded<Agent>>(),
             watcher::Config::default().labels(SWARM_LABEL),
         )
         // A goal of the swarm changing phase changes its counts.
         .watches(
-            ctx.api::<Goal>(),
+            ctx.api::<Guarded<Goal>>(),
             watcher::Config::default(),
-            move |goal: Goal| swarm_of(&goal_store, &goal),
+            move |goal: Guarded<Goal>| goal.0.ok().and_then(|goal| swarm_of(&goal_store, &goal)),
         )
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
             |object, ctx| {
-                crate::operator::reconcile_object(
-                    ctx.clone(),
-                    crate::operator::object_key(&*object),
-                    reconcile(object, ctx),
-                )
+                crate::operator::reconcile_guarded(ctx.clone(), object, move |object| {
+                    reconcile(object, ctx)
+                })
             },
             error_policy,
             ctx,
@@ -61,14 +60,14 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .await;
 }
 
-fn swarm_of(store: &Store<Swarm>, goal: &Goal) -> Option<ObjectRef<Swarm>> {
+fn swarm_of(store: &Store<Guarded<Swarm>>, goal: &Goal) -> Option<ObjectRef<Guarded<Swarm>>> {
     let name = goal.spec.swarm.as_ref()?;
     let namespace = goal.namespace()?;
     let found = ObjectRef::new(name).within(&namespace);
     store.get(&found).map(|_| found)
 }
 
-fn error_policy(swarm: Arc<Swarm>, error: &Error, ctx: Arc<Context>) -> Requeue {
+fn error_policy(swarm: Arc<Guarded<Swarm>>, error: &Error, ctx: Arc<Context>) -> Requeue {
     crate::operator::retry_after_error(&ctx, CONTROLLER, &*swarm, error)
 }
 

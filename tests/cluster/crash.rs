@@ -20,6 +20,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use overseer::agent::{Agent, AgentPhase};
 use overseer::goal::{Goal, GoalPhase};
+use overseer::prwatch::PRWatch;
 use overseer::swarm::Swarm;
 use overseer::writes::{CRASH_BEFORE_WRITE, CRASH_EXIT_CODE};
 use serde_json::json;
@@ -27,6 +28,7 @@ use serde_json::json;
 use crate::support::cluster::{
     Operator, TestNamespace, create_agent, create_object, kubeconfig_path, repo_root, setup,
 };
+use crate::support::github::{FakeGitHub, Reply, create_watch, fixture};
 use crate::support::shim::{Shim, overseer_shim, pod_shim};
 
 /// How long one run may take to reach its end state, crash and restart included.
@@ -57,6 +59,8 @@ struct World {
     seen: Seen,
     /// The shims (real tmux, scripted CLIs) that stand in for agent pods.
     shims: BTreeMap<&'static str, Shim>,
+    /// The stand-in for GitHub, when the scenario watches a pull request.
+    github: Option<FakeGitHub>,
 }
 
 impl World {
@@ -65,6 +69,7 @@ impl World {
             tasks: Vec::new(),
             seen: Seen::default(),
             shims: BTreeMap::new(),
+            github: None,
         }
     }
 
@@ -157,7 +162,7 @@ trait Scenario {
     /// edit, the agents' CLIs).
     async fn world(&self, ns: &TestNamespace) -> World;
     /// Creates the objects the operator acts on.
-    async fn create(&self, ns: &TestNamespace);
+    async fn create(&self, ns: &TestNamespace, world: &World);
     /// The end state in words, once the scenario has ended; None before.
     async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String>;
 }
@@ -204,7 +209,7 @@ async fn run_once<S: Scenario>(scenario: &S, crash_before: Option<u64>) -> Run {
     let ns = setup(&format!("crash-{}-{label}", S::NAME)).await;
     let world = scenario.world(&ns).await;
     let mut operator = start_operator(&ns, crash_before);
-    scenario.create(&ns).await;
+    scenario.create(&ns, &world).await;
     let mut crashed = false;
     let deadline = Instant::now() + RUN_WAIT;
     let end = loop {
@@ -307,7 +312,7 @@ impl Scenario for GoalWithRetry {
         world
     }
 
-    async fn create(&self, ns: &TestNamespace) {
+    async fn create(&self, ns: &TestNamespace, _world: &World) {
         create_object::<Goal>(
             ns,
             json!({
@@ -396,7 +401,7 @@ impl Scenario for SwarmEdited {
         world
     }
 
-    async fn create(&self, ns: &TestNamespace) {
+    async fn create(&self, ns: &TestNamespace, _world: &World) {
         create_object::<Swarm>(
             ns,
             json!({
@@ -493,7 +498,7 @@ impl Scenario for AgentLoop {
         world
     }
 
-    async fn create(&self, ns: &TestNamespace) {
+    async fn create(&self, ns: &TestNamespace, _world: &World) {
         create_agent(ns, "lead", json!({"role": "overseer"})).await;
         create_agent(
             ns,
@@ -552,4 +557,59 @@ impl Scenario for AgentLoop {
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn the_overseer_loop_delivers_its_wake_and_send_once_whatever_write_the_operator_dies_at() {
     crash_everywhere(AgentLoop).await;
+}
+
+/// A PRWatch whose first poll finds CI failed on the head commit: the agent (a real
+/// shim) must read that wake exactly once, and the watch must count it once.
+struct PullRequestWake;
+
+impl Scenario for PullRequestWake {
+    const NAME: &'static str = "prwatch";
+
+    async fn world(&self, ns: &TestNamespace) -> World {
+        let mut world = World::new();
+        world.watch(ns.api::<Pod>(), |_| async {});
+        let builder = pod_shim(ns, "builder", 1, "pi", "tui-works-then-idles.sh").await;
+        world.shims.insert("builder", builder);
+        let github = FakeGitHub::start().await;
+        github.then([Reply::json(&fixture("failing", jiff::Timestamp::now()))]);
+        world.github = Some(github);
+        world
+    }
+
+    async fn create(&self, ns: &TestNamespace, world: &World) {
+        create_agent(ns, "builder", json!({})).await;
+        let github = world.github.as_ref().expect("the scenario's GitHub");
+        let pr = "https://github.com/acme/billing/pull/7";
+        create_watch(ns, github, "pr7", pr, "builder", json!({})).await;
+    }
+
+    async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String> {
+        let status = ns.api::<PRWatch>().get("pr7").await.ok()?.status?;
+        let log = world.shims["builder"].fake_log();
+        // Ended: the wake is read to its end and no longer in flight.
+        if status.wakes == 0
+            || status.wake_in_flight.is_some()
+            || !log.contains("Read it on GitHub")
+        {
+            return None;
+        }
+        let read: Vec<&str> = log
+            .lines()
+            .filter(|l| l.starts_with("[overseer] pr:"))
+            .collect();
+        Some(format!(
+            "watch: {:?}, wakes {}, reported {:?}\nagent read: {read:?}\npods created: {}",
+            status.phase,
+            status.wakes,
+            status.reported,
+            world.created_once("Pod"),
+        ))
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_pull_request_wake_is_delivered_once_whatever_write_the_operator_dies_at() {
+    crash_everywhere(PullRequestWake).await;
 }

@@ -243,6 +243,37 @@ async fn a_send_to_an_agent_without_a_pod_fails_visibly() {
     assert_eq!(failed[0].type_.as_deref(), Some("Warning"));
     let sends = agent(&ns, "away").await.status.unwrap().sends.unwrap();
     assert_eq!(sends.results[0].outcome, SendOutcome::Failed);
+
+    // A sender that may read but not watch agents still hears the outcome (the CLI
+    // reads the agent instead); before, the refused watch was reported as a failure.
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "send-no-watch", "namespace": ns.name},
+        "rules": [{"apiGroups": ["overseer.dev"], "resources": ["agents", "agents/status"],
+                   "verbs": ["get", "patch"]}]});
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "send-no-watch", "namespace": ns.name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "send-no-watch"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "no-watch"}]});
+    for object in [role, binding] {
+        let applied = kubectl(&["apply", "-f", "-"], &object.to_string());
+        assert!(applied.status.success(), "{applied:?}");
+    }
+    assert_eq!(
+        can_i(&ns, "no-watch", "watch", "agents.overseer.dev", None),
+        "no"
+    );
+    let sent = overseer_as(
+        &ns,
+        Some("no-watch"),
+        &["send", "away", "still there?", "--wait", "30"],
+    );
+    assert!(
+        String::from_utf8_lossy(&sent.stderr).contains(
+            "message #2 was not delivered to away: no running pod could take it within 3s"
+        ),
+        "{}",
+        text(&sent)
+    );
 }
 
 #[tokio::test]
