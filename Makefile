@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CLUSTER := hack/testenv/cluster.sh
 TEST_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: run test lint unit integration e2e crash images node cluster cluster-down testenv generate build bench demo-loop
+.PHONY: run test lint unit integration e2e crash fuzz images node cluster cluster-down testenv generate build bench demo-loop
 
 ## The operator against the current cluster, or against the local one it brings up.
 run:
@@ -39,6 +39,12 @@ crash:
 	bash $(CLUSTER) up test
 	OVERSEER_CRASH_ALL=1 OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) \
 	  cargo test --test cluster crash:: -- --ignored --nocapture
+
+## Spec fuzzing with 2,500 generated specs per kind (make test generates 250).
+fuzz:
+	bash $(CLUSTER) up test
+	OVERSEER_FUZZ_ALL=1 OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) \
+	  cargo test --test cluster fuzz:: -- --ignored --nocapture
 
 ## The operator and agent test images, as OCI archives (no container engine needed).
 images:

@@ -6,6 +6,21 @@ use k8s_openapi::api::core::v1::{
     SecurityContext, Volume, VolumeMount,
 };
 
+/// Why the API server refused a pod the operator built from a user's template
+/// (400: it could not be decoded, such as a malformed quantity; 422: it is invalid),
+/// in words for a condition; None for any other error, which is retried. Such a pod
+/// would be refused again on every retry, so the object waits for its next change.
+pub fn refusal(error: &kube::Error) -> Option<String> {
+    const MAX: usize = 1024;
+    match error {
+        kube::Error::Api(status) if matches!(status.code, 400 | 422) => {
+            let message = format!("the API server refused the pod: {}", status.message);
+            Some(message.chars().take(MAX).collect())
+        }
+        _ => None,
+    }
+}
+
 /// Where the init container puts the `overseer` binary.
 pub const BIN_DIR: &str = "/overseer/bin";
 /// The emptyDir holding the binary and the shim's socket.

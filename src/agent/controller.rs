@@ -213,7 +213,13 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
             match pods.create(&PostParams::default(), &pod).await {
                 Ok(_) => info!(pod = pod.metadata.name.as_deref(), "created agent pod"),
                 Err(kube::Error::Api(status)) if status.code == 409 => {}
-                Err(error) => return Err(error.into()),
+                Err(error) => {
+                    let Some(message) = crate::pods::refusal(&error) else {
+                        return Err(error.into());
+                    };
+                    report_unusable(ctx, &agents, &agent, "PodRefused", &message).await?;
+                    return Ok(Requeue::await_change());
+                }
             }
         }
     }

@@ -194,7 +194,28 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                         }
                     }
                     Err(kube::Error::Api(status)) if status.code == 409 => {}
-                    Err(error) => return Err(error.into()),
+                    Err(error) => {
+                        let Some(message) = crate::pods::refusal(&error) else {
+                            return Err(error.into());
+                        };
+                        let mut refused = plan.status.clone();
+                        let changed = crate::conditions::set(
+                            &mut refused.conditions,
+                            "Progressing",
+                            false,
+                            "PodRefused",
+                            &message,
+                            goal.metadata.generation,
+                            &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                                jiff::Timestamp::now(),
+                            ),
+                        );
+                        if changed {
+                            apply_status(&goals_api, &name, CONTROLLER_MANAGER, &refused).await?;
+                            publish(ctx, &goal, true, "PodRefused", &message, None).await;
+                        }
+                        return Ok(Requeue::await_change());
+                    }
                 }
                 if recorded_success {
                     ctx.metrics

@@ -209,3 +209,41 @@ async fn an_unreadable_timestamp_is_refused_by_the_schema() {
         .await
         .expect("the list deserialises");
 }
+
+/// A pod template the API server refuses (a quantity that is not one passes the
+/// Agent's schema, whose `resources` is any map) is reported once, as a condition
+/// with the API server's reason, and not retried until the agent changes. Before, the
+/// reconcile failed forever with no condition: found by tests/cluster/fuzz.rs.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_pod_the_api_server_refuses_is_a_condition_not_a_retry_loop() {
+    let ns = setup("hostile-refused-pod").await;
+    let _operator = operator(&ns);
+    create_agent(
+        &ns,
+        "odd",
+        json!({"podTemplate": {"resources": {"limits": {"memory": "lots"}}}}),
+    )
+    .await;
+    let agents: Api<Agent> = ns.api();
+    let ready = wait_in(&ns, "odd's Ready condition", WAIT, || async {
+        let status = agents.get("odd").await.ok()?.status?;
+        status.conditions.into_iter().find(|c| c.type_ == "Ready")
+    })
+    .await;
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "PodRefused")
+    );
+    assert!(ready.message.contains("quantities must match"), "{ready:?}");
+    let before = agents.get("odd").await.unwrap();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let after = agents.get("odd").await.unwrap();
+    assert_eq!(
+        before.metadata.resource_version, after.metadata.resource_version,
+        "nothing retried or rewritten while the agent is unchanged"
+    );
+    let refused = crate::agent::events(&ns, "odd", "PodRefused").await;
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].type_.as_deref(), Some("Warning"));
+}

@@ -10,6 +10,7 @@ mod api_server;
 mod chart;
 mod crash;
 mod exec;
+mod fuzz;
 mod goal;
 mod hostile;
 mod leader_election;
