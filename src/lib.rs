@@ -23,6 +23,7 @@ pub mod shim;
 pub mod step;
 pub mod swarm;
 pub mod telemetry;
+pub mod timeouts;
 pub mod writes;
 
 /// Everything that can go wrong in the operator and the CLI.

@@ -133,6 +133,9 @@ pub async fn run(args: RunArgs) -> Result<()> {
     let client = kube::client::ClientBuilder::try_from(config)
         .map_err(|e| Error::Connect(e.to_string()))?
         .with_layer(&CountWrites::from_env(metrics.api_writes.clone())?)
+        .with_layer(&crate::timeouts::AnswerDeadline(
+            crate::timeouts::ANSWER_DEADLINE,
+        ))
         .build();
     ensure_crds(&client, args.namespace.as_deref()).await?;
 

@@ -25,6 +25,7 @@ use overseer::swarm::Swarm;
 use overseer::writes::{CRASH_BEFORE_WRITE, CRASH_EXIT_CODE};
 use serde_json::json;
 
+use crate::support::chaos::ChaosProxy;
 use crate::support::cluster::{
     Operator, TestNamespace, create_agent, create_object, kubeconfig_path, repo_root, setup,
 };
@@ -177,6 +178,15 @@ struct Run {
 }
 
 fn start_operator(ns: &TestNamespace, crash_before: Option<u64>) -> Operator {
+    start_operator_at(ns, crash_before, &kubeconfig_path())
+}
+
+/// The operator of a run, reaching the API server through `kubeconfig`.
+fn start_operator_at(
+    ns: &TestNamespace,
+    crash_before: Option<u64>,
+    kubeconfig: &std::path::Path,
+) -> Operator {
     let point = crash_before.map(|n| n.to_string());
     let env: Vec<(&str, &str)> = point
         .as_deref()
@@ -190,7 +200,7 @@ fn start_operator(ns: &TestNamespace, crash_before: Option<u64>) -> Operator {
         "--input-command",
         env!("CARGO_BIN_EXE_overseer"),
     ];
-    Operator::start_with_env(&kubeconfig_path(), &args, &env)
+    Operator::start_with_env(kubeconfig, &args, &env)
 }
 
 async fn writes_of(operator: &Operator) -> Option<u64> {
@@ -246,6 +256,71 @@ async fn run_once<S: Scenario>(scenario: &S, crash_before: Option<u64>) -> Run {
         writes,
         crashed,
     }
+}
+
+/// How long a run behind the chaos proxy may take: a half-open request costs the
+/// operator its answer deadline (30 s) each time.
+const FAULTY_RUN_WAIT: Duration = Duration::from_secs(240);
+
+/// Runs `scenario` fault-free, then with its operator behind the chaos proxy (API
+/// errors, 429s, 410s on watches, half-open requests, and an outage two seconds in,
+/// as an API server restart looks); both must end the same. Appends the tally to
+/// target/test-logs/chaos.txt.
+async fn converges_through_faults<S: Scenario>(scenario: S) {
+    let clean = run_once(&scenario, None).await;
+    let ns = setup(&format!("chaos-{}", S::NAME)).await;
+    let world = scenario.world(&ns).await;
+    let proxy = ChaosProxy::start(S::NAME).await;
+    let mut operator = start_operator_at(&ns, None, &proxy.kubeconfig);
+    scenario.create(&ns, &world).await;
+    let started = Instant::now();
+    let mut outage = false;
+    let end = loop {
+        if let Some(status) = operator.child.try_wait().unwrap() {
+            let log = std::fs::read_to_string(&operator.log_path).unwrap_or_default();
+            panic!("the operator exited ({status}) behind the chaos proxy:\n{log}");
+        }
+        if !outage && started.elapsed() > Duration::from_secs(2) {
+            proxy.outage();
+            outage = true;
+        }
+        if let Some(end) = scenario.end_state(&ns, &world).await {
+            break end;
+        }
+        assert!(
+            started.elapsed() < FAULTY_RUN_WAIT,
+            "{} behind the chaos proxy: no end state after {FAULTY_RUN_WAIT:?} ({:?} injected)\n{}",
+            S::NAME,
+            proxy.injected(),
+            ns.dump().await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        end,
+        clean.end,
+        "{} behind the chaos proxy: the end state differs from the fault-free run",
+        S::NAME
+    );
+    let tally = format!(
+        "{}: {} requests through the proxy, faults injected {:?}; same end state as fault-free, in {:.1}s\n",
+        S::NAME,
+        proxy.requests(),
+        proxy.injected(),
+        started.elapsed().as_secs_f64()
+    );
+    println!("{tally}");
+    let injected = proxy.injected();
+    for fault in ["503", "429", "410 on a watch", "outage"] {
+        assert!(
+            injected.contains_key(fault),
+            "no {fault} was injected: {tally}"
+        );
+    }
+    let log = repo_root().join("target/test-logs/chaos.txt");
+    let mut previous = std::fs::read_to_string(&log).unwrap_or_default();
+    previous.push_str(&tally);
+    std::fs::write(log, previous).unwrap();
 }
 
 /// Runs `scenario` fault-free, then crashed before each chosen write; every end state
@@ -473,6 +548,18 @@ impl Scenario for SwarmEdited {
         let _ = write!(end, "pods created: {}", world.created_once("Pod"));
         Some(end)
     }
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_goal_with_a_retry_ends_the_same_through_api_faults_and_an_outage() {
+    converges_through_faults(GoalWithRetry).await;
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn an_edited_swarm_ends_the_same_through_api_faults_and_an_outage() {
+    converges_through_faults(SwarmEdited).await;
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cases;
+pub mod chaos;
 pub mod cluster;
 pub mod github;
 pub mod shim;
