@@ -311,7 +311,7 @@ async fn converges_through_faults<S: Scenario>(scenario: S) {
     );
     println!("{tally}");
     let injected = proxy.injected();
-    for fault in ["503", "429", "410 on a watch", "outage"] {
+    for fault in ["503", "429", "410 on a watch", "half-open", "outage"] {
         assert!(
             injected.contains_key(fault),
             "no {fault} was injected: {tally}"

@@ -6,8 +6,9 @@
 //! - 503 and 500 (a Status body, as the API server gives);
 //! - 429 with `Retry-After: 1`;
 //! - 410 Gone on a watch (the resourceVersion is too old: the watcher lists again);
-//! - half-open: the request is read and never answered (the operator's answer deadline
-//!   must end it; one in 96 requests);
+//! - half-open: a read of one object (a reconcile's fresh read) is taken and never
+//!   answered (the operator's answer deadline must end it; the second such read, then
+//!   one in 24);
 //! - an outage: every connection cut and every request refused for a while, as an
 //!   API server restart looks to its clients.
 //!
@@ -29,7 +30,7 @@ use rustls_pki_types::pem::PemObject;
 use super::cluster::{client, kubeconfig_path};
 
 /// Every how many requests each fault comes (one of each per cycle of `CYCLE`).
-const CYCLE: u64 = 12;
+const CYCLE: u64 = 30;
 /// How long an outage lasts.
 const OUTAGE: Duration = Duration::from_secs(4);
 
@@ -42,6 +43,8 @@ pub struct ChaosProxy {
 struct State {
     upstream: Client,
     requests: AtomicU64,
+    /// GETs of one named object so far.
+    reads: AtomicU64,
     injected: Mutex<BTreeMap<&'static str, u64>>,
     outage_until: Mutex<Option<Instant>>,
     /// Connections are cut by closing this generation's sender.
@@ -69,16 +72,51 @@ impl Fault {
     }
 }
 
-/// The fault for request `n`, if any: of each cycle of `CYCLE`, five carry one each
-/// (a 410 only on a watch, else it is forwarded).
-fn fault_for(n: u64, watch: bool) -> Option<Fault> {
+/// What a request is, for choosing its fault.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Watch,
+    /// A GET of one named object (a reconcile's fresh read).
+    ReadOne,
+    Other,
+}
+
+/// Every how many reads of one object one is left half-open.
+const HALF_OPEN_EVERY: u64 = 24;
+
+/// The fault for request `n` (the `reads`th read of one object), if any: of each cycle
+/// of `CYCLE`, four carry one each (a 410 only on a watch, else it is forwarded); the
+/// second read of one object and every `HALF_OPEN_EVERY`th after it is left half-open.
+fn fault_for(n: u64, kind: Kind, reads: u64) -> Option<Fault> {
+    if kind == Kind::ReadOne && reads % HALF_OPEN_EVERY == 1 {
+        return Some(Fault::HalfOpen);
+    }
     match n % CYCLE {
         3 => Some(Fault::Unavailable),
         5 => Some(Fault::TooMany),
-        7 if watch => Some(Fault::Gone),
+        7 if kind == Kind::Watch => Some(Fault::Gone),
         9 => Some(Fault::Internal),
-        11 if n % (CYCLE * 8) == 11 => Some(Fault::HalfOpen),
         _ => None,
+    }
+}
+
+fn kind_of(method: &hyper::Method, path: &str, query: &str) -> Kind {
+    if query
+        .split('&')
+        .any(|p| p == "watch=true" || p == "watch=1")
+    {
+        return Kind::Watch;
+    }
+    // /api(s)/.../namespaces/<ns>/<plural>/<name>, without a subresource.
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let named = segments
+        .iter()
+        .position(|s| *s == "namespaces")
+        .is_some_and(|at| segments.len() == at + 4);
+    if method == hyper::Method::GET && named {
+        Kind::ReadOne
+    } else {
+        Kind::Other
     }
 }
 
@@ -109,6 +147,7 @@ impl ChaosProxy {
         let state = Arc::new(State {
             upstream: client().await,
             requests: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
             injected: Mutex::default(),
             outage_until: Mutex::new(None),
             cut: Mutex::new(cut),
@@ -188,13 +227,15 @@ impl State {
     async fn answer(&self, request: Request<Incoming>) -> Answer {
         let n = self.requests.fetch_add(1, Ordering::Relaxed);
         let query = request.uri().query().unwrap_or_default();
-        let watch = query
-            .split('&')
-            .any(|p| p == "watch=true" || p == "watch=1");
+        let kind = kind_of(request.method(), request.uri().path(), query);
+        let reads = match kind {
+            Kind::ReadOne => self.reads.fetch_add(1, Ordering::Relaxed),
+            _ => 0,
+        };
         if self.in_outage() {
             return status(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", None);
         }
-        if let Some(fault) = fault_for(n, watch) {
+        if let Some(fault) = fault_for(n, kind, reads) {
             self.count(fault.name());
             return match fault {
                 Fault::Unavailable => {
