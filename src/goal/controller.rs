@@ -132,7 +132,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
     };
 
     // Decide.
-    let plan = plan::plan(&plan::Input {
+    let input = plan::Input {
         name: &name,
         generation: goal.metadata.generation,
         resume: goal
@@ -144,8 +144,28 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
         pods: &observed,
         goals: &goals,
         swarm: swarm.as_ref().map(|s| &s.spec),
+        notified: None,
         now: jiff::Timestamp::now(),
-    });
+    };
+    let mut plan = plan::plan(&input);
+    // A notify step is sent before it is recorded, then planned again as sent: a crash
+    // in between sends it again (the payload's `delivery` id lets a receiver see that),
+    // and never records as sent a notification that was not.
+    if let Some((step, message)) = plan.actions.iter().find_map(|a| match a {
+        Action::Notify {
+            step: Some(step),
+            message,
+            ..
+        } => Some((*step, message.clone())),
+        _ => None,
+    }) {
+        let delivery = format!("goal/{name}/{step}");
+        notify(ctx, &goal, NotifyReason::Step, &message, Some(&delivery)).await;
+        plan = plan::plan(&plan::Input {
+            notified: Some(step),
+            ..input
+        });
+    }
 
     // Act: status first (the commit point), then pods, events and notifications.
     if goal.status.as_ref() != Some(&plan.status) {
@@ -253,7 +273,9 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                         .inc();
                 }
             }
-            Action::Notify { reason, message } => notify(ctx, &goal, *reason, message).await,
+            Action::Notify {
+                reason, message, ..
+            } => notify(ctx, &goal, *reason, message, None).await,
             Action::WakeOverseer(outcome) => wake_overseer(ctx, &goal, outcome).await?,
         }
     }
@@ -359,7 +381,13 @@ async fn publish(
 }
 
 /// Sends the webhook notification; any failure becomes a Warning Event and nothing else.
-async fn notify(ctx: &Context, goal: &Goal, reason: NotifyReason, message: &str) {
+async fn notify(
+    ctx: &Context,
+    goal: &Goal,
+    reason: NotifyReason,
+    message: &str,
+    delivery: Option<&str>,
+) {
     let Some(notify) = &goal.spec.notify else {
         return;
     };
@@ -390,13 +418,16 @@ async fn notify(ctx: &Context, goal: &Goal, reason: NotifyReason, message: &str)
         publish(ctx, goal, true, "NotifyFailed", &note, None).await;
         return;
     };
-    let payload = json!({
+    let mut payload = json!({
         "kind": "Goal",
         "namespace": namespace,
         "name": goal.name_any(),
         "event": format!("{reason:?}"),
         "message": message,
     });
+    if let Some(delivery) = delivery {
+        payload["delivery"] = json!(delivery);
+    }
     match crate::notify::post_json(&url, &payload).await {
         Ok(()) => {
             publish(

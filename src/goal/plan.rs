@@ -60,6 +60,9 @@ pub struct Input<'a> {
     pub goals: &'a [GoalSummary],
     /// The goal's swarm (`spec.swarm`), whose roles are templates for its steps.
     pub swarm: Option<&'a crate::swarm::SwarmSpec>,
+    /// The notify step (index) whose webhook the operator has just sent: only then is
+    /// it recorded complete, so a crash between the two sends it again, never loses it.
+    pub notified: Option<usize>,
     pub now: Timestamp,
 }
 
@@ -92,6 +95,9 @@ pub enum Action {
     Notify {
         reason: NotifyReason,
         message: String,
+        /// The notify step it is (for `NotifyReason::Step`): the plan stops there until
+        /// the operator has sent it and plans again with `Input::notified`.
+        step: Option<usize>,
     },
     Event {
         warning: bool,
@@ -361,10 +367,14 @@ impl Planner<'_> {
             let default_role = spec.defaults.role.as_deref();
             let role = match performer(step.role.as_deref(), &step.action, default_role) {
                 Performer::Notify => {
-                    self.actions.push(Action::Notify {
-                        reason: NotifyReason::Step,
-                        message: step.action.clone(),
-                    });
+                    if self.input.notified != Some(i) {
+                        self.actions.push(Action::Notify {
+                            reason: NotifyReason::Step,
+                            message: step.action.clone(),
+                            step: Some(i),
+                        });
+                        return;
+                    }
                     let entry = &mut self.status.steps[i];
                     entry.role = Some("notify".into());
                     entry.fingerprint = Some(fingerprint(step));
@@ -660,6 +670,7 @@ impl Planner<'_> {
                 self.actions.push(Action::Notify {
                     reason: NotifyReason::Paused,
                     message: summary,
+                    step: None,
                 });
             }
             OnFailure::Fail => {
@@ -670,6 +681,7 @@ impl Planner<'_> {
                 self.actions.push(Action::Notify {
                     reason: NotifyReason::Failed,
                     message: summary,
+                    step: None,
                 });
             }
         }
@@ -690,6 +702,7 @@ impl Planner<'_> {
         self.actions.push(Action::Notify {
             reason: NotifyReason::Succeeded,
             message,
+            step: None,
         });
     }
 

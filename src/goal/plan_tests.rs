@@ -38,6 +38,7 @@ struct Case<'a> {
     resume: Option<&'a str>,
     name: &'a str,
     swarm: Option<crate::swarm::SwarmSpec>,
+    notified: Option<usize>,
 }
 
 impl<'a> Case<'a> {
@@ -50,6 +51,7 @@ impl<'a> Case<'a> {
             resume: None,
             name: "ship",
             swarm: None,
+            notified: None,
         }
     }
     fn status(mut self, status: GoalStatus) -> Self {
@@ -89,6 +91,7 @@ impl<'a> Case<'a> {
             pods: &self.pods,
             goals: &self.goals,
             swarm: self.swarm.as_ref(),
+            notified: self.notified,
             now: now(),
         })
     }
@@ -407,18 +410,32 @@ fn a_recorded_attempt_without_its_pod_is_created_under_the_same_name() {
 }
 
 #[test]
-fn a_notify_step_is_sent_by_the_operator_without_a_pod() {
+fn a_notify_step_is_recorded_only_once_the_operator_has_sent_it() {
     let spec = "defaults: {runtime: {name: codex, image: \"example.com/codex:1\"}}\nsteps: [{name: tell, action: Notify the team}, {name: b, action: Implement it}]";
-    let plan = Case::new(spec).plan();
-    assert!(plan.actions.iter().any(|a| matches!(
+    // Not sent yet: the plan stops at the step and asks for it, recording nothing.
+    let due = Case::new(spec).plan();
+    assert!(due.actions.iter().any(|a| matches!(
         a,
         Action::Notify {
             reason: NotifyReason::Step,
+            step: Some(0),
             ..
         }
     )));
-    assert_eq!(plan.status.completed_steps, 1);
-    assert_eq!(creates(&plan), [(1, 1)]);
+    assert_eq!(due.status.completed_steps, 0);
+    assert!(creates(&due).is_empty());
+    // Sent: recorded, and the next step starts in the same plan.
+    let mut case = Case::new(spec);
+    case.notified = Some(0);
+    let sent = case.plan();
+    assert!(
+        !sent
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Notify { .. }))
+    );
+    assert_eq!(sent.status.completed_steps, 1);
+    assert_eq!(creates(&sent), [(1, 1)]);
 }
 
 #[test]

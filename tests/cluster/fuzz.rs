@@ -289,6 +289,7 @@ fn operator_reads_and_plans(kind: &str, stored: &Value) -> Result<(), String> {
                     pods: &[],
                     goals: &[],
                     swarm: None,
+                    notified: None,
                     now,
                 });
                 reasons_given(&plan.status.conditions)

@@ -566,6 +566,28 @@ async fn the_webhook_hears_of_completion_and_pause_and_an_unreachable_one_is_an_
         .unwrap();
     assert!(request.contains("\"event\":\"Paused\""), "{request}");
 
+    // A notify step is sent with its delivery id, then the next step runs.
+    let mut with_step = spec("hook", 0);
+    with_step["steps"] = json!([{"name": "tell", "action": "Notify the team"},
+        {"name": "b", "action": "Implement b"}]);
+    f.create("told-step", with_step).await;
+    let request = tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("webhook called for the notify step")
+        .unwrap();
+    assert!(
+        request.contains("\"event\":\"Step\"")
+            && request.contains("\"delivery\":\"goal/told-step/0\""),
+        "{request}"
+    );
+    f.finish("told-step-s1-a1", "Succeeded", "ok").await;
+    let status = f
+        .status_where("told-step", "Succeeded after its notify step", |s| {
+            s.phase == Some(GoalPhase::Succeeded)
+        })
+        .await;
+    assert_eq!(status.completed_steps, 2);
+
     f.create("untold", spec("dead-hook", 0)).await;
     f.finish("untold-s0-a1", "Succeeded", "ok").await;
     let status = f
