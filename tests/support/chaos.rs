@@ -5,7 +5,8 @@
 //!
 //! - 503 and 500 (a Status body, as the API server gives);
 //! - 429 with `Retry-After: 1`;
-//! - 410 Gone on a watch (the resourceVersion is too old: the watcher lists again);
+//! - 410 Gone on a watch (the resourceVersion is too old: the watcher lists again;
+//!   the third watch, then one in 6);
 //! - half-open: a read of one object (a reconcile's fresh read) is taken and never
 //!   answered (the operator's answer deadline must end it; the second such read, then
 //!   one in 24);
@@ -45,6 +46,8 @@ struct State {
     requests: AtomicU64,
     /// GETs of one named object so far.
     reads: AtomicU64,
+    /// Watches so far.
+    watches: AtomicU64,
     injected: Mutex<BTreeMap<&'static str, u64>>,
     outage_until: Mutex<Option<Instant>>,
     /// Connections are cut by closing this generation's sender.
@@ -83,18 +86,22 @@ enum Kind {
 
 /// Every how many reads of one object one is left half-open.
 const HALF_OPEN_EVERY: u64 = 24;
+/// Every how many watches one is answered 410 Gone.
+const GONE_EVERY: u64 = 6;
 
-/// The fault for request `n` (the `reads`th read of one object), if any: of each cycle
-/// of `CYCLE`, four carry one each (a 410 only on a watch, else it is forwarded); the
-/// second read of one object and every `HALF_OPEN_EVERY`th after it is left half-open.
-fn fault_for(n: u64, kind: Kind, reads: u64) -> Option<Fault> {
-    if kind == Kind::ReadOne && reads % HALF_OPEN_EVERY == 1 {
-        return Some(Fault::HalfOpen);
+/// The fault for request `n`, the `nth_of_kind` of its kind (counted for watches and
+/// reads of one object), if any: of each cycle of `CYCLE` requests three carry one
+/// each; the third watch and every `GONE_EVERY`th after it gets a 410; the second read
+/// of one object and every `HALF_OPEN_EVERY`th after it is left half-open.
+fn fault_for(n: u64, kind: Kind, nth_of_kind: u64) -> Option<Fault> {
+    match kind {
+        Kind::ReadOne if nth_of_kind % HALF_OPEN_EVERY == 1 => return Some(Fault::HalfOpen),
+        Kind::Watch if nth_of_kind % GONE_EVERY == 2 => return Some(Fault::Gone),
+        _ => {}
     }
     match n % CYCLE {
         3 => Some(Fault::Unavailable),
         5 => Some(Fault::TooMany),
-        7 if kind == Kind::Watch => Some(Fault::Gone),
         9 => Some(Fault::Internal),
         _ => None,
     }
@@ -148,6 +155,7 @@ impl ChaosProxy {
             upstream: client().await,
             requests: AtomicU64::new(0),
             reads: AtomicU64::new(0),
+            watches: AtomicU64::new(0),
             injected: Mutex::default(),
             outage_until: Mutex::new(None),
             cut: Mutex::new(cut),
@@ -228,14 +236,15 @@ impl State {
         let n = self.requests.fetch_add(1, Ordering::Relaxed);
         let query = request.uri().query().unwrap_or_default();
         let kind = kind_of(request.method(), request.uri().path(), query);
-        let reads = match kind {
+        let nth_of_kind = match kind {
             Kind::ReadOne => self.reads.fetch_add(1, Ordering::Relaxed),
-            _ => 0,
+            Kind::Watch => self.watches.fetch_add(1, Ordering::Relaxed),
+            Kind::Other => 0,
         };
         if self.in_outage() {
             return status(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", None);
         }
-        if let Some(fault) = fault_for(n, kind, reads) {
+        if let Some(fault) = fault_for(n, kind, nth_of_kind) {
             self.count(fault.name());
             return match fault {
                 Fault::Unavailable => {
