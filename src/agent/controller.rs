@@ -699,15 +699,15 @@ async fn settle_claim(
     if in_flight(&fresh).as_ref() != Some(&claimed) {
         return Ok(());
     }
-    let confirmed = match agents.get_opt(&claimed.target).await? {
-        Some(target) => match input_target(pods, &target).await? {
-            Some(pod) => {
-                let ids = [claimed.id.clone()];
-                crate::exec::confirm(pods, &pod, CONTAINER, &ac.ctx.input_command, &ids).await
-            }
-            None => Err(format!("{} has no ready pod", claimed.target)),
-        },
-        None => Err(format!("{} is gone", claimed.target)),
+    let confirmed = match input_target_named(agents, pods, &claimed.target).await? {
+        Some(pod) => {
+            let ids = [claimed.id.clone()];
+            crate::exec::confirm(pods, &pod, CONTAINER, &ac.ctx.input_command, &ids).await
+        }
+        None => Err(format!(
+            "{} has no ready pod made by the operator",
+            claimed.target
+        )),
     };
     info!(id = %claimed.id, confirmed = confirmed.is_ok(), "settled a delivery claimed before a stop");
     let now = jiff::Timestamp::now();
