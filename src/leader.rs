@@ -2,16 +2,128 @@
 //!
 //! Like client-go's leader election, expiry is judged by when *this* replica last saw
 //! the Lease change, never by comparing another replica's clock with ours.
+//!
+//! A replica that was paused (SIGSTOP, a frozen VM, a long GC-like stall) wakes up with
+//! reconciles half done and writes ready to go, while a standby may already hold the
+//! Lease. The renewal loop notices only when it next runs, so every write also passes a
+//! [`Fence`]: it is refused once the time this replica may act (the start of its last
+//! successful renewal plus the Lease duration) has run out, before the standby can
+//! have taken over.
 
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use futures::future::BoxFuture;
+use http::Request;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, ObjectMeta, PostParams};
 use tokio::time::{Instant, sleep};
+use tower::{Layer, Service};
 use tracing::{info, warn};
 
 use crate::{Error, Result};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Until when this replica may write. Without leader election it always may.
+#[derive(Clone, Debug)]
+pub struct Fence(Option<Arc<Mutex<Option<Instant>>>>);
+
+impl Fence {
+    /// No election: every write is let through.
+    pub fn open() -> Fence {
+        Fence(None)
+    }
+
+    /// Elected: no write until leadership is won.
+    pub fn closed() -> Fence {
+        Fence(Some(Arc::new(Mutex::new(None))))
+    }
+
+    /// Whether a write may be sent at `now`.
+    pub fn admits(&self, now: Instant) -> bool {
+        match &self.0 {
+            None => true,
+            Some(until) => until
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .is_some_and(|until| now < until),
+        }
+    }
+
+    fn set(&self, until: Option<Instant>) {
+        if let Some(shared) = &self.0 {
+            *shared
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = until;
+        }
+    }
+}
+
+/// The Lease writes of the election itself, which the fence must let through.
+fn is_lease_write(path: &str) -> bool {
+    path.starts_with("/apis/coordination.k8s.io/")
+}
+
+/// The client layer that holds every write (exec included) to the fence.
+#[derive(Clone)]
+pub struct FenceWrites(pub Fence);
+
+impl<S> Layer<S> for FenceWrites {
+    type Service = Fenced<S>;
+
+    fn layer(&self, inner: S) -> Fenced<S> {
+        Fenced {
+            inner,
+            fence: self.0.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Fenced<S> {
+    inner: S,
+    fence: Fence,
+}
+
+impl<S, B> Service<Request<B>> for Fenced<S>
+where
+    S: Service<Request<B>>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    S::Response: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, std::result::Result<S::Response, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<std::result::Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let path = request.uri().path();
+        let write = crate::writes::write_verb(request.method(), path);
+        if let Some(verb) = write
+            && !is_lease_write(path)
+            && !self.fence.admits(Instant::now())
+        {
+            warn!(
+                verb,
+                path, "not sending a write: this replica's leadership has run out"
+            );
+            let refused = Error::LeadershipLost(format!(
+                "{verb} {path} refused: this replica's leadership has run out"
+            ));
+            return Box::pin(std::future::ready(Err(refused.into())));
+        }
+        let answer = self.inner.call(request);
+        Box::pin(async move { answer.await.map_err(Into::into) })
+    }
+}
 
 /// Timing of the election.
 #[derive(Clone, Copy, Debug)]
@@ -72,16 +184,29 @@ pub struct LeaderElector {
     timing: LeaseTiming,
     /// The Lease record last seen, and when we first saw it.
     observed: Option<(LeaseRecord, Instant)>,
+    /// When the last successful take or renewal of the Lease started: the standby
+    /// counts the Lease's duration from a moment after that, so ours ends first.
+    renewed: Instant,
+    /// Opened by each successful renewal until the Lease would run out.
+    fence: Fence,
 }
 
 impl LeaderElector {
-    pub fn new(api: Api<Lease>, name: &str, identity: &str, timing: LeaseTiming) -> Self {
+    pub fn new(
+        api: Api<Lease>,
+        name: &str,
+        identity: &str,
+        timing: LeaseTiming,
+        fence: Fence,
+    ) -> Self {
         LeaderElector {
             api,
             name: name.into(),
             identity: identity.into(),
             timing,
             observed: None,
+            renewed: Instant::now(),
+            fence,
         }
     }
 
@@ -94,8 +219,10 @@ impl LeaderElector {
         loop {
             // A transient error (the API server restarting, a 429) is one more wait,
             // not the end of the replica.
+            let started = Instant::now();
             match self.try_acquire_or_renew().await {
                 Ok(true) => {
+                    self.renewed_at(started);
                     info!(lease = %self.name, identity = %self.identity, "acquired leadership");
                     return;
                 }
@@ -107,14 +234,25 @@ impl LeaderElector {
     }
 
     /// Renews the Lease until that fails for longer than its duration or another
-    /// replica took it; returns the reason leadership was lost.
+    /// replica took it; returns the reason leadership was lost, with the fence closed.
     pub async fn hold(&mut self) -> Error {
-        let mut last_renewed = Instant::now();
+        let lost = self.renew_until_lost().await;
+        self.fence.set(None);
+        lost
+    }
+
+    fn renewed_at(&mut self, started: Instant) {
+        self.renewed = started;
+        self.fence.set(Some(started + self.timing.duration));
+    }
+
+    async fn renew_until_lost(&mut self) -> Error {
         loop {
             sleep(self.timing.renew_every).await;
             // A renewal that hangs past the Lease's validity must not let this replica
             // go on acting while a standby takes over: each try has that deadline.
-            let deadline = last_renewed + self.timing.duration;
+            let deadline = self.renewed + self.timing.duration;
+            let started = Instant::now();
             let renewed = match tokio::time::timeout_at(deadline, self.try_acquire_or_renew()).await
             {
                 Ok(renewed) => renewed,
@@ -126,7 +264,7 @@ impl LeaderElector {
                 }
             };
             match renewed {
-                Ok(true) => last_renewed = Instant::now(),
+                Ok(true) => self.renewed_at(started),
                 Ok(false) => {
                     return Error::LeadershipLost(format!(
                         "Lease {} taken by another replica",
@@ -135,7 +273,7 @@ impl LeaderElector {
                 }
                 Err(error) => {
                     warn!(%error, "renewing the leader Lease failed");
-                    if last_renewed.elapsed() >= self.timing.duration {
+                    if self.renewed.elapsed() >= self.timing.duration {
                         return Error::LeadershipLost(format!(
                             "could not renew Lease {}: {error}",
                             self.name
@@ -155,6 +293,7 @@ impl LeaderElector {
         if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
             return;
         }
+        self.fence.set(None);
         spec.holder_identity = None;
         spec.renew_time = None;
         match self
@@ -226,7 +365,100 @@ fn conflict_is_false(result: kube::Result<Lease>) -> Result<bool> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use http::Method;
+
     use super::*;
+
+    /// The API server behind the fence: counts what reaches it.
+    #[derive(Clone, Default)]
+    struct Server(Arc<AtomicUsize>);
+
+    impl Service<Request<()>> for Server {
+        type Response = ();
+        type Error = BoxError;
+        type Future = std::future::Ready<std::result::Result<(), BoxError>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<std::result::Result<(), BoxError>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, _: Request<()>) -> Self::Future {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(Ok(()))
+        }
+    }
+
+    /// Sends each request through `fence`; returns which reached the server.
+    async fn reached(fence: &Fence, requests: &[(Method, &str)]) -> Vec<bool> {
+        let server = Server::default();
+        let mut fenced = FenceWrites(fence.clone()).layer(server.clone());
+        let mut reached = Vec::new();
+        for (method, path) in requests {
+            let before = server.0.load(Ordering::SeqCst);
+            let request = Request::builder()
+                .method(method.clone())
+                .uri(*path)
+                .body(())
+                .unwrap();
+            let answer = fenced.call(request).await;
+            let arrived = server.0.load(Ordering::SeqCst) > before;
+            assert_eq!(answer.is_ok(), arrived, "{method} {path}");
+            reached.push(arrived);
+        }
+        reached
+    }
+
+    #[tokio::test]
+    async fn the_fence_holds_back_writes_outside_the_lease_and_lets_reads_and_the_election_through()
+    {
+        let requests = [
+            (Method::GET, "/api/v1/namespaces/n/pods"),
+            (Method::POST, "/api/v1/namespaces/n/pods"),
+            (
+                Method::PATCH,
+                "/apis/overseer.dev/v1alpha1/namespaces/n/goals/g/status",
+            ),
+            (Method::GET, "/api/v1/namespaces/n/pods/p/exec"),
+            (
+                Method::PUT,
+                "/apis/coordination.k8s.io/v1/namespaces/n/leases/l",
+            ),
+        ];
+        let everything = vec![true; requests.len()];
+        let reads_and_election = vec![true, false, false, false, true];
+
+        assert_eq!(
+            reached(&Fence::open(), &requests).await,
+            everything,
+            "no election"
+        );
+        let fence = Fence::closed();
+        assert_eq!(
+            reached(&fence, &requests).await,
+            reads_and_election,
+            "leadership not won yet"
+        );
+        fence.set(Some(Instant::now() + Duration::from_secs(60)));
+        assert_eq!(
+            reached(&fence, &requests).await,
+            everything,
+            "within the Lease"
+        );
+        fence.set(Some(Instant::now()));
+        assert_eq!(
+            reached(&fence, &requests).await,
+            reads_and_election,
+            "the Lease ran out"
+        );
+        fence.set(None);
+        assert_eq!(
+            reached(&fence, &requests).await,
+            reads_and_election,
+            "leadership lost"
+        );
+    }
 
     fn held_by(holder: Option<&str>) -> LeaseSpec {
         LeaseSpec {

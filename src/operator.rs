@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use tracing::{error, info, warn};
 
 use crate::cli::RunArgs;
-use crate::leader::{LeaderElector, LeaseTiming};
+use crate::leader::{Fence, FenceWrites, LeaderElector, LeaseTiming};
 use crate::metrics::Metrics;
 use crate::writes::CountWrites;
 use crate::{Error, Result, agent::Agent, goal::Goal, prwatch::PRWatch, swarm::Swarm};
@@ -130,9 +130,16 @@ pub async fn run(args: RunArgs) -> Result<()> {
     let config = kube::Config::infer()
         .await
         .map_err(|e| Error::Connect(e.to_string()))?;
+    // Elected replicas write only while their Lease holds (src/leader.rs).
+    let fence = if args.leader_elect {
+        Fence::closed()
+    } else {
+        Fence::open()
+    };
     let client = kube::client::ClientBuilder::try_from(config)
         .map_err(|e| Error::Connect(e.to_string()))?
         .with_layer(&CountWrites::from_env(metrics.api_writes.clone())?)
+        .with_layer(&FenceWrites(fence.clone()))
         .with_layer(&crate::timeouts::AnswerDeadline(
             crate::timeouts::ANSWER_DEADLINE,
         ))
@@ -157,6 +164,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
             &args.lease_name,
             &identity,
             LeaseTiming::from_duration(args.lease_duration()),
+            fence,
         );
         info!(lease = %args.lease_name, %identity, "waiting for leadership");
         tokio::select! {

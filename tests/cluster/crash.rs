@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::TryStreamExt;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -27,7 +27,8 @@ use serde_json::json;
 
 use crate::support::chaos::ChaosProxy;
 use crate::support::cluster::{
-    Operator, TestNamespace, create_agent, create_object, kubeconfig_path, repo_root, setup,
+    Operator, TestNamespace, create_agent, create_object, kubeconfig_path, repo_root,
+    restart_api_server, setup,
 };
 use crate::support::github::{FakeGitHub, Reply, create_watch, fixture};
 use crate::support::shim::{Shim, overseer_shim, pod_shim};
@@ -90,7 +91,9 @@ impl World {
         self.tasks.push(tokio::spawn(async move {
             let stream = watcher(api, watcher::Config::default()).applied_objects();
             let mut stream = std::pin::pin!(stream.default_backoff());
-            while let Ok(Some(object)) = stream.try_next().await {
+            // An error (the API server restarting) is followed by a new watch.
+            while let Some(item) = stream.next().await {
+                let Ok(object) = item else { continue };
                 let meta = object.meta();
                 if let (Some(name), Some(uid)) = (&meta.name, &meta.uid) {
                     let key = format!("{}/{name}", K::kind(&()));
@@ -323,6 +326,58 @@ async fn converges_through_faults<S: Scenario>(scenario: S) {
     std::fs::write(log, previous).unwrap();
 }
 
+/// Runs `scenario` fault-free, then with a real restart of the API server two seconds
+/// in (etcd keeps the objects; every connection and watch of the operator breaks);
+/// both must end the same. The restart is felt by every test running at the time, so
+/// these tests' names end in `api_server_restart` and `make test` runs them alone.
+async fn converges_through_an_api_server_restart<S: Scenario>(scenario: S) {
+    let clean = run_once(&scenario, None).await;
+    let ns = setup(&format!("restart-{}", S::NAME)).await;
+    let world = scenario.world(&ns).await;
+    let mut operator = start_operator(&ns, None);
+    scenario.create(&ns, &world).await;
+    let started = Instant::now();
+    let mut away = None;
+    let end = loop {
+        if let Some(status) = operator.child.try_wait().unwrap() {
+            let log = std::fs::read_to_string(&operator.log_path).unwrap_or_default();
+            panic!("the operator exited ({status}) through the API server restart:\n{log}");
+        }
+        if away.is_none() && started.elapsed() > Duration::from_secs(2) {
+            away = Some(restart_api_server().await);
+        }
+        if let Some(end) = scenario.end_state(&ns, &world).await {
+            break end;
+        }
+        assert!(
+            started.elapsed() < RUN_WAIT * 2,
+            "{} through an API server restart: no end state after {:?}\n{}",
+            S::NAME,
+            RUN_WAIT * 2,
+            ns.dump().await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let away = away.expect("the scenario ended before the API server was restarted");
+    assert_eq!(
+        end,
+        clean.end,
+        "{} through an API server restart: the end state differs from the fault-free run",
+        S::NAME
+    );
+    let tally = format!(
+        "{}: API server away {:.1}s, same end state as fault-free, in {:.1}s\n",
+        S::NAME,
+        away.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    println!("{tally}");
+    let log = repo_root().join("target/test-logs/restart.txt");
+    let mut previous = std::fs::read_to_string(&log).unwrap_or_default();
+    previous.push_str(&tally);
+    std::fs::write(log, previous).unwrap();
+}
+
 /// Runs `scenario` fault-free, then crashed before each chosen write; every end state
 /// must equal the fault-free one. Appends the tally to target/test-logs/crash.txt.
 async fn crash_everywhere<S: Scenario>(scenario: S) {
@@ -433,6 +488,12 @@ impl Scenario for GoalWithRetry {
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn a_goal_with_a_retry_ends_the_same_whatever_write_the_operator_dies_at() {
     crash_everywhere(GoalWithRetry).await;
+}
+
+#[tokio::test]
+#[ignore = "restarts the test cluster's API server: run alone by `make test`"]
+async fn a_goal_with_a_retry_ends_the_same_through_an_api_server_restart() {
+    converges_through_an_api_server_restart(GoalWithRetry).await;
 }
 
 /// A Swarm of two members, edited by a person once both run: one member removed,
@@ -568,6 +629,12 @@ async fn an_edited_swarm_ends_the_same_whatever_write_the_operator_dies_at() {
     crash_everywhere(SwarmEdited).await;
 }
 
+#[tokio::test]
+#[ignore = "restarts the test cluster's API server: run alone by `make test`"]
+async fn an_edited_swarm_ends_the_same_through_an_api_server_restart() {
+    converges_through_an_api_server_restart(SwarmEdited).await;
+}
+
 /// The overseer loop: a builder stops too early, its overseer is woken, reads it and
 /// sends direction, and the builder ends its loop. Each delivery (the wake, the send)
 /// must reach its CLI exactly once whatever write the operator dies at.
@@ -646,6 +713,12 @@ async fn the_overseer_loop_delivers_its_wake_and_send_once_whatever_write_the_op
     crash_everywhere(AgentLoop).await;
 }
 
+#[tokio::test]
+#[ignore = "restarts the test cluster's API server: run alone by `make test`"]
+async fn the_overseer_loop_delivers_its_wake_and_send_once_through_an_api_server_restart() {
+    converges_through_an_api_server_restart(AgentLoop).await;
+}
+
 /// A PRWatch whose first poll finds CI failed on the head commit: the agent (a real
 /// shim) must read that wake exactly once, and the watch must count it once.
 struct PullRequestWake;
@@ -699,4 +772,10 @@ impl Scenario for PullRequestWake {
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn a_pull_request_wake_is_delivered_once_whatever_write_the_operator_dies_at() {
     crash_everywhere(PullRequestWake).await;
+}
+
+#[tokio::test]
+#[ignore = "restarts the test cluster's API server: run alone by `make test`"]
+async fn a_pull_request_wake_is_delivered_once_through_an_api_server_restart() {
+    converges_through_an_api_server_restart(PullRequestWake).await;
 }

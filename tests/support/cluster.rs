@@ -2,6 +2,7 @@
 //! its kubeconfig, a fresh namespace per test, the CRDs installed from `crds/`, the
 //! operator as a subprocess, and waits that dump what they watched when they time out.
 
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -24,20 +25,26 @@ pub fn kubeconfig_path() -> PathBuf {
         .unwrap_or_else(|| repo_root().join(".cluster/kubeconfig"))
 }
 
-/// A client of the test cluster; fails the test with a clear message when it is not up.
-pub async fn client() -> Client {
-    let path = kubeconfig_path();
-    let no_cluster = |why: String| -> ! {
-        panic!(
-            "no test cluster reachable through {} ({why}): bring it up with `make cluster`, or run everything with `make test`",
-            path.display()
-        )
-    };
-    let kubeconfig = Kubeconfig::read_from(&path).unwrap_or_else(|e| no_cluster(e.to_string()));
+fn no_cluster(why: String) -> ! {
+    panic!(
+        "no test cluster reachable through {} ({why}): bring it up with `make cluster`, or run everything with `make test`",
+        kubeconfig_path().display()
+    )
+}
+
+/// A client of the test cluster, not yet asked whether the cluster answers.
+async fn unchecked_client() -> Client {
+    let kubeconfig =
+        Kubeconfig::read_from(kubeconfig_path()).unwrap_or_else(|e| no_cluster(e.to_string()));
     let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .unwrap_or_else(|e| no_cluster(e.to_string()));
-    let client = Client::try_from(config).unwrap_or_else(|e| no_cluster(e.to_string()));
+    Client::try_from(config).unwrap_or_else(|e| no_cluster(e.to_string()))
+}
+
+/// A client of the test cluster; fails the test with a clear message when it is not up.
+pub async fn client() -> Client {
+    let client = unchecked_client().await;
     match tokio::time::timeout(Duration::from_secs(10), client.apiserver_version()).await {
         Ok(Ok(_)) => client,
         Ok(Err(e)) => no_cluster(e.to_string()),
@@ -454,4 +461,136 @@ pub async fn http_get(addr: &str, path: &str) -> Option<String> {
     stream.read_to_string(&mut response).await.ok()?;
     let (head, body) = response.split_once("\r\n\r\n")?;
     (head.split(' ').nth(1) == Some("200")).then(|| body.to_string())
+}
+
+/// A process of the local control plane, as /proc shows it.
+struct ControlPlaneProcess {
+    pid: u32,
+    argv: Vec<String>,
+    cwd: PathBuf,
+    env: Vec<(String, String)>,
+    log: PathBuf,
+}
+
+/// The local control plane's process whose program is `program` (`.cluster/kwok`'s
+/// paths are in its flags); panics when the test cluster is not the local one.
+fn control_plane_process(program: &str) -> ControlPlaneProcess {
+    let workdir = repo_root().join(".cluster/kwok");
+    let workdir = workdir.to_string_lossy();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let argv: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let ours = argv
+            .first()
+            .is_some_and(|a| a.ends_with(&format!("/{program}")))
+            && argv.iter().any(|a| a.contains(workdir.as_ref()));
+        if !ours {
+            continue;
+        }
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let env = environ
+            .split(|b| *b == 0)
+            .filter_map(|pair| {
+                let pair = String::from_utf8_lossy(pair);
+                let (key, value) = pair.split_once('=')?;
+                Some((key.to_string(), value.to_string()))
+            })
+            .collect();
+        return ControlPlaneProcess {
+            pid,
+            argv,
+            cwd: std::fs::read_link(entry.path().join("cwd")).unwrap(),
+            env,
+            log: std::fs::read_link(entry.path().join("fd/2")).unwrap(),
+        };
+    }
+    panic!(
+        "no {program} of the local control plane ({workdir}) is running: `make cluster` brings it up"
+    )
+}
+
+/// Restarts the local control plane's API server: stops it (SIGTERM, its connections
+/// cut) and starts it again with the same flags; etcd keeps every object. Returns
+/// once it answers /readyz again, with how long it was away. Every client of the
+/// cluster sees the outage, so tests that call this run alone (`make test` runs them
+/// after the others).
+pub async fn restart_api_server() -> Duration {
+    let old = control_plane_process("kube-apiserver");
+    let stopped = std::time::Instant::now();
+    let kill = |signal: &str| {
+        Command::new("kill")
+            .args([signal, &old.pid.to_string()])
+            .status()
+            .unwrap()
+    };
+    assert!(kill("-TERM").success(), "stopping the API server");
+    let proc_dir = PathBuf::from(format!("/proc/{}", old.pid));
+    while proc_dir.exists() && !zombie(&proc_dir) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&old.log)
+        .unwrap();
+    #[expect(
+        clippy::zombie_processes,
+        reason = "the API server outlives the test, as the one it replaces; `make cluster-down` stops it"
+    )]
+    let new = Command::new(&old.argv[0])
+        .args(&old.argv[1..])
+        .current_dir(&old.cwd)
+        .env_clear()
+        .envs(old.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        // Not in the test's process group: it outlives the test like the one it replaces.
+        .process_group(0)
+        .spawn()
+        .expect("start the API server again");
+    // kwokctl stops the cluster by the pids it wrote: point them at the new process.
+    let pids = repo_root().join(".cluster/kwok/clusters/overseer/pids");
+    for entry in std::fs::read_dir(&pids).into_iter().flatten().flatten() {
+        let written = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        if written.trim() == old.pid.to_string() {
+            std::fs::write(entry.path(), new.id().to_string()).unwrap();
+        }
+    }
+    let client = unchecked_client().await;
+    wait_until(
+        "the restarted API server is ready",
+        Duration::from_secs(120),
+        || {
+            let client = client.clone();
+            async move {
+                let request = http::Request::get("/readyz").body(Vec::new()).ok()?;
+                let answer =
+                    tokio::time::timeout(Duration::from_secs(2), client.request_text(request));
+                answer.await.ok()?.ok().map(|_| ())
+            }
+        },
+    )
+    .await;
+    stopped.elapsed()
+}
+
+fn zombie(proc_dir: &std::path::Path) -> bool {
+    std::fs::read_to_string(proc_dir.join("stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'))
+    })
 }
