@@ -17,6 +17,21 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// objects starts well within it).
 pub const ANSWER_DEADLINE: Duration = Duration::from_secs(30);
 
+/// A client of the cluster kube's configuration names (in a pod, its ServiceAccount),
+/// with `deadline` on every answer. Every process of ours but the operator (which adds
+/// layers of its own) builds its client here: an API server that has just restarted
+/// can hold a request for its own 60 s timeout, and a shim stuck on one reported
+/// nothing and took no input for that minute.
+pub async fn client(deadline: Duration) -> crate::Result<kube::Client> {
+    let config = kube::Config::infer()
+        .await
+        .map_err(|e| crate::Error::Connect(e.to_string()))?;
+    Ok(kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| crate::Error::Connect(e.to_string()))?
+        .with_layer(&AnswerDeadline(deadline))
+        .build())
+}
+
 #[derive(Clone, Copy)]
 pub struct AnswerDeadline(pub Duration);
 

@@ -8,9 +8,9 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Api;
 use kube::api::{LogParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
-use kube::{Api, Client};
 use serde_json::json;
 
 use super::decide::{self, current_exit};
@@ -27,9 +27,7 @@ const SEND_MANAGER: &str = "overseer-send";
 const INBOX_LIMIT: usize = 16;
 
 async fn agents(namespace: Option<&str>) -> Result<Api<Agent>> {
-    let client = Client::try_default()
-        .await
-        .map_err(|e| Error::Connect(e.to_string()))?;
+    let client = crate::timeouts::client(crate::timeouts::ANSWER_DEADLINE).await?;
     Ok(match namespace {
         Some(ns) => Api::namespaced(client, ns),
         None => Api::default_namespaced(client),

@@ -2,15 +2,13 @@
 
 use jiff::Timestamp;
 use kube::api::ListParams;
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, ResourceExt};
 
 use super::types::Agent;
-use crate::{Error, Result};
+use crate::Result;
 
 pub async fn run(namespace: Option<&str>, all_namespaces: bool) -> Result<()> {
-    let client = Client::try_default()
-        .await
-        .map_err(|e| Error::Connect(e.to_string()))?;
+    let client = crate::timeouts::client(crate::timeouts::ANSWER_DEADLINE).await?;
     let api: Api<Agent> = if all_namespaces {
         Api::all(client)
     } else {

@@ -13,9 +13,7 @@ use kube::api::{Api, Patch, PatchParams};
 /// `overseer goal resume NAME`: sets the resume annotation to a new value (the time),
 /// which resumes a paused goal from its checkpoint.
 pub async fn resume(name: &str, namespace: Option<&str>) -> crate::Result<()> {
-    let client = kube::Client::try_default()
-        .await
-        .map_err(|e| crate::Error::Connect(e.to_string()))?;
+    let client = crate::timeouts::client(crate::timeouts::ANSWER_DEADLINE).await?;
     let goals: Api<Goal> = match namespace {
         Some(ns) => Api::namespaced(client, ns),
         None => Api::default_namespaced(client),

@@ -17,7 +17,7 @@ use std::time::Duration;
 use clap::Args;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::{Api, Client};
+use kube::Api;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -34,6 +34,9 @@ use protocol::{Reply, Request};
 const POLL: Duration = Duration::from_millis(250);
 /// How soon a failed status write is tried again.
 const RETRY: Duration = Duration::from_secs(1);
+/// How long one status write may take: the shim's loop (and the input it takes) waits
+/// on it, and a write that fails is retried a second later.
+const REPORT_DEADLINE: Duration = Duration::from_secs(10);
 /// Pause between typing a message and pressing Enter.
 const TYPE_PAUSE: Duration = Duration::from_millis(300);
 
@@ -82,9 +85,7 @@ impl Reporter {
         let Some(name) = args.agent.clone() else {
             return Ok(None);
         };
-        let client = Client::try_default()
-            .await
-            .map_err(|e| crate::Error::Connect(e.to_string()))?;
+        let client = crate::timeouts::client(REPORT_DEADLINE).await?;
         let namespace = args
             .namespace
             .clone()

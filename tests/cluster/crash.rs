@@ -326,8 +326,8 @@ async fn converges_through_faults<S: Scenario>(scenario: S) {
     std::fs::write(log, previous).unwrap();
 }
 
-/// Runs `scenario` fault-free, then with a real restart of the API server two seconds
-/// in (etcd keeps the objects; every connection and watch of the operator breaks);
+/// Runs `scenario` fault-free, then with a real restart of the API server half a
+/// second in (etcd keeps the objects; every connection and watch of the operator breaks);
 /// both must end the same. The restart is felt by every test running at the time, so
 /// these tests' names end in `api_server_restart` and `make test` runs them alone.
 async fn converges_through_an_api_server_restart<S: Scenario>(scenario: S) {
@@ -343,7 +343,7 @@ async fn converges_through_an_api_server_restart<S: Scenario>(scenario: S) {
             let log = std::fs::read_to_string(&operator.log_path).unwrap_or_default();
             panic!("the operator exited ({status}) through the API server restart:\n{log}");
         }
-        if away.is_none() && started.elapsed() > Duration::from_secs(2) {
+        if away.is_none() && started.elapsed() > Duration::from_millis(500) {
             away = Some(restart_api_server().await);
         }
         if let Some(end) = scenario.end_state(&ns, &world).await {
