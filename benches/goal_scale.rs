@@ -1,0 +1,267 @@
+//! Step advance at scale, side by side with a bare controller, in one run on one
+//! cluster. First a bare controller (in this process: a watch that creates a chain's
+//! next pod as soon as it sees the previous one Succeeded) runs `GOALS` chains of
+//! `STEPS` pods at once; then the operator runs `GOALS` Goals of `STEPS` steps at once.
+//! This benchmark plays the kubelet for both: it writes each pod Succeeded as soon as
+//! it appears, and times that write to the chain's next pod appearing in its watch.
+//! Prints p50, p99 and transitions/s of each, and the operator's ratio to the bare
+//! controller. `OVERSEER_BENCH_GOALS` sets `GOALS` (default 1,000). Needs the test
+//! cluster: `make bench`.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use overseer::goal::Goal;
+use serde_json::json;
+use support::cluster::{Operator, TestNamespace, setup};
+use tokio::sync::Semaphore;
+
+const STEPS: usize = 3;
+/// Writes in flight at once, for the kubelet this benchmark plays and for the bare
+/// controller alike.
+const IN_FLIGHT: usize = 64;
+/// A run that has not finished by then has stalled.
+const RUN_LIMIT: Duration = Duration::from_secs(900);
+
+fn goals() -> usize {
+    std::env::var("OVERSEER_BENCH_GOALS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1000)
+}
+
+/// `chain`'s pod of `step`, named as the operator names a Goal's step pods.
+fn pod_name(chain: &str, step: usize) -> String {
+    format!("{chain}-s{step}-a1")
+}
+
+/// The chain and step of a pod named by `pod_name`.
+fn chain_step(pod: &str) -> Option<(&str, usize)> {
+    let (rest, _attempt) = pod.rsplit_once("-a")?;
+    let (chain, step) = rest.rsplit_once("-s")?;
+    Some((chain, step.parse().ok()?))
+}
+
+/// What one run measured.
+struct Measured {
+    latencies: Vec<Duration>,
+    /// From the first Succeeded write to the last transition.
+    window: Duration,
+}
+
+impl Measured {
+    fn percentile(&self, p: f64) -> Duration {
+        let mut sorted = self.latencies.clone();
+        sorted.sort();
+        sorted[((sorted.len() as f64 * p).ceil() as usize).saturating_sub(1)]
+    }
+
+    fn per_second(&self) -> f64 {
+        self.latencies.len() as f64 / self.window.as_secs_f64()
+    }
+
+    fn line(&self, who: &str) -> String {
+        format!(
+            "{who:<16} p50 {:>7.1} ms, p99 {:>7.1} ms, max {:>7.1} ms, {:>6.1} transitions/s",
+            ms(self.percentile(0.50)),
+            ms(self.percentile(0.99)),
+            ms(self.percentile(1.0)),
+            self.per_second()
+        )
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Plays the kubelet in `pods`: writes each pod Succeeded as soon as it appears, and
+/// times each chain's next pod from that write. Returns after `goals` chains of
+/// `STEPS` pods have all appeared.
+async fn play_kubelet(pods: Api<Pod>, goals: usize) -> Measured {
+    let expected = goals * (STEPS - 1);
+    let finished_at: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let writes = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut seen = HashSet::new();
+    let mut latencies = Vec::with_capacity(expected);
+    let mut last = Instant::now();
+    let mut events = watcher(pods.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    let deadline = Instant::now() + RUN_LIMIT;
+    while latencies.len() < expected {
+        let pod = tokio::time::timeout_at(deadline.into(), events.try_next())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "stalled: {} of {expected} transitions in {RUN_LIMIT:?}",
+                    latencies.len()
+                )
+            })
+            .expect("pod watch")
+            .expect("pod watch open");
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let Some((chain, step)) = chain_step(&name) else {
+            continue;
+        };
+        if step > 0 {
+            let previous = finished_at.lock().unwrap()[&pod_name(chain, step - 1)];
+            last = Instant::now();
+            latencies.push(last - previous);
+        }
+        let (pods, finished_at, writes) = (pods.clone(), finished_at.clone(), writes.clone());
+        tokio::spawn(async move {
+            let _slot = writes.acquire().await.unwrap();
+            let status = json!({"status": {"phase": "Succeeded", "containerStatuses": [{
+                "name": "agent", "image": "example.com/codex:1", "imageID": "", "ready": false,
+                "restartCount": 0,
+                "state": {"terminated": {"exitCode": 0, "reason": "Completed", "message": "done"}}
+            }]}});
+            finished_at.lock().unwrap().insert(name.clone(), Instant::now());
+            pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+                .await
+                .expect("finish pod");
+        });
+    }
+    let first = finished_at
+        .lock()
+        .unwrap()
+        .values()
+        .min()
+        .copied()
+        .unwrap();
+    Measured {
+        latencies,
+        window: last - first,
+    }
+}
+
+fn chain_pod(chain: &str, step: usize) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": pod_name(chain, step), "labels": {"bench.overseer.dev/chain": chain}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "agent", "image": "example.com/codex:1"}]}
+    }))
+    .unwrap()
+}
+
+/// The baseline: a watch that creates a chain's next pod as soon as it sees the
+/// previous one Succeeded. Nothing more: no status, no checks, no retries.
+async fn bare_controller(pods: Api<Pod>) {
+    let writes = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut created = HashSet::new();
+    let mut events = watcher(pods.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    while let Some(Ok(pod)) = events.next().await {
+        let succeeded = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded");
+        let name = pod.metadata.name.unwrap_or_default();
+        let Some((chain, step)) = chain_step(&name).filter(|_| succeeded) else {
+            continue;
+        };
+        if step + 1 == STEPS || !created.insert(pod_name(chain, step + 1)) {
+            continue;
+        }
+        let (pods, writes, next) = (pods.clone(), writes.clone(), chain_pod(chain, step + 1));
+        tokio::spawn(async move {
+            let _slot = writes.acquire().await.unwrap();
+            pods.create(&PostParams::default(), &next)
+                .await
+                .expect("create next pod");
+        });
+    }
+}
+
+async fn run_bare(ns: &TestNamespace, goals: usize) -> Measured {
+    let pods: Api<Pod> = ns.api();
+    let controller = tokio::spawn(bare_controller(pods.clone()));
+    let kubelet = tokio::spawn(play_kubelet(pods.clone(), goals));
+    futures::stream::iter(0..goals)
+        .for_each_concurrent(32, |g| {
+            let pods = pods.clone();
+            async move {
+                pods.create(&PostParams::default(), &chain_pod(&format!("c{g}"), 0))
+                    .await
+                    .expect("create first pod");
+            }
+        })
+        .await;
+    let measured = kubelet.await.unwrap();
+    controller.abort();
+    measured
+}
+
+async fn run_operator(ns: &TestNamespace, goals: usize) -> (Measured, Option<String>) {
+    let operator = Operator::start(&["--namespace", &ns.name]);
+    let kubelet = tokio::spawn(play_kubelet(ns.api(), goals));
+    let api: Api<Goal> = ns.api();
+    let steps: Vec<_> = (0..STEPS)
+        .map(|i| json!({"name": format!("s{i}"), "action": "Implement it"}))
+        .collect();
+    futures::stream::iter(0..goals)
+        .for_each_concurrent(32, |g| {
+            let api = api.clone();
+            let goal: Goal = serde_json::from_value(json!({
+                "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
+                "metadata": {"name": format!("c{g}")},
+                "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}},
+                         "steps": steps}
+            }))
+            .unwrap();
+            async move {
+                api.create(&PostParams::default(), &goal)
+                    .await
+                    .expect("create goal");
+            }
+        })
+        .await;
+    let measured = kubelet.await.unwrap();
+    let metrics = operator.metrics().await;
+    (measured, metrics)
+}
+
+/// The operator's API writes and requests by verb, from its /metrics.
+fn operator_writes(metrics: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("overseer_api_writes_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::main]
+async fn main() {
+    let goals = goals();
+    let transitions = goals * (STEPS - 1);
+    println!(
+        "goal_scale: {goals} chains of {STEPS} steps started at once ({transitions} transitions each run)"
+    );
+    let bare = run_bare(&setup("bench-scale-bare").await, goals).await;
+    println!("{}", bare.line("bare controller"));
+    let (ours, metrics) = run_operator(&setup("bench-scale-operator").await, goals).await;
+    println!("{}", ours.line("operator"));
+    if let Some(metrics) = metrics {
+        println!(
+            "operator: {:.0} API writes, {:.1} per transition",
+            operator_writes(&metrics),
+            operator_writes(&metrics) / transitions as f64
+        );
+    }
+    println!(
+        "operator / bare: p50 {:.2}x, p99 {:.2}x (target <= 1.5x), transitions/s {:.2}x (target >= 0.9x)",
+        ms(ours.percentile(0.50)) / ms(bare.percentile(0.50)),
+        ms(ours.percentile(0.99)) / ms(bare.percentile(0.99)),
+        ours.per_second() / bare.per_second()
+    );
+}
