@@ -128,19 +128,16 @@ async fn play_kubelet(pods: Api<Pod>, goals: usize) -> Measured {
                 "restartCount": 0,
                 "state": {"terminated": {"exitCode": 0, "reason": "Completed", "message": "done"}}
             }]}});
-            finished_at.lock().unwrap().insert(name.clone(), Instant::now());
+            finished_at
+                .lock()
+                .unwrap()
+                .insert(name.clone(), Instant::now());
             pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
                 .await
                 .expect("finish pod");
         });
     }
-    let first = finished_at
-        .lock()
-        .unwrap()
-        .values()
-        .min()
-        .copied()
-        .unwrap();
+    let first = finished_at.lock().unwrap().values().min().copied().unwrap();
     Measured {
         latencies,
         window: last - first,

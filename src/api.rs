@@ -28,6 +28,21 @@ pub async fn apply_status<K>(
 where
     K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
+    apply_status_onto(api, name, manager, None, status)
+        .await
+        .map(drop)
+}
+
+/// As `apply_status`, returning the object as written (its new resourceVersion).
+pub async fn apply_status_returning<K>(
+    api: &Api<K>,
+    name: &str,
+    manager: &str,
+    status: &impl Serialize,
+) -> Result<K, kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     apply_status_onto(api, name, manager, None, status).await
 }
 
@@ -43,7 +58,9 @@ pub async fn apply_status_at<K>(
 where
     K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    apply_status_onto(api, name, manager, Some(resource_version), status).await
+    apply_status_onto(api, name, manager, Some(resource_version), status)
+        .await
+        .map(drop)
 }
 
 async fn apply_status_onto<K>(
@@ -52,7 +69,7 @@ async fn apply_status_onto<K>(
     manager: &str,
     resource_version: Option<&str>,
     status: &impl Serialize,
-) -> Result<(), kube::Error>
+) -> Result<K, kube::Error>
 where
     K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -70,7 +87,6 @@ where
         &Patch::Apply(&patch),
     )
     .await
-    .map(drop)
 }
 
 /// Go-style duration, as `time.ParseDuration` and CEL's `duration()` read it.

@@ -11,6 +11,7 @@ pub mod conditions;
 pub mod crd;
 pub mod duration;
 pub mod exec;
+pub mod fresh;
 pub mod goal;
 pub mod leader;
 pub mod metrics;

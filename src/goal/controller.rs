@@ -1,15 +1,15 @@
-//! The Goal reconciler: a thin shell that observes (goal, step pods, other goals),
-//! asks `plan` what to do, writes status, then acts.
+//! The Goal reconciler: a thin shell that observes (goal, step pods, other goals, all
+//! from caches), asks `plan` what to do, writes status, then acts.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod, Secret};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action as Requeue, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 use tracing::{info, instrument};
@@ -20,7 +20,10 @@ use super::types::Goal;
 use crate::agent::Agent;
 use crate::agent::controller::input_target_named;
 use crate::agent::pod::CONTAINER as AGENT_CONTAINER;
-use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, apply_status, label_value};
+use crate::api::{
+    CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
+};
+use crate::fresh::Versions;
 use crate::operator::{Context, Shutdown, readable};
 use crate::swarm::Swarm;
 use crate::{Error, Result, duration};
@@ -33,11 +36,17 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let goals = ctx.api::<Guarded<Goal>>();
     let pods = ctx.api::<Pod>();
     let selector = format!("{}={},{GOAL_LABEL}", MANAGED_BY.0, MANAGED_BY.1);
+    // Step pods are read from this cache, never listed in a reconcile.
+    let (pod_store, pod_writer) = reflector::store();
+    let pod_events = watcher(pods, watcher::Config::default().labels(&selector))
+        .default_backoff()
+        .reflect(pod_writer)
+        .touched_objects();
     let controller = Controller::new(goals.clone(), watcher::Config::default().any_semantic());
     let store = controller.store();
     let dependents_store = store.clone();
     controller
-        .owns(pods, watcher::Config::default().labels(&selector))
+        .owns_stream(pod_events)
         // A goal that changes phase may release (or block) the goals that depend on it.
         .watches(
             goals,
@@ -58,7 +67,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 })
             },
             error_policy,
-            Arc::new(GoalContext { ctx, store }),
+            Arc::new(GoalContext {
+                ctx,
+                store,
+                pods: pod_store,
+                versions: Versions::default(),
+            }),
         )
         .for_each(|_| futures::future::ready(()))
         .await;
@@ -67,6 +81,10 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
 struct GoalContext {
     ctx: Arc<Context>,
     store: Store<Guarded<Goal>>,
+    /// Every step pod of the goals watched.
+    pods: Store<Pod>,
+    /// Each Goal's version as this operator last wrote or read it (src/fresh.rs).
+    versions: Versions,
 }
 
 fn dependents(store: &Store<Guarded<Goal>>, changed: &Goal) -> Vec<ObjectRef<Guarded<Goal>>> {
@@ -88,23 +106,36 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let goals_api: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
-    // Status is the checkpoint: decide on the latest one, never on a cache that may
-    // not have seen our previous write yet (that would repeat events and notifications).
-    let Some(goal) = goals_api.get_opt(&name).await? else {
-        return Ok(Requeue::await_change());
+    // Status is the checkpoint: decide on a cached Goal only when it holds our last
+    // write (src/fresh.rs); deciding on one that does not would repeat its Events and
+    // notifications.
+    let goal = if gc.versions.is_current(&*cached) {
+        cached
+    } else {
+        let Some(fresh) = goals_api.get_opt(&name).await? else {
+            gc.versions.forget(&namespace, &name);
+            return Ok(Requeue::await_change());
+        };
+        gc.versions.saw(&fresh);
+        Arc::new(fresh)
     };
     if goal.meta().deletion_timestamp.is_some() {
+        gc.versions.forget(&namespace, &name);
         return Ok(Requeue::await_change());
     }
 
-    // Observe: a fresh list (not a cache), so a pod we just created is never missed.
+    // Observe the step pods from the cache. A pod we just created and the cache has not
+    // seen yet is created again under its deterministic name, which the API server
+    // refuses as existing (see plan: Running with no pod).
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let selector = format!("{GOAL_LABEL}={}", label_value(&name));
+    let label = label_value(&name);
     let uid = goal.uid();
-    let observed: Vec<StepPod> = pods
-        .list(&ListParams::default().labels(&selector))
-        .await?
+    let observed: Vec<StepPod> = gc
+        .pods
+        .state()
         .into_iter()
+        .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
+        .filter(|p| p.labels().get(GOAL_LABEL) == Some(&label))
         .filter(|p| {
             p.owner_references()
                 .iter()
@@ -169,7 +200,9 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
 
     // Act: status first (the commit point), then pods, events and notifications.
     if goal.status.as_ref() != Some(&plan.status) {
-        apply_status(&goals_api, &name, CONTROLLER_MANAGER, &plan.status).await?;
+        let written =
+            apply_status_returning(&goals_api, &name, CONTROLLER_MANAGER, &plan.status).await?;
+        gc.versions.saw(&written);
     }
     let recorded_success =
         plan.status.completed_steps > goal.status.as_ref().map_or(0, |s| s.completed_steps);

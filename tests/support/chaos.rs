@@ -7,9 +7,9 @@
 //! - 429 with `Retry-After: 1`;
 //! - 410 Gone on a watch (the resourceVersion is too old: the watcher lists again;
 //!   the third watch, then one in 6);
-//! - half-open: a read of one object (a reconcile's fresh read) is taken and never
-//!   answered (the operator's answer deadline must end it; the second such read, then
-//!   one in 24);
+//! - half-open: a read of one object (a reconcile's fresh read) or a patch of its
+//!   status is taken and never answered (the operator's answer deadline must end it;
+//!   the second such request, then one in 24);
 //! - an outage: every connection cut and every request refused for a while, as an
 //!   API server restart looks to its clients.
 //!
@@ -44,8 +44,8 @@ pub struct ChaosProxy {
 struct State {
     upstream: Client,
     requests: AtomicU64,
-    /// GETs of one named object so far.
-    reads: AtomicU64,
+    /// Requests about one object (its GET, its status PATCH) so far.
+    one_object: AtomicU64,
     /// Watches so far.
     watches: AtomicU64,
     injected: Mutex<BTreeMap<&'static str, u64>>,
@@ -79,23 +79,23 @@ impl Fault {
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Watch,
-    /// A GET of one named object (a reconcile's fresh read).
-    ReadOne,
+    /// A GET of one named object (a reconcile's fresh read), or a PATCH of its status.
+    OneObject,
     Other,
 }
 
-/// Every how many reads of one object one is left half-open.
+/// Every how many requests about one object one is left half-open.
 const HALF_OPEN_EVERY: u64 = 24;
 /// Every how many watches one is answered 410 Gone.
 const GONE_EVERY: u64 = 6;
 
 /// The fault for request `n`, the `nth_of_kind` of its kind (counted for watches and
-/// reads of one object), if any: of each cycle of `CYCLE` requests three carry one
-/// each; the third watch and every `GONE_EVERY`th after it gets a 410; the second read
-/// of one object and every `HALF_OPEN_EVERY`th after it is left half-open.
+/// requests about one object), if any: of each cycle of `CYCLE` requests three carry
+/// one each; the third watch and every `GONE_EVERY`th after it gets a 410; the second
+/// request about one object and every `HALF_OPEN_EVERY`th after it is left half-open.
 fn fault_for(n: u64, kind: Kind, nth_of_kind: u64) -> Option<Fault> {
     match kind {
-        Kind::ReadOne if nth_of_kind % HALF_OPEN_EVERY == 1 => return Some(Fault::HalfOpen),
+        Kind::OneObject if nth_of_kind % HALF_OPEN_EVERY == 1 => return Some(Fault::HalfOpen),
         Kind::Watch if nth_of_kind % GONE_EVERY == 2 => return Some(Fault::Gone),
         _ => {}
     }
@@ -114,14 +114,17 @@ fn kind_of(method: &hyper::Method, path: &str, query: &str) -> Kind {
     {
         return Kind::Watch;
     }
-    // /api(s)/.../namespaces/<ns>/<plural>/<name>, without a subresource.
+    // /api(s)/.../namespaces/<ns>/<plural>/<name>, and its /status.
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    let named = segments
-        .iter()
-        .position(|s| *s == "namespaces")
-        .is_some_and(|at| segments.len() == at + 4);
-    if method == hyper::Method::GET && named {
-        Kind::ReadOne
+    let Some(at) = segments.iter().position(|s| *s == "namespaces") else {
+        return Kind::Other;
+    };
+    let read = method == hyper::Method::GET && segments.len() == at + 4;
+    let status_write = method == hyper::Method::PATCH
+        && segments.len() == at + 5
+        && segments.last() == Some(&"status");
+    if read || status_write {
+        Kind::OneObject
     } else {
         Kind::Other
     }
@@ -154,7 +157,7 @@ impl ChaosProxy {
         let state = Arc::new(State {
             upstream: client().await,
             requests: AtomicU64::new(0),
-            reads: AtomicU64::new(0),
+            one_object: AtomicU64::new(0),
             watches: AtomicU64::new(0),
             injected: Mutex::default(),
             outage_until: Mutex::new(None),
@@ -237,7 +240,7 @@ impl State {
         let query = request.uri().query().unwrap_or_default();
         let kind = kind_of(request.method(), request.uri().path(), query);
         let nth_of_kind = match kind {
-            Kind::ReadOne => self.reads.fetch_add(1, Ordering::Relaxed),
+            Kind::OneObject => self.one_object.fetch_add(1, Ordering::Relaxed),
             Kind::Watch => self.watches.fetch_add(1, Ordering::Relaxed),
             Kind::Other => 0,
         };
