@@ -5,8 +5,9 @@
 //! This benchmark plays the kubelet for both: it writes each pod Succeeded as soon as
 //! it appears, and times that write to the chain's next pod appearing in its watch.
 //! Prints p50, p99 and transitions/s of each, and the operator's ratio to the bare
-//! controller. `OVERSEER_BENCH_GOALS` sets `GOALS` (default 1,000). Needs the test
-//! cluster: `make bench`.
+//! controller. `OVERSEER_BENCH_GOALS` sets `GOALS` (default 1,000),
+//! `OVERSEER_BENCH_CONCURRENCY` the operator's `--concurrency` (default: its own).
+//! Needs the test cluster: `make bench`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -200,7 +201,11 @@ async fn run_bare(ns: &TestNamespace, goals: usize) -> Measured {
 }
 
 async fn run_operator(ns: &TestNamespace, goals: usize) -> (Measured, Option<String>) {
-    let operator = Operator::start(&["--namespace", &ns.name]);
+    let mut args = vec!["--namespace".to_string(), ns.name.clone()];
+    if let Ok(concurrency) = std::env::var("OVERSEER_BENCH_CONCURRENCY") {
+        args.extend(["--concurrency".to_string(), concurrency]);
+    }
+    let operator = Operator::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let kubelet = tokio::spawn(play_kubelet(ns.api(), goals));
     let api: Api<Goal> = ns.api();
     let steps: Vec<_> = (0..STEPS)
@@ -223,16 +228,40 @@ async fn run_operator(ns: &TestNamespace, goals: usize) -> (Measured, Option<Str
             }
         })
         .await;
+    let started = Instant::now();
+    let cpu_before = cpu_seconds(operator.child.id());
     let measured = kubelet.await.unwrap();
+    let cpu = cpu_seconds(operator.child.id()) - cpu_before;
+    println!(
+        "operator process: {:.0}% of a core over the run ({cpu:.1} s of CPU in {:.1} s)",
+        100.0 * cpu / started.elapsed().as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
     let metrics = operator.metrics().await;
     (measured, metrics)
 }
 
-/// The operator's API writes and requests by verb, from its /metrics.
-fn operator_writes(metrics: &str) -> f64 {
+/// User and system CPU time of process `pid` so far (Linux /proc).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<f64>().ok())
+        .sum();
+    // USER_HZ is 100 on Linux.
+    ticks / 100.0
+}
+
+/// The sum of the samples of `metric` whose line starts so, from the operator's /metrics.
+fn sum_of(metrics: &str, metric: &str) -> f64 {
     metrics
         .lines()
-        .filter(|l| l.starts_with("overseer_api_writes_total{"))
+        .filter(|l| l.starts_with(metric))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
@@ -249,10 +278,19 @@ async fn main() {
     let (ours, metrics) = run_operator(&setup("bench-scale-operator").await, goals).await;
     println!("{}", ours.line("operator"));
     if let Some(metrics) = metrics {
+        let writes = sum_of(&metrics, "overseer_api_writes_total{");
+        let reconciles = sum_of(
+            &metrics,
+            "overseer_reconcile_duration_seconds_count{controller=\"goal\"}",
+        );
+        let reconciling = sum_of(
+            &metrics,
+            "overseer_reconcile_duration_seconds_sum{controller=\"goal\"}",
+        );
         println!(
-            "operator: {:.0} API writes, {:.1} per transition",
-            operator_writes(&metrics),
-            operator_writes(&metrics) / transitions as f64
+            "operator: {writes:.0} API writes ({:.1} per transition), {reconciles:.0} goal reconciles of {:.0} ms on average",
+            writes / transitions as f64,
+            1000.0 * reconciling / reconciles.max(1.0)
         );
     }
     println!(

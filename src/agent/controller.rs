@@ -129,7 +129,7 @@ fn related(store: &Store<Guarded<Agent>>, changed: &Agent) -> Vec<ObjectRef<Guar
 /// The agents that name `swarm` as theirs.
 fn in_swarm(store: &Store<Guarded<Agent>>, swarm: &Swarm) -> Vec<ObjectRef<Guarded<Agent>>> {
     let name = swarm.name_any();
-    readable(store.state())
+    readable(&store.state())
         .filter(|a| a.namespace() == swarm.namespace() && a.spec.swarm.as_deref() == Some(&name))
         .map(|a| ObjectRef::new(&a.name_any()).within(&a.namespace().unwrap_or_default()))
         .collect()
@@ -137,7 +137,7 @@ fn in_swarm(store: &Store<Guarded<Agent>>, swarm: &Swarm) -> Vec<ObjectRef<Guard
 
 /// Names of the agents that name `overseer` as theirs (sorted).
 fn overseen_by(store: &Store<Guarded<Agent>>, namespace: &str, overseer: &str) -> Vec<String> {
-    let mut names: Vec<String> = readable(store.state())
+    let mut names: Vec<String> = readable(&store.state())
         .filter(|a| {
             a.namespace().as_deref() == Some(namespace)
                 && a.spec.overseer.as_deref() == Some(overseer)

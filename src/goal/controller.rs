@@ -89,7 +89,7 @@ struct GoalContext {
 
 fn dependents(store: &Store<Guarded<Goal>>, changed: &Goal) -> Vec<ObjectRef<Guarded<Goal>>> {
     let name = changed.name_any();
-    readable(store.state())
+    readable(&store.state())
         .filter(|g| g.namespace() == changed.namespace() && g.spec.depends_on.contains(&name))
         .map(|g| ObjectRef::new(&g.name_any()).within(&g.namespace().unwrap_or_default()))
         .collect()
@@ -144,7 +144,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter_map(|p| observe(&p))
         .collect();
-    let goals: Vec<GoalSummary> = readable(gc.store.state())
+    let goals: Vec<GoalSummary> = readable(&gc.store.state())
         .filter(|g| g.namespace().as_deref() == Some(namespace.as_str()))
         .map(|g| GoalSummary {
             name: g.name_any(),

@@ -66,7 +66,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
 
 fn watching(store: &Store<Guarded<PRWatch>>, agent: &Agent) -> Vec<ObjectRef<Guarded<PRWatch>>> {
     let name = agent.name_any();
-    readable(store.state())
+    readable(&store.state())
         .filter(|w| w.namespace() == agent.namespace() && w.spec.agent == name)
         .map(|w| ObjectRef::new(&w.name_any()).within(&w.namespace().unwrap_or_default()))
         .collect()
