@@ -23,6 +23,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use overseer::goal::Goal;
 use serde_json::json;
 use support::cluster::{Operator, TestNamespace, setup};
+use support::measure::{cpu_seconds, sum_of};
 use tokio::sync::Semaphore;
 
 const STEPS: usize = 3;
@@ -239,31 +240,6 @@ async fn run_operator(ns: &TestNamespace, goals: usize) -> (Measured, Option<Str
     );
     let metrics = operator.metrics().await;
     (measured, metrics)
-}
-
-/// User and system CPU time of process `pid` so far (Linux /proc).
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks: f64 = [11, 12]
-        .iter()
-        .filter_map(|&i| fields.get(i)?.parse::<f64>().ok())
-        .sum();
-    // USER_HZ is 100 on Linux.
-    ticks / 100.0
-}
-
-/// The sum of the samples of `metric` whose line starts so, from the operator's /metrics.
-fn sum_of(metrics: &str, metric: &str) -> f64 {
-    metrics
-        .lines()
-        .filter(|l| l.starts_with(metric))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }
 
 #[tokio::main]

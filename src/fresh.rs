@@ -8,9 +8,16 @@
 //! cached object at exactly that version holds our last write, so it is decided on as
 //! it is; any other version (older, or newer from someone else's write) is read again.
 //! resourceVersions are only compared for equality, as the API conventions allow.
+//!
+//! Children that a reconcile keeps in step but does not watch (an agent's Role, its
+//! instructions ConfigMap) are compared with what this operator last applied or read
+//! (`Applied`): only a child whose wanted content changed since is read again.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
+
+use serde::Serialize;
 
 use kube::{Resource, ResourceExt};
 
@@ -45,6 +52,49 @@ impl Versions {
     pub fn forget(&self, namespace: &str, name: &str) {
         let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
         known.remove(&(namespace.to_string(), name.to_string()));
+    }
+}
+
+/// A digest of the content of each child (by kind, namespace and name) as this
+/// operator last applied it or read it from the API server.
+#[derive(Default)]
+pub struct Applied(Mutex<HashMap<(&'static str, String, String), u64>>);
+
+fn digest(content: &impl Serialize) -> Option<u64> {
+    let text = serde_json::to_string(content).ok()?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+impl Applied {
+    /// Whether `wanted` is what the child was last applied or read with.
+    pub fn holds(
+        &self,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+        wanted: &impl Serialize,
+    ) -> bool {
+        let known = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (kind, namespace.to_string(), name.to_string());
+        digest(wanted).is_some_and(|d| known.get(&key) == Some(&d))
+    }
+
+    /// Records that the child now holds `content` (just applied, or read).
+    pub fn record(
+        &self,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+        content: &impl Serialize,
+    ) {
+        let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (kind, namespace.to_string(), name.to_string());
+        match digest(content) {
+            Some(d) => known.insert(key, d),
+            None => known.remove(&key),
+        };
     }
 }
 
@@ -83,5 +133,30 @@ mod tests {
         assert!(versions.is_current(&at(Some("6"))), "read fresh");
         versions.forget("n", "g");
         assert!(!versions.is_current(&at(Some("6"))), "forgotten");
+    }
+
+    #[test]
+    fn a_child_is_held_only_with_the_content_last_applied_or_read() {
+        let applied = Applied::default();
+        assert!(
+            !applied.holds("Role", "n", "r", &["a"]),
+            "never applied: read it"
+        );
+        applied.record("Role", "n", "r", &["a"]);
+        assert!(applied.holds("Role", "n", "r", &["a"]), "as last applied");
+        assert!(
+            !applied.holds("Role", "n", "r", &["a", "b"]),
+            "wanted changed"
+        );
+        assert!(
+            !applied.holds("ConfigMap", "n", "r", &["a"]),
+            "another kind"
+        );
+        assert!(
+            !applied.holds("Role", "m", "r", &["a"]),
+            "another namespace"
+        );
+        applied.record("Role", "n", "r", &["a", "b"]);
+        assert!(!applied.holds("Role", "n", "r", &["a"]), "replaced");
     }
 }

@@ -40,8 +40,8 @@ pub struct PollLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WriteLabels {
-    /// create, update, patch, delete or exec
+pub struct RequestLabels {
+    /// Writes: create, update, patch, delete or exec; reads: read or watch
     pub verb: &'static str,
 }
 
@@ -69,7 +69,8 @@ pub struct Metrics {
     /// From the poll that saw CI settle to the delivered wake.
     pub pr_settle_to_wake: Histogram,
     /// Writes the operator sent to the API server, by verb (src/writes.rs).
-    pub api_writes: Family<WriteLabels, Counter>,
+    pub api_writes: Family<RequestLabels, Counter>,
+    pub api_reads: Family<RequestLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -152,11 +153,17 @@ impl Default for Metrics {
             "From the poll that saw CI settle on the head to the delivered wake",
             pr_settle_to_wake.clone(),
         );
-        let api_writes = Family::<WriteLabels, Counter>::default();
+        let api_writes = Family::<RequestLabels, Counter>::default();
         registry.register(
             "api_writes",
             "Writes sent to the API server (create, update, patch, delete, exec), by verb",
             api_writes.clone(),
+        );
+        let api_reads = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "api_reads",
+            "Reads sent to the API server: read (a get or a list) or watch",
+            api_reads.clone(),
         );
         Metrics {
             registry,
@@ -173,6 +180,7 @@ impl Default for Metrics {
             pr_polls,
             pr_settle_to_wake,
             api_writes,
+            api_reads,
         }
     }
 }

@@ -138,7 +138,10 @@ pub async fn run(args: RunArgs) -> Result<()> {
     };
     let client = kube::client::ClientBuilder::try_from(config)
         .map_err(|e| Error::Connect(e.to_string()))?
-        .with_layer(&CountWrites::from_env(metrics.api_writes.clone())?)
+        .with_layer(&CountWrites::from_env(
+            metrics.api_writes.clone(),
+            metrics.api_reads.clone(),
+        )?)
         .with_layer(&FenceWrites(fence.clone()))
         .with_layer(&crate::timeouts::AnswerDeadline(
             crate::timeouts::ANSWER_DEADLINE,

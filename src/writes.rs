@@ -1,6 +1,7 @@
 //! Every request the operator sends through its API client passes one layer, which
 //! counts the writes (create, update, patch, delete, and exec, which types into a
-//! pod) for `overseer_api_writes_total`.
+//! pod) for `overseer_api_writes_total`, and the reads (read, watch) for
+//! `overseer_api_reads_total`.
 //!
 //! The same layer is the crash-injection test mode: with `OVERSEER_CRASH_BEFORE_WRITE=N`
 //! the process exits, without unwinding or any further request, just before its Nth
@@ -17,7 +18,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use tower::{Layer, Service};
 
-use crate::metrics::WriteLabels;
+use crate::metrics::RequestLabels;
 
 /// The environment variable that turns the crash-injection test mode on.
 pub const CRASH_BEFORE_WRITE: &str = "OVERSEER_CRASH_BEFORE_WRITE";
@@ -40,11 +41,18 @@ pub fn write_verb(method: &Method, path: &str) -> Option<&'static str> {
     }
 }
 
+/// What kind of read a request that is not a write is: a watch, or a read (get, list).
+fn read_verb(query: Option<&str>) -> &'static str {
+    let watching = query.is_some_and(|q| q.split('&').any(|pair| pair == "watch=true"));
+    if watching { "watch" } else { "read" }
+}
+
 /// The shared count of writes, and the write to crash before, if any.
 struct WriteLog {
     count: AtomicU64,
     crash_before: Option<u64>,
-    metric: Family<WriteLabels, Counter>,
+    metric: Family<RequestLabels, Counter>,
+    reads: Family<RequestLabels, Counter>,
 }
 
 impl WriteLog {
@@ -54,7 +62,7 @@ impl WriteLog {
             eprintln!("crash injection: exiting before API write {n} ({verb} {path})");
             std::process::exit(CRASH_EXIT_CODE);
         }
-        self.metric.get_or_create(&WriteLabels { verb }).inc();
+        self.metric.get_or_create(&RequestLabels { verb }).inc();
     }
 }
 
@@ -65,19 +73,28 @@ pub struct CountWrites {
 }
 
 impl CountWrites {
-    /// Counts into `metric`; crashes before write `crash_before` when it is set.
-    pub fn new(metric: Family<WriteLabels, Counter>, crash_before: Option<u64>) -> Self {
+    /// Counts writes into `metric` and reads into `reads`; crashes before write
+    /// `crash_before` when it is set.
+    pub fn new(
+        metric: Family<RequestLabels, Counter>,
+        reads: Family<RequestLabels, Counter>,
+        crash_before: Option<u64>,
+    ) -> Self {
         CountWrites {
             log: Arc::new(WriteLog {
                 count: AtomicU64::new(0),
                 crash_before,
                 metric,
+                reads,
             }),
         }
     }
 
     /// As `new`, with the crash point read from `OVERSEER_CRASH_BEFORE_WRITE`.
-    pub fn from_env(metric: Family<WriteLabels, Counter>) -> crate::Result<Self> {
+    pub fn from_env(
+        metric: Family<RequestLabels, Counter>,
+        reads: Family<RequestLabels, Counter>,
+    ) -> crate::Result<Self> {
         let crash_before = match std::env::var(CRASH_BEFORE_WRITE) {
             Ok(value) => Some(value.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
                 crate::Error::Invalid(format!(
@@ -86,7 +103,7 @@ impl CountWrites {
             })?),
             Err(_) => None,
         };
-        Ok(CountWrites::new(metric, crash_before))
+        Ok(CountWrites::new(metric, reads, crash_before))
     }
 }
 
@@ -120,8 +137,12 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> S::Future {
-        if let Some(verb) = write_verb(request.method(), request.uri().path()) {
-            self.log.record(verb, request.uri().path());
+        match write_verb(request.method(), request.uri().path()) {
+            Some(verb) => self.log.record(verb, request.uri().path()),
+            None => {
+                let verb = read_verb(request.uri().query());
+                self.log.reads.get_or_create(&RequestLabels { verb }).inc();
+            }
         }
         self.inner.call(request)
     }
@@ -175,17 +196,37 @@ mod tests {
     }
 
     #[test]
+    fn read_verb_table() {
+        let rows = [
+            (None, "read"),
+            (Some("labelSelector=a%3Db"), "read"),
+            (Some("watch=true&resourceVersion=5"), "watch"),
+            (Some("resourceVersion=5&watch=true"), "watch"),
+            (Some("watch=false"), "read"),
+            (Some("x=watch=true"), "read"),
+        ];
+        for (query, want) in rows {
+            assert_eq!(read_verb(query), want, "{query:?}");
+        }
+    }
+
+    #[test]
     fn writes_are_counted_by_verb_and_reads_are_not() {
-        let metric = Family::<WriteLabels, Counter>::default();
-        let layer = CountWrites::new(metric.clone(), None);
+        let metric = Family::<RequestLabels, Counter>::default();
+        let layer = CountWrites::new(metric.clone(), Family::default(), None);
         for (verb, path) in [("create", "/p"), ("create", "/q"), ("exec", "/p/exec")] {
             layer.log.record(verb, path);
         }
         assert_eq!(layer.log.count.load(Ordering::SeqCst), 3);
         assert_eq!(
-            metric.get_or_create(&WriteLabels { verb: "create" }).get(),
+            metric
+                .get_or_create(&RequestLabels { verb: "create" })
+                .get(),
             2
         );
-        assert_eq!(metric.get_or_create(&WriteLabels { verb: "exec" }).get(), 1);
+        assert_eq!(
+            metric.get_or_create(&RequestLabels { verb: "exec" }).get(),
+            1
+        );
     }
 }

@@ -1,6 +1,11 @@
 //! The Agent reconciler: a thin shell that observes (agent, its pods, its overseer),
 //! asks `decide::plan`, writes status, then acts: pods, events, and nudges or wakes
 //! through exec input. Wakes are batched per overseer.
+//!
+//! A quiet agent's reconcile sends nothing to the API server: the Agent, its pods,
+//! its overseer and its swarm are read from caches (the Agent fresh only when the
+//! cache has not seen this operator's last write: src/fresh.rs), and its Role and
+//! instructions are compared with what this operator last applied.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,8 +16,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action as Requeue, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 use tracing::{info, instrument};
@@ -25,6 +30,7 @@ use super::types::{
     LastMessage, LoopStatus,
 };
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
+use crate::fresh::{Applied, Versions};
 use crate::metrics::DeliveryLabels;
 use crate::operator::{Context, Shutdown, readable};
 use crate::swarm::{Swarm, compose};
@@ -41,14 +47,27 @@ const OPERATOR_SENDER: &str = "operator";
 /// Runs the Agent controller until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let agents = ctx.api::<Guarded<Agent>>();
-    let pods = ctx.api::<Pod>();
     let selector = format!("{}={},{AGENT_LABEL}", MANAGED_BY.0, MANAGED_BY.1);
+    // Agent pods and swarms are read from these caches, never listed in a reconcile.
+    let (pods, pod_writer) = reflector::store();
+    let pod_events = watcher(
+        ctx.api::<Pod>(),
+        watcher::Config::default().labels(&selector),
+    )
+    .default_backoff()
+    .reflect(pod_writer)
+    .touched_objects();
+    let (swarms, swarm_writer) = reflector::store();
+    let swarm_events = watcher(ctx.api::<Guarded<Swarm>>(), watcher::Config::default())
+        .default_backoff()
+        .reflect(swarm_writer)
+        .touched_objects();
     let controller = Controller::new(agents.clone(), watcher::Config::default().any_semantic());
     let store = controller.store();
     let related_store = store.clone();
     let swarm_store = store.clone();
     controller
-        .owns(pods, watcher::Config::default().labels(&selector))
+        .owns_stream(pod_events)
         // An overseer coming online (or going away) changes what its agents need, and
         // an agent naming its overseer changes what the overseer may write.
         .watches(
@@ -62,16 +81,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             },
         )
         // A swarm's defaults, roles and prompt layers shape its agents.
-        .watches(
-            ctx.api::<Guarded<Swarm>>(),
-            watcher::Config::default(),
-            move |swarm: Guarded<Swarm>| {
-                swarm
-                    .0
-                    .map(|swarm| in_swarm(&swarm_store, &swarm))
-                    .unwrap_or_default()
-            },
-        )
+        .watches_stream(swarm_events, move |swarm: Guarded<Swarm>| {
+            swarm
+                .0
+                .map(|swarm| in_swarm(&swarm_store, &swarm))
+                .unwrap_or_default()
+        })
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
@@ -84,6 +99,10 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             Arc::new(AgentContext {
                 ctx,
                 store,
+                pods,
+                swarms,
+                versions: Versions::default(),
+                applied: Applied::default(),
                 wake_locks: Mutex::default(),
             }),
         )
@@ -96,8 +115,15 @@ type WakeLocks = Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>;
 
 struct AgentContext {
     ctx: Arc<Context>,
-    /// The controller's cache of Agents: who oversees whom.
+    /// The controller's cache of Agents: who oversees whom, and each overseer's state.
     store: Store<Guarded<Agent>>,
+    /// Every agent pod of the agents watched.
+    pods: Store<Pod>,
+    swarms: Store<Guarded<Swarm>>,
+    /// Each Agent's version as this operator last wrote or read it (src/fresh.rs).
+    versions: Versions,
+    /// The Roles and instruction ConfigMaps as this operator last applied or read them.
+    applied: Applied,
     /// One wake at a time per overseer, so a batch is never sent twice.
     wake_locks: WakeLocks,
 }
@@ -157,36 +183,48 @@ fn error_policy(agent: Arc<Guarded<Agent>>, error: &Error, ac: Arc<AgentContext>
 async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue> {
     let started = Instant::now();
     let ctx = &ac.ctx;
+    // Decisions read the pod and swarm caches: never before their first full list,
+    // or a restarted operator would take every pod for lost and every swarm for gone.
+    ac.pods.wait_until_ready().await.map_err(cache_closed)?;
+    ac.swarms.wait_until_ready().await.map_err(cache_closed)?;
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
-    // Decide on the latest status (the shim writes it too), never on a stale cache.
-    let Some(mut agent) = agents.get_opt(&name).await? else {
-        return Ok(Requeue::await_change());
+    // Status holds the claims and counts of deliveries: decide on a cached Agent only
+    // when it holds this operator's last write (src/fresh.rs); one the shim or a sender
+    // wrote since is read again.
+    let mut agent = if ac.versions.is_current(&*cached) {
+        (*cached).clone()
+    } else {
+        let Some(fresh) = read_fresh(&ac, &agents, &name).await? else {
+            return Ok(Requeue::await_change());
+        };
+        fresh
     };
     if agent.meta().deletion_timestamp.is_some() {
+        ac.versions.forget(&namespace, &name);
         return Ok(Requeue::await_change());
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     if in_flight(&agent).is_some() {
         settle_claim(&ac, &agents, &pods, &agent).await?;
-        let Some(settled) = agents.get_opt(&name).await? else {
+        let Some(settled) = read_fresh(&ac, &agents, &name).await? else {
             return Ok(Requeue::await_change());
         };
         agent = settled;
     }
-    let swarm = match resolve(ctx, &mut agent).await? {
+    let swarm = match resolve(&ac.swarms, &mut agent) {
         Resolved::Ready(swarm) => swarm,
         Resolved::Unusable { reason, message } => {
-            report_unusable(ctx, &agents, &agent, reason, &message).await?;
+            report_unusable(&ac, &agents, &agent, reason, &message).await?;
             return Ok(Requeue::await_change());
         }
     };
-    let observed = observe_pods(&pods, &agent).await?;
+    let observed = observe_pods(&ac.pods, &pods, &agent).await?;
     let overseen = overseen_by(&ac.store, &namespace, &name);
-    let overseer = overseer_state(&agents, &agent).await?;
+    let overseer = overseer_state(&ac.store, &agent);
     if let Some(swarm) = &swarm {
-        sync_instructions(ctx, &agent, swarm).await?;
+        sync_instructions(&ac, &agent, swarm).await?;
     }
     let plan = decide::plan(&decide::Input {
         name: &name,
@@ -203,7 +241,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
     // one (which would pass for a lost pod), and a refused pod changes no attempt.
     for action in &plan.actions {
         if let Action::CreatePod { attempt } = action {
-            ensure_identity(ctx, &agent, &overseen).await?;
+            ensure_identity(&ac, &agent, &overseen).await?;
             let shape = pod::PodShape {
                 overseer: pod::acts_as_overseer(&agent, &overseen),
                 read_only: compose::role(swarm.as_deref(), &agent.spec.role).read_only,
@@ -217,14 +255,14 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
                     let Some(message) = crate::pods::refusal(&error) else {
                         return Err(error.into());
                     };
-                    report_unusable(ctx, &agents, &agent, "PodRefused", &message).await?;
+                    report_unusable(&ac, &agents, &agent, "PodRefused", &message).await?;
                     return Ok(Requeue::await_change());
                 }
             }
         }
     }
     if agent.status.as_ref() != Some(&plan.status) {
-        apply_status(&agents, &name, &plan.status).await?;
+        apply_status(&ac.versions, &agents, &name, &plan.status).await?;
         agent.status = Some(plan.status.clone());
     }
     let mut requeue = plan.requeue_after;
@@ -267,9 +305,9 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
             .any(|p| Some(p.attempt) == s.attempt && p.ready && p.phase == PodPhase::Running)
     });
     if pod_ready {
-        sync_role(ctx, &agent, &overseen).await?;
+        sync_role(&ac, &agent, &overseen).await?;
     }
-    if let Some(retry) = deliver_inbox(ctx, &agents, &pods, &mut agent, pod_ready).await? {
+    if let Some(retry) = deliver_inbox(&ac, &agents, &pods, &mut agent, pod_ready).await? {
         requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
     }
     ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
@@ -287,20 +325,20 @@ enum Resolved {
 }
 
 /// Replaces the agent's spec (in memory only) by its effective spec: what it
-/// leaves unset comes from its swarm, and a person's loop switch wins. A missing
-/// swarm or image makes it unusable.
-async fn resolve(ctx: &Context, agent: &mut Agent) -> Result<Resolved> {
+/// leaves unset comes from its swarm (as cached: a change of it brings its agents
+/// back), and a person's loop switch wins. A missing swarm or image makes it unusable.
+fn resolve(swarms: &Store<Guarded<Swarm>>, agent: &mut Agent) -> Resolved {
     let namespace = agent.namespace().unwrap_or_default();
     let swarm = match &agent.spec.swarm {
         Some(name) => {
-            let swarms: Api<Swarm> = Api::namespaced(ctx.client.clone(), &namespace);
-            match swarms.get_opt(name).await? {
-                Some(swarm) => Some(Box::new(swarm)),
+            let cached = swarms.get(&ObjectRef::new(name).within(&namespace));
+            match cached.as_deref().and_then(|s| s.0.as_ref().ok()) {
+                Some(swarm) => Some(Box::new(swarm.clone())),
                 None => {
-                    return Ok(Resolved::Unusable {
+                    return Resolved::Unusable {
                         reason: "SwarmNotFound",
                         message: format!("spec.swarm: there is no swarm {name} in this namespace"),
-                    });
+                    };
                 }
             }
         }
@@ -319,18 +357,30 @@ async fn resolve(ctx: &Context, agent: &mut Agent) -> Result<Resolved> {
         agent.spec.loop_.enabled,
     );
     if agent.spec.runtime.image.is_none() {
-        return Ok(Resolved::Unusable {
+        return Resolved::Unusable {
             reason: "NoImage",
             message: "no image: set spec.runtime.image, or the swarm's defaults.runtime or roles.<role>.runtime".into(),
-        });
+        };
     }
-    Ok(Resolved::Ready(swarm))
+    Resolved::Ready(swarm)
+}
+
+/// Reads agent `name` from the API server, and remembers the version read.
+async fn read_fresh(ac: &AgentContext, agents: &Api<Agent>, name: &str) -> Result<Option<Agent>> {
+    let fresh = agents.get_opt(name).await?;
+    match &fresh {
+        Some(agent) => ac.versions.saw(agent),
+        None => ac
+            .versions
+            .forget(agents.namespace().unwrap_or_default(), name),
+    }
+    Ok(fresh)
 }
 
 /// Records why the agent cannot run (Pending, Ready=False with the reason) and an
 /// Event the first time; a change of the agent or its swarm brings it back.
 async fn report_unusable(
-    ctx: &Context,
+    ac: &AgentContext,
     agents: &Api<Agent>,
     agent: &Agent,
     reason: &'static str,
@@ -348,8 +398,8 @@ async fn report_unusable(
         &Time(jiff::Timestamp::now()),
     );
     if changed {
-        apply_status(agents, &agent.name_any(), &status).await?;
-        publish(ctx, agent, true, reason, message).await;
+        apply_status(&ac.versions, agents, &agent.name_any(), &status).await?;
+        publish(&ac.ctx, agent, true, reason, message).await;
     }
     Ok(())
 }
@@ -360,22 +410,28 @@ fn instruction_file(agent: &Agent) -> &'static str {
 }
 
 /// Writes a swarm member's composed instructions to its ConfigMap (owned by the
-/// Agent) when they differ from what is there.
-async fn sync_instructions(ctx: &Context, agent: &Agent, swarm: &Swarm) -> Result<()> {
+/// Agent) when they differ from what is there (read only when they differ from what
+/// this operator last applied or read).
+async fn sync_instructions(ac: &AgentContext, agent: &Agent, swarm: &Swarm) -> Result<()> {
+    const KIND: &str = "ConfigMap";
     let namespace = agent.namespace().unwrap_or_default();
     let name = pod::instructions_name(&agent.name_any());
     let file = instruction_file(agent);
     let text = compose::instructions(&agent.name_any(), &agent.spec, swarm);
-    let maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
-    let current = maps.get_opt(&name).await?;
     let wanted = std::collections::BTreeMap::from([(file.to_string(), text)]);
+    if ac.applied.holds(KIND, &namespace, &name, &wanted) {
+        return Ok(());
+    }
+    let maps: Api<ConfigMap> = Api::namespaced(ac.ctx.client.clone(), &namespace);
+    let current = maps.get_opt(&name).await?;
     if current.and_then(|m| m.data).as_ref() == Some(&wanted) {
+        ac.applied.record(KIND, &namespace, &name, &wanted);
         return Ok(());
     }
     let map = ConfigMap {
         metadata: kube::api::ObjectMeta {
             name: Some(name.clone()),
-            namespace: Some(namespace),
+            namespace: Some(namespace.clone()),
             labels: Some(std::collections::BTreeMap::from([
                 (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
                 (AGENT_LABEL.to_string(), label_value(&agent.name_any())),
@@ -393,24 +449,35 @@ async fn sync_instructions(ctx: &Context, agent: &Agent, swarm: &Swarm) -> Resul
         &Patch::Apply(&map),
     )
     .await?;
+    if let Some(data) = &map.data {
+        ac.applied.record(KIND, &namespace, &name, data);
+    }
     info!(configmap = %name, "wrote the agent's instructions");
     Ok(())
 }
 
-/// Keeps the agent's Role in step with whom it oversees (agents come and go).
-async fn sync_role(ctx: &Context, agent: &Agent, overseen: &[String]) -> Result<()> {
+/// Keeps the agent's Role in step with whom it oversees (agents come and go); read
+/// only when its rules differ from what this operator last applied or read.
+async fn sync_role(ac: &AgentContext, agent: &Agent, overseen: &[String]) -> Result<()> {
     let namespace = agent.namespace().unwrap_or_default();
-    let roles = Api::<Role>::namespaced(ctx.client.clone(), &namespace);
-    let current = roles
-        .get_opt(&pod::identity_name(&agent.name_any()))
-        .await?;
+    let name = pod::identity_name(&agent.name_any());
     let wanted = pod::role_rules(agent, overseen);
+    if ac.applied.holds(ROLE, &namespace, &name, &wanted) {
+        return Ok(());
+    }
+    let roles = Api::<Role>::namespaced(ac.ctx.client.clone(), &namespace);
+    let current = roles.get_opt(&name).await?;
     if current.and_then(|r| r.rules).as_ref() != Some(&wanted) {
         info!(overseen = ?overseen, "updating the agent's Role");
-        ensure_identity(ctx, agent, overseen).await?;
+        ensure_identity(ac, agent, overseen).await?;
+    } else {
+        ac.applied.record(ROLE, &namespace, &name, &wanted);
     }
     Ok(())
 }
+
+/// The `Applied` kind of agents' Roles.
+const ROLE: &str = "Role";
 
 /// Delivers the agent's inbox in order, each message once: it is claimed in status
 /// before the exec, and an operator that stopped mid-delivery delivers the claim again
@@ -418,12 +485,13 @@ async fn sync_role(ctx: &Context, agent: &Agent, overseen: &[String]) -> Result<
 /// that pod is gone, reports it failed).
 /// Returns when to look again while a message waits for a pod.
 async fn deliver_inbox(
-    ctx: &Context,
+    ac: &AgentContext,
     agents: &Api<Agent>,
     pods: &Api<Pod>,
     agent: &mut Agent,
     pod_ready: bool,
 ) -> Result<Option<Duration>> {
+    let ctx = &ac.ctx;
     loop {
         let status = agent.status.clone().unwrap_or_default();
         let now = jiff::Timestamp::now();
@@ -450,7 +518,7 @@ async fn deliver_inbox(
             SendStep::Deliver(message) => {
                 let mut claimed = status.clone();
                 claimed.sends = Some(decide::claim_send(&status, message.seq));
-                apply_status(agents, &agent.name_any(), &claimed).await?;
+                apply_status(&ac.versions, agents, &agent.name_any(), &claimed).await?;
                 agent.status = Some(claimed);
                 let outcome = type_send(ctx, agents, pods, agent, &message).await?;
                 (message.seq, message.from, outcome)
@@ -469,7 +537,7 @@ async fn deliver_inbox(
             outcome.clone(),
             now,
         ));
-        apply_status(agents, &agent.name_any(), &settled).await?;
+        apply_status(&ac.versions, agents, &agent.name_any(), &settled).await?;
         agent.status = Some(settled);
         prune_inbox(agents, &agent.name_any(), seq).await;
         ctx.metrics.count_delivery("send", &outcome);
@@ -544,15 +612,30 @@ async fn apply_last_message(agents: &Api<Agent>, name: &str, from: &str, text: &
     Ok(())
 }
 
-/// This agent's pods that are not being deleted.
-async fn observe_pods(pods: &Api<Pod>, agent: &Agent) -> Result<Vec<AgentPod>> {
-    let selector = format!("{AGENT_LABEL}={}", label_value(&agent.name_any()));
-    Ok(pods
-        .list(&ListParams::default().labels(&selector))
-        .await?
+/// This agent's pods that are not being deleted, from the cache. The pod of the
+/// recorded attempt, when the cache does not hold it, is read fresh: the status that
+/// records an attempt is written after its pod is created, and its watch event can
+/// come before the pod's, which must not pass for a lost pod.
+async fn observe_pods(cache: &Store<Pod>, pods: &Api<Pod>, agent: &Agent) -> Result<Vec<AgentPod>> {
+    let namespace = agent.namespace();
+    let mut observed: Vec<AgentPod> = cache
+        .state()
         .iter()
+        .filter(|p| p.namespace() == namespace)
         .filter_map(|p| pod::own_pod(agent, p))
-        .collect())
+        .collect();
+    let attempt = agent.status.as_ref().and_then(|s| s.attempt).unwrap_or(0);
+    if attempt > 0 && !observed.iter().any(|p| p.attempt == attempt) {
+        let name = decide::pod_name(&agent.name_any(), attempt);
+        if let Some(fresh) = pods.get_opt(&name).await? {
+            observed.extend(pod::own_pod(agent, &fresh));
+        }
+    }
+    Ok(observed)
+}
+
+fn cache_closed(error: reflector::store::WriterDropped) -> Error {
+    Error::Invalid(format!("a cache of the agent controller closed: {error}"))
 }
 
 /// The only pod input is ever typed into for `agent`: the one the operator made for
@@ -602,15 +685,17 @@ async fn type_input(
     })
 }
 
-/// Whether this agent's overseer can take a wake now.
-async fn overseer_state(agents: &Api<Agent>, agent: &Agent) -> Result<OverseerState> {
+/// Whether this agent's overseer can take a wake now, as cached (a wake reads the
+/// overseer fresh before it is sent).
+fn overseer_state(agents: &Store<Guarded<Agent>>, agent: &Agent) -> OverseerState {
     let Some(name) = &agent.spec.overseer else {
-        return Ok(OverseerState::Unset);
+        return OverseerState::Unset;
     };
-    Ok(match agents.get_opt(name).await? {
-        Some(overseer) if overseer_ready(&overseer) => OverseerState::Ready,
+    let reference = ObjectRef::new(name).within(&agent.namespace().unwrap_or_default());
+    match agents.get(&reference).as_deref().map(|o| o.0.as_ref()) {
+        Some(Ok(overseer)) if overseer_ready(overseer) => OverseerState::Ready,
         _ => OverseerState::Offline,
-    })
+    }
 }
 
 fn overseer_ready(overseer: &Agent) -> bool {
@@ -622,8 +707,17 @@ fn overseer_ready(overseer: &Agent) -> bool {
 
 /// Writes the operator's part of the status: `activity` and `exit` belong to the
 /// pod (or the overseer), `inbox` to senders, `lastMessage` to `apply_last_message`.
-async fn apply_status(agents: &Api<Agent>, name: &str, status: &AgentStatus) -> Result<()> {
-    api::apply_status(agents, name, CONTROLLER_MANAGER, &operator_fields(status)?).await?;
+/// Remembers the version written (src/fresh.rs).
+async fn apply_status(
+    versions: &Versions,
+    agents: &Api<Agent>,
+    name: &str,
+    status: &AgentStatus,
+) -> Result<()> {
+    let fields = operator_fields(status)?;
+    let written =
+        api::apply_status_returning::<Agent>(agents, name, CONTROLLER_MANAGER, &fields).await?;
+    versions.saw(&written);
     Ok(())
 }
 
@@ -724,20 +818,24 @@ fn in_flight(agent: &Agent) -> Option<InFlightDelivery> {
 }
 
 /// The agent's ServiceAccount, Role and RoleBinding (server-side applied: idempotent).
-async fn ensure_identity(ctx: &Context, agent: &Agent, overseen: &[String]) -> Result<()> {
+async fn ensure_identity(ac: &AgentContext, agent: &Agent, overseen: &[String]) -> Result<()> {
+    let client = &ac.ctx.client;
     let namespace = agent.namespace().unwrap_or_default();
     let (account, role, binding) = pod::identity(agent, overseen);
     let params = PatchParams::apply(CONTROLLER_MANAGER).force();
     let name = pod::identity_name(&agent.name_any());
-    Api::<ServiceAccount>::namespaced(ctx.client.clone(), &namespace)
+    Api::<ServiceAccount>::namespaced(client.clone(), &namespace)
         .patch(&name, &params, &Patch::Apply(&account))
         .await?;
-    Api::<Role>::namespaced(ctx.client.clone(), &namespace)
+    Api::<Role>::namespaced(client.clone(), &namespace)
         .patch(&name, &params, &Patch::Apply(&role))
         .await?;
-    Api::<RoleBinding>::namespaced(ctx.client.clone(), &namespace)
+    Api::<RoleBinding>::namespaced(client.clone(), &namespace)
         .patch(&name, &params, &Patch::Apply(&binding))
         .await?;
+    if let Some(rules) = &role.rules {
+        ac.applied.record(ROLE, &namespace, &name, rules);
+    }
     Ok(())
 }
 
@@ -812,7 +910,7 @@ async fn wake(
             continue;
         }
         // Judged on its effective spec, as its own reconcile judges it.
-        if !matches!(resolve(ctx, &mut candidate).await?, Resolved::Ready(_)) {
+        if !matches!(resolve(&ac.swarms, &mut candidate), Resolved::Ready(_)) {
             continue;
         }
         let status = candidate.status.clone().unwrap_or_default();

@@ -1,7 +1,7 @@
 //! `overseer shim -- CMD...`: the in-pod supervisor. It runs the agent CLI (TUI
 //! inside tmux, headless as a child), tracks what it is doing, reports that to the
-//! Agent's status (field manager `overseer-shim`) on every change plus one heartbeat
-//! per interval, and takes input and the agent's self-exit on a local socket.
+//! Agent's status (field manager `overseer-shim`) on every change plus a heartbeat
+//! (`HEARTBEAT_FLOOR`), and takes input and the agent's self-exit on a local socket.
 
 pub mod activity;
 pub mod client;
@@ -57,7 +57,8 @@ pub struct ShimArgs {
     /// tui or headless.
     #[arg(long, env = "OVERSEER_MODE", default_value = "tui")]
     pub mode: String,
-    /// Heartbeat: one status report per interval even when nothing changes (`off`: none).
+    /// Heartbeat: a status report at least this often, and never more often than every
+    /// 5 minutes, even when nothing changes (`off`: none).
     #[arg(long, env = "OVERSEER_INTERVAL", default_value = "15s")]
     pub interval: String,
     /// No output change for this long counts as idle.
@@ -194,6 +195,14 @@ fn first_prompt(unplaced_instructions: Option<&str>, prompt: Option<&str>) -> Op
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
+/// The longest a shim goes without writing its status when nothing changes (an
+/// `--interval` of `off` writes none). Changes are written at once. One write per
+/// `loop.interval` (15 s) was 667 status writes a second at 10,000 agents, each an
+/// event for every watcher of Agents, to say what the kubelet already tells: the shim
+/// is the container's main process, so a dead shim is an ended container
+/// (docs/design-notes.md, "The shim's heartbeat").
+const HEARTBEAT_FLOOR: Duration = Duration::from_secs(300);
+
 /// Runs the shim until SIGTERM; returns the process exit code.
 pub async fn run(args: ShimArgs) -> crate::Result<i32> {
     let runtime_name: RuntimeName = serde_json::from_value(json!(args.runtime))
@@ -203,8 +212,9 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
     })?;
     let quiet = crate::duration::parse(&args.quiet)
         .ok_or_else(|| crate::Error::Invalid(format!("bad --quiet {:?}", args.quiet)))?;
-    let interval = crate::duration::parse_heartbeat(&args.interval)
-        .ok_or_else(|| crate::Error::Invalid(format!("bad --interval {:?}", args.interval)))?;
+    let heartbeat_every = crate::duration::parse_heartbeat(&args.interval)
+        .ok_or_else(|| crate::Error::Invalid(format!("bad --interval {:?}", args.interval)))?
+        .map(|interval| interval.max(HEARTBEAT_FLOOR));
     let runtime = runtimes::lookup(runtime_name);
     let run_dir = args
         .socket
@@ -258,7 +268,7 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
     let mut poll = tokio::time::interval(POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let heartbeat = interval.map(|i| shim.last_report + i);
+        let heartbeat = heartbeat_every.map(|every| shim.last_report + every);
         tokio::select! {
             _ = poll.tick() => {
                 shim.look().await;

@@ -5,4 +5,5 @@ pub mod cases;
 pub mod chaos;
 pub mod cluster;
 pub mod github;
+pub mod measure;
 pub mod shim;

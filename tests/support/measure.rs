@@ -1,0 +1,42 @@
+//! What a benchmark reads of a process (Linux /proc) and of the operator's /metrics.
+
+/// User and system CPU time so far of the process or thread whose /proc directory is
+/// `proc_dir` (`/proc/PID` or `/proc/PID/task/TID`).
+pub fn cpu_seconds_of(proc_dir: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("{proc_dir}/stat")).unwrap_or_default();
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<f64>().ok())
+        .sum();
+    // USER_HZ is 100 on Linux.
+    ticks / 100.0
+}
+
+/// User and system CPU time of process `pid` so far.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    cpu_seconds_of(&format!("/proc/{pid}"))
+}
+
+/// The resident set of process `pid`, in MiB.
+pub fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// The sum of the samples of `metric` whose line starts so, from the operator's /metrics.
+pub fn sum_of(metrics: &str, metric: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(metric))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
