@@ -55,6 +55,8 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         watcher::Config::default().labels(&selector),
     )
     .default_backoff()
+    // Nothing reads who wrote which field: not kept, for the memory.
+    .modify(|pod| pod.managed_fields_mut().clear())
     .reflect(pod_writer)
     .touched_objects();
     let (swarms, swarm_writer) = reflector::store();

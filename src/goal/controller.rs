@@ -40,6 +40,8 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let (pod_store, pod_writer) = reflector::store();
     let pod_events = watcher(pods, watcher::Config::default().labels(&selector))
         .default_backoff()
+        // Nothing reads who wrote which field: not kept, for the memory.
+        .modify(|pod| pod.managed_fields_mut().clear())
         .reflect(pod_writer)
         .touched_objects();
     let controller = Controller::new(goals.clone(), watcher::Config::default().any_semantic());
@@ -103,6 +105,12 @@ fn error_policy(goal: Arc<Guarded<Goal>>, error: &Error, gc: Arc<GoalContext>) -
 async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
     let started = Instant::now();
     let ctx = &gc.ctx;
+    // Step pods are read from the cache: never before its first full list.
+    gc.pods.wait_until_ready().await.map_err(|error| {
+        Error::Invalid(format!(
+            "the step pod cache of the goal controller closed: {error}"
+        ))
+    })?;
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let goals_api: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
