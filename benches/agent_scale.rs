@@ -290,12 +290,13 @@ async fn main() {
     // The operator judges each first report (a change); the windows hold only heartbeats.
     tokio::time::sleep(Duration::from_secs(20)).await;
     println!(
-        "{:<20} {:>12} {:>10} {:>10} {:>11} {:>10} {:>9} {:>10}",
+        "{:<20} {:>12} {:>10} {:>10} {:>11} {:>16} {:>10} {:>9} {:>10}",
         "heartbeat",
         "heartbeats/s",
         "writes/s",
         "reads/s",
         "reconciles",
+        "calls/reconcile",
         "CPU",
         "RSS MiB",
         "bare CPU"
@@ -306,12 +307,14 @@ async fn main() {
         let sent = heartbeats(&api, &running, period, &since).await;
         let seconds = window.elapsed().as_secs_f64();
         let after = counters(&operator, &bare).await;
+        let (writes, reads) = (after.writes - before.writes, after.reads - before.reads);
+        let reconciles = after.reconciles - before.reconciles;
         println!(
-            "{label:<20} {:>12.1} {:>10.2} {:>10.2} {:>11.0} {:>9.1}% {:>9.0} {:>9.1}%",
+            "{label:<20} {:>12.1} {:>10.2} {:>10.2} {reconciles:>11.0} {:>16.2} {:>9.1}% {:>9.0} {:>9.1}%",
             sent as f64 / seconds,
-            (after.writes - before.writes) / seconds,
-            (after.reads - before.reads) / seconds,
-            after.reconciles - before.reconciles,
+            writes / seconds,
+            reads / seconds,
+            (writes + reads) / reconciles.max(1.0),
             100.0 * (after.cpu - before.cpu) / seconds,
             rss_mib(operator.child.id()),
             100.0 * (after.bare_cpu - before.bare_cpu) / seconds,
