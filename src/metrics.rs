@@ -1,7 +1,5 @@
 //! Prometheus metrics of the operator, served at `/metrics`.
 
-use std::time::Duration;
-
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -185,13 +183,36 @@ impl Default for Metrics {
     }
 }
 
+/// A reconcile under way: observed into `reconcile_duration` when dropped, so one that
+/// fails, returns early or panics is timed as well.
+pub struct ReconcileTimer<'a> {
+    metrics: &'a Metrics,
+    controller: &'static str,
+    started: std::time::Instant,
+}
+
+impl Drop for ReconcileTimer<'_> {
+    fn drop(&mut self) {
+        let labels = ControllerLabels {
+            controller: self.controller,
+        };
+        self.metrics
+            .reconcile_duration
+            .get_or_create(&labels)
+            .observe(self.started.elapsed().as_secs_f64());
+    }
+}
+
 impl Metrics {
-    pub fn observe_reconcile(&self, controller: &'static str, took: Duration) {
+    /// Counts a reconcile of `controller` as it starts; the timer observes its duration.
+    pub fn start_reconcile(&self, controller: &'static str) -> ReconcileTimer<'_> {
         let labels = ControllerLabels { controller };
         self.reconciliations.get_or_create(&labels).inc();
-        self.reconcile_duration
-            .get_or_create(&labels)
-            .observe(took.as_secs_f64());
+        ReconcileTimer {
+            metrics: self,
+            controller,
+            started: std::time::Instant::now(),
+        }
     }
 
     /// Counts one delivery through exec input of `kind` by its outcome.

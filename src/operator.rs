@@ -316,14 +316,18 @@ pub async fn contained<T>(reconcile: impl Future<Output = Result<T>>) -> Result<
     }
 }
 
-/// The reconcile of every controller, for the object `key` names: `contained`, and a
+/// The reconcile of every controller, for the object `key` names: counted as it
+/// starts and timed to its end, failures and panics included; `contained`; and a
 /// success ends the object's run of failures (its error backoff starts again at 1 s).
 pub async fn reconcile_object<T>(
     ctx: Arc<Context>,
+    controller: &'static str,
     key: String,
     reconcile: impl Future<Output = Result<T>>,
 ) -> Result<T> {
+    let timer = ctx.metrics.start_reconcile(controller);
     let result = contained(reconcile).await;
+    drop(timer);
     if result.is_ok() {
         ctx.failures.succeeded(&key);
     }
@@ -337,6 +341,7 @@ pub async fn reconcile_object<T>(
 /// guard, that one object failed every list and watch of its kind, for everyone.
 pub async fn reconcile_guarded<K, Fut>(
     ctx: Arc<Context>,
+    controller: &'static str,
     object: Arc<DeserializeGuard<K>>,
     reconcile: impl FnOnce(Arc<K>) -> Fut,
 ) -> Result<kube::runtime::controller::Action>
@@ -346,7 +351,10 @@ where
 {
     let key = object_key(&*object);
     match &object.0 {
-        Ok(valid) => reconcile_object(ctx, key, reconcile(Arc::new(valid.clone()))).await,
+        Ok(valid) => {
+            let reconcile = reconcile(Arc::new(valid.clone()));
+            reconcile_object(ctx, controller, key, reconcile).await
+        }
         Err(invalid) => {
             const MAX_REASON: usize = 400;
             let error: String = invalid.error.chars().take(MAX_REASON).collect();

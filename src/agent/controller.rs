@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
@@ -93,9 +93,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .graceful_shutdown_on(shutdown)
         .run(
             |object, ac| {
-                crate::operator::reconcile_guarded(ac.ctx.clone(), object, move |object| {
-                    reconcile(object, ac)
-                })
+                crate::operator::reconcile_guarded(
+                    ac.ctx.clone(),
+                    CONTROLLER,
+                    object,
+                    move |object| reconcile(object, ac),
+                )
             },
             error_policy,
             Arc::new(AgentContext {
@@ -183,7 +186,6 @@ fn error_policy(agent: Arc<Guarded<Agent>>, error: &Error, ac: Arc<AgentContext>
 
 #[instrument(skip_all, fields(agent = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
 async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue> {
-    let started = Instant::now();
     let ctx = &ac.ctx;
     // Decisions read the pod and swarm caches: never before their first full list,
     // or a restarted operator would take every pod for lost and every swarm for gone.
@@ -312,7 +314,6 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
     if let Some(retry) = deliver_inbox(&ac, &agents, &pods, &mut agent, pod_ready).await? {
         requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
     }
-    ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
     Ok(duration::requeue(requeue))
 }
 

@@ -64,9 +64,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .graceful_shutdown_on(shutdown)
         .run(
             |object, gc| {
-                crate::operator::reconcile_guarded(gc.ctx.clone(), object, move |object| {
-                    reconcile(object, gc)
-                })
+                crate::operator::reconcile_guarded(
+                    gc.ctx.clone(),
+                    CONTROLLER,
+                    object,
+                    move |object| reconcile(object, gc),
+                )
             },
             error_policy,
             Arc::new(GoalContext {
@@ -320,7 +323,6 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
             Action::WakeOverseer(outcome) => wake_overseer(ctx, &goal, outcome).await?,
         }
     }
-    ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
     Ok(duration::requeue(plan.requeue_after))
 }
 

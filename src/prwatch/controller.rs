@@ -53,7 +53,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .graceful_shutdown_on(shutdown)
         .run(
             |object, ctx| {
-                crate::operator::reconcile_guarded(ctx.clone(), object, move |object| {
+                crate::operator::reconcile_guarded(ctx.clone(), CONTROLLER, object, move |object| {
                     reconcile(object, ctx)
                 })
             },
@@ -210,7 +210,6 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
     for event in &plan.events {
         publish(&ctx, &watch, event.warning, event.reason, &event.message).await;
     }
-    ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
     Ok(duration::requeue(plan.requeue_after))
 }
 

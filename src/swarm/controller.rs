@@ -4,7 +4,6 @@
 //! Agents that this Swarm controls.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -49,7 +48,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .graceful_shutdown_on(shutdown)
         .run(
             |object, ctx| {
-                crate::operator::reconcile_guarded(ctx.clone(), object, move |object| {
+                crate::operator::reconcile_guarded(ctx.clone(), CONTROLLER, object, move |object| {
                     reconcile(object, ctx)
                 })
             },
@@ -84,7 +83,6 @@ fn controlled_by(agent: &Agent, swarm: &Swarm) -> bool {
 /// the swarm back often: nothing is written then).
 #[instrument(skip_all, fields(swarm = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
 async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
-    let started = Instant::now();
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let swarms: Api<Swarm> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -180,7 +178,6 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
             publish(&ctx, &swarm, true, "InvalidSpec", problem).await;
         }
     }
-    ctx.metrics.observe_reconcile(CONTROLLER, started.elapsed());
     Ok(Requeue::await_change())
 }
 
