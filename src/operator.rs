@@ -377,6 +377,25 @@ pub fn readable<K>(objects: &[Arc<DeserializeGuard<K>>]) -> impl Iterator<Item =
     objects.iter().filter_map(|o| o.0.as_ref().ok())
 }
 
+/// Whether `cache` holds its first full list. Never awaited in a reconcile: kube's
+/// readiness signal wakes only the last task that waited on it, so two reconciles
+/// waiting together left one asleep for good. A reconcile that finds a cache not yet
+/// listed comes back after `CACHE_NOT_LISTED_RETRY`.
+pub fn listed<K>(cache: &kube::runtime::reflector::Store<K>) -> bool
+where
+    K: kube::runtime::reflector::Lookup + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    use futures::FutureExt;
+    cache
+        .wait_until_ready()
+        .now_or_never()
+        .is_some_and(|ready| ready.is_ok())
+}
+
+/// When a reconcile that found a cache not yet listed comes back.
+pub const CACHE_NOT_LISTED_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// The key of one object in `Failures`: kind, namespace and name.
 pub fn object_key<K: Resource<DynamicType = ()>>(object: &K) -> String {
     format!(
@@ -437,6 +456,20 @@ pub fn retry_after_error<K: Resource<DynamicType = ()>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_cache_is_listed_only_after_its_first_full_list_and_two_may_ask() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use kube::runtime::watcher::Event;
+        let (cache, mut writer) = kube::runtime::reflector::store::<ConfigMap>();
+        assert!(!listed(&cache), "nothing listed yet");
+        assert!(!listed(&cache), "asking again changes nothing");
+        writer.apply_watcher_event(&Event::Init);
+        assert!(!listed(&cache), "a list under way");
+        writer.apply_watcher_event(&Event::InitDone);
+        assert!(listed(&cache));
+        assert!(listed(&cache.clone()), "every reader sees it");
+    }
 
     #[tokio::test]
     async fn a_panicking_reconcile_is_an_error_not_a_crash() {

@@ -32,7 +32,7 @@ use super::types::{
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
 use crate::fresh::{Applied, Versions};
 use crate::metrics::DeliveryLabels;
-use crate::operator::{Context, Shutdown, readable};
+use crate::operator::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable};
 use crate::swarm::{Swarm, compose};
 use crate::{Error, Result, conditions, duration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -189,8 +189,9 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
     let ctx = &ac.ctx;
     // Decisions read the pod and swarm caches: never before their first full list,
     // or a restarted operator would take every pod for lost and every swarm for gone.
-    ac.pods.wait_until_ready().await.map_err(cache_closed)?;
-    ac.swarms.wait_until_ready().await.map_err(cache_closed)?;
+    if !listed(&ac.pods) || !listed(&ac.swarms) {
+        return Ok(Requeue::requeue(CACHE_NOT_LISTED_RETRY));
+    }
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -635,10 +636,6 @@ async fn observe_pods(cache: &Store<Pod>, pods: &Api<Pod>, agent: &Agent) -> Res
         }
     }
     Ok(observed)
-}
-
-fn cache_closed(error: reflector::store::WriterDropped) -> Error {
-    Error::Invalid(format!("a cache of the agent controller closed: {error}"))
 }
 
 /// The only pod input is ever typed into for `agent`: the one the operator made for

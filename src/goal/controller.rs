@@ -24,7 +24,7 @@ use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
 };
 use crate::fresh::Versions;
-use crate::operator::{Context, Shutdown, readable};
+use crate::operator::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable};
 use crate::swarm::Swarm;
 use crate::{Error, Result, duration};
 use kube::core::DeserializeGuard as Guarded;
@@ -109,11 +109,9 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
     let started = Instant::now();
     let ctx = &gc.ctx;
     // Step pods are read from the cache: never before its first full list.
-    gc.pods.wait_until_ready().await.map_err(|error| {
-        Error::Invalid(format!(
-            "the step pod cache of the goal controller closed: {error}"
-        ))
-    })?;
+    if !listed(&gc.pods) {
+        return Ok(Requeue::requeue(CACHE_NOT_LISTED_RETRY));
+    }
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let goals_api: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
