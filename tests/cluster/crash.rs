@@ -129,9 +129,11 @@ impl World {
                 let patch = json!({"metadata": {"annotations": {
                     "kwok.overseer.dev/outcome": phase, "kwok.overseer.dev/message": message
                 }}});
-                let _ = pods
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await;
+                let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+                retried(&format!("finish pod {name}"), || {
+                    pods.patch(&name, &params, &patch)
+                })
+                .await;
             }
         });
     }
@@ -325,6 +327,24 @@ async fn converges_through_faults<S: Scenario>(scenario: S) {
     let mut previous = std::fs::read_to_string(&log).unwrap_or_default();
     previous.push_str(&tally);
     std::fs::write(log, previous).unwrap();
+}
+
+/// Runs `write` until it succeeds or its object is gone: the world's own writes go on
+/// through an API server restart, since a watch may not bring the object that called
+/// for them again.
+async fn retried<T, Fut>(what: &str, write: impl Fn() -> Fut)
+where
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let deadline = Instant::now() + RUN_WAIT;
+    loop {
+        match write().await {
+            Ok(_) => return,
+            Err(kube::Error::Api(status)) if status.code == 404 => return,
+            Err(error) => assert!(Instant::now() < deadline, "{what}: {error}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// The end state of `scenario` once it reads the same twice, 2 s apart: after a restart
@@ -562,15 +582,8 @@ impl Scenario for SwarmEdited {
                     ],
                     "prompts": {"base": CREW_BASE_AFTER_EDIT}
                 }});
-                // Retried, since the API server may be restarting under this edit.
-                let deadline = Instant::now() + RUN_WAIT;
-                while let Err(error) = swarms
-                    .patch("crew", &PatchParams::default(), &Patch::Merge(&edit))
-                    .await
-                {
-                    assert!(Instant::now() < deadline, "edit the swarm: {error}");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
+                let (params, edit) = (PatchParams::default(), Patch::Merge(&edit));
+                retried("edit the swarm", || swarms.patch("crew", &params, &edit)).await;
             }
         });
         world
