@@ -13,6 +13,7 @@ pub mod duration;
 pub mod exec;
 pub mod fresh;
 pub mod goal;
+pub mod index;
 pub mod leader;
 pub mod metrics;
 pub mod notify;

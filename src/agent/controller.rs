@@ -31,6 +31,7 @@ use super::types::{
 };
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
 use crate::fresh::{Applied, Versions};
+use crate::index::Index;
 use crate::metrics::DeliveryLabels;
 use crate::operator::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable};
 use crate::swarm::{Swarm, compose};
@@ -48,27 +49,47 @@ const OPERATOR_SENDER: &str = "operator";
 pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let agents = ctx.api::<Guarded<Agent>>();
     let selector = format!("{}={},{AGENT_LABEL}", MANAGED_BY.0, MANAGED_BY.1);
-    // Agent pods and swarms are read from these caches, never listed in a reconcile.
+    // Agents, their pods and swarms are read from these caches, never listed in a
+    // reconcile; an agent's pods and an overseer's agents are found by index.
     let (pods, pod_writer) = reflector::store();
+    let pods_of = Index::default();
+    let noted = pods_of.clone();
     let pod_events = watcher(
         ctx.api::<Pod>(),
         watcher::Config::default().labels(&selector),
     )
     .default_backoff()
-    // Nothing reads who wrote which field: not kept, for the memory.
-    .modify(|pod| pod.managed_fields_mut().clear())
+    .modify(move |pod| {
+        if let (Some(namespace), Some(agent)) =
+            (&pod.metadata.namespace, pod.labels().get(AGENT_LABEL))
+        {
+            noted.note(namespace, agent, &pod.name_any());
+        }
+        // Only what a decision reads is kept (pod::slim), for the memory.
+        pod::slim(pod);
+    })
     .reflect(pod_writer)
     .touched_objects();
+    let (store, agent_writer) = reflector::store();
+    let overseen = Index::default();
+    let noted = overseen.clone();
+    let agent_events = watcher(agents.clone(), watcher::Config::default().any_semantic())
+        .default_backoff()
+        .modify(move |agent: &mut Guarded<Agent>| {
+            if let Ok(agent) = &agent.0 {
+                note_overseer(&noted, agent);
+            }
+        })
+        .reflect(agent_writer)
+        .applied_objects();
     let (swarms, swarm_writer) = reflector::store();
     let swarm_events = watcher(ctx.api::<Guarded<Swarm>>(), watcher::Config::default())
         .default_backoff()
         .reflect(swarm_writer)
         .touched_objects();
-    let controller = Controller::new(agents.clone(), watcher::Config::default().any_semantic());
-    let store = controller.store();
-    let related_store = store.clone();
+    let (related_store, related_index) = (store.clone(), overseen.clone());
     let swarm_store = store.clone();
-    controller
+    Controller::for_stream(agent_events, store.clone())
         .owns_stream(pod_events)
         // An overseer coming online (or going away) changes what its agents need, and
         // an agent naming its overseer changes what the overseer may write.
@@ -78,7 +99,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             move |changed: Guarded<Agent>| {
                 changed
                     .0
-                    .map(|changed| related(&related_store, &changed))
+                    .map(|changed| related(&related_store, &related_index, &changed))
                     .unwrap_or_default()
             },
         )
@@ -104,7 +125,9 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             Arc::new(AgentContext {
                 ctx,
                 store,
+                overseen,
                 pods,
+                pods_of,
                 swarms,
                 versions: Versions::default(),
                 applied: Applied::default(),
@@ -122,8 +145,12 @@ struct AgentContext {
     ctx: Arc<Context>,
     /// The controller's cache of Agents: who oversees whom, and each overseer's state.
     store: Store<Guarded<Agent>>,
+    /// The agents seen naming each overseer.
+    overseen: Index,
     /// Every agent pod of the agents watched.
     pods: Store<Pod>,
+    /// The pods seen of each agent.
+    pods_of: Index,
     swarms: Store<Guarded<Swarm>>,
     /// Each Agent's version as this operator last wrote or read it (src/fresh.rs).
     versions: Versions,
@@ -144,10 +171,16 @@ impl AgentContext {
 }
 
 /// The agents `changed` oversees, and its own overseer.
-fn related(store: &Store<Guarded<Agent>>, changed: &Agent) -> Vec<ObjectRef<Guarded<Agent>>> {
+fn related(
+    store: &Store<Guarded<Agent>>,
+    overseen: &Index,
+    changed: &Agent,
+) -> Vec<ObjectRef<Guarded<Agent>>> {
+    // Noted here too: this watch can bring an agent before the controller's own does.
+    note_overseer(overseen, changed);
     let namespace = changed.namespace().unwrap_or_default();
     let mut refs: Vec<ObjectRef<Guarded<Agent>>> =
-        overseen_by(store, &namespace, &changed.name_any())
+        overseen_by(store, overseen, &namespace, &changed.name_any())
             .into_iter()
             .map(|name| ObjectRef::new(&name).within(&namespace))
             .collect();
@@ -155,6 +188,13 @@ fn related(store: &Store<Guarded<Agent>>, changed: &Agent) -> Vec<ObjectRef<Guar
         refs.push(ObjectRef::new(overseer).within(&namespace));
     }
     refs
+}
+
+/// Notes in `overseen` the overseer `agent` names, if any.
+fn note_overseer(overseen: &Index, agent: &Agent) {
+    if let (Some(namespace), Some(overseer)) = (&agent.metadata.namespace, &agent.spec.overseer) {
+        overseen.note(namespace, overseer, &agent.name_any());
+    }
 }
 
 /// The agents that name `swarm` as theirs.
@@ -166,18 +206,27 @@ fn in_swarm(store: &Store<Guarded<Agent>>, swarm: &Swarm) -> Vec<ObjectRef<Guard
         .collect()
 }
 
-/// Names of the agents that name `overseer` as theirs (sorted).
-fn overseen_by(store: &Store<Guarded<Agent>>, namespace: &str, overseer: &str) -> Vec<String> {
-    let mut names: Vec<String> = readable(&store.state())
-        .filter(|a| {
-            a.namespace().as_deref() == Some(namespace)
-                && a.spec.overseer.as_deref() == Some(overseer)
-                && a.meta().deletion_timestamp.is_none()
+/// Names of the agents that name `overseer` as theirs (sorted): those noted in the
+/// index whose cached Agent still does.
+fn overseen_by(
+    store: &Store<Guarded<Agent>>,
+    overseen: &Index,
+    namespace: &str,
+    overseer: &str,
+) -> Vec<String> {
+    overseen
+        .named(namespace, overseer)
+        .into_iter()
+        .filter(|name| {
+            let cached = store.get(&ObjectRef::new(name).within(namespace));
+            cached.as_deref().is_some_and(|a| {
+                a.0.as_ref().is_ok_and(|a| {
+                    a.spec.overseer.as_deref() == Some(overseer)
+                        && a.meta().deletion_timestamp.is_none()
+                })
+            })
         })
-        .map(|a| a.name_any())
-        .collect();
-    names.sort();
-    names
+        .collect()
 }
 
 fn error_policy(agent: Arc<Guarded<Agent>>, error: &Error, ac: Arc<AgentContext>) -> Requeue {
@@ -225,8 +274,8 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
             return Ok(Requeue::await_change());
         }
     };
-    let observed = observe_pods(&ac.pods, &pods, &agent).await?;
-    let overseen = overseen_by(&ac.store, &namespace, &name);
+    let observed = observe_pods(&ac, &pods, &agent).await?;
+    let overseen = overseen_by(&ac.store, &ac.overseen, &namespace, &name);
     let overseer = overseer_state(&ac.store, &agent);
     if let Some(swarm) = &swarm {
         sync_instructions(&ac, &agent, swarm).await?;
@@ -616,17 +665,18 @@ async fn apply_last_message(agents: &Api<Agent>, name: &str, from: &str, text: &
     Ok(())
 }
 
-/// This agent's pods that are not being deleted, from the cache. The pod of the
-/// recorded attempt, when the cache does not hold it, is read fresh: the status that
-/// records an attempt is written after its pod is created, and its watch event can
-/// come before the pod's, which must not pass for a lost pod.
-async fn observe_pods(cache: &Store<Pod>, pods: &Api<Pod>, agent: &Agent) -> Result<Vec<AgentPod>> {
-    let namespace = agent.namespace();
-    let mut observed: Vec<AgentPod> = cache
-        .state()
+/// This agent's pods that are not being deleted, from the cache (found by index). The
+/// pod of the recorded attempt, when the cache does not hold it, is read fresh: the
+/// status that records an attempt is written after its pod is created, and its watch
+/// event can come before the pod's, which must not pass for a lost pod.
+async fn observe_pods(ac: &AgentContext, pods: &Api<Pod>, agent: &Agent) -> Result<Vec<AgentPod>> {
+    let namespace = agent.namespace().unwrap_or_default();
+    let mut observed: Vec<AgentPod> = ac
+        .pods_of
+        .named(&namespace, &label_value(&agent.name_any()))
         .iter()
-        .filter(|p| p.namespace() == namespace)
-        .filter_map(|p| pod::own_pod(agent, p))
+        .filter_map(|name| ac.pods.get(&ObjectRef::new(name).within(&namespace)))
+        .filter_map(|p| pod::own_pod(agent, &p))
         .collect();
     let attempt = agent.status.as_ref().and_then(|s| s.attempt).unwrap_or(0);
     if attempt > 0 && !observed.iter().any(|p| p.attempt == attempt) {
