@@ -80,8 +80,9 @@ build:
 demo-loop:
 	bash hack/demo-loop.sh
 
-## Step-advance, wake and whole-loop latency (p50/p99), an idle agent's API writes, and step
-## advance at 1,000 concurrent Goals beside a bare controller, on the local cluster.
+## Step-advance, wake and whole-loop latency (p50/p99), an idle agent's API writes, step
+## advance at 1,000 concurrent Goals and 10,000 quiet agents beside a bare controller, and
+## an operator restart among them, on the local cluster.
 bench:
 	bash $(CLUSTER) up test
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench step_advance
@@ -89,3 +90,4 @@ bench:
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench loop_latency
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench idle_writes
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench goal_scale
+	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench agent_scale
