@@ -356,9 +356,9 @@ fn non_empty_vec<T>(items: Vec<T>) -> Option<Vec<T>> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn only_the_operators_own_pods_count() {
-        let agent: Agent = serde_yaml::from_str(
+    /// An Agent whose pod template tries to set the labels the operator owns.
+    fn builder_with_foreign_labels() -> Agent {
+        serde_yaml::from_str(
             r#"
 apiVersion: overseer.dev/v1alpha1
 kind: Agent
@@ -369,7 +369,12 @@ spec:
     labels: {overseer.dev/agent: someone-else, overseer.dev/attempt: "99", team: billing}
 "#,
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn only_the_operators_own_pods_count() {
+        let agent = builder_with_foreign_labels();
         let ours = agent_pod(&agent, 3, "overseer:1", PodShape::default());
         let labels = ours.metadata.labels.clone().unwrap();
         assert_eq!(
@@ -406,16 +411,7 @@ spec:
 
     #[test]
     fn a_slim_pod_is_judged_as_the_whole_one() {
-        let agent: Agent = serde_yaml::from_str(
-            r#"
-apiVersion: overseer.dev/v1alpha1
-kind: Agent
-metadata: {name: builder, namespace: team, uid: 0b5e6f0e-1111-2222-3333-444455556666}
-spec:
-  runtime: {name: claude, image: example.com/claude:1}
-"#,
-        )
-        .unwrap();
+        let agent = builder_with_foreign_labels();
         let mut pod = agent_pod(&agent, 2, "overseer:1", PodShape::default());
         pod.status = serde_json::from_value(serde_json::json!({
             "phase": "Running",

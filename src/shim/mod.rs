@@ -57,8 +57,8 @@ pub struct ShimArgs {
     /// tui or headless.
     #[arg(long, env = "OVERSEER_MODE", default_value = "tui")]
     pub mode: String,
-    /// Heartbeat: a status report at least this often, and never more often than every
-    /// 5 minutes, even when nothing changes (`off`: none).
+    /// Heartbeat: a status report even when nothing changes, every this long or every
+    /// 5 minutes, whichever is longer (`off`: none).
     #[arg(long, env = "OVERSEER_INTERVAL", default_value = "15s")]
     pub interval: String,
     /// No output change for this long counts as idle.
@@ -195,7 +195,7 @@ fn first_prompt(unplaced_instructions: Option<&str>, prompt: Option<&str>) -> Op
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
-/// The longest a shim goes without writing its status when nothing changes (an
+/// The shortest time between two heartbeats, status writes that change nothing (an
 /// `--interval` of `off` writes none). Changes are written at once. One write per
 /// `loop.interval` (15 s) was 667 status writes a second at 10,000 agents, each an
 /// event for every watcher of Agents, to say what the kubelet already tells: the shim
