@@ -31,6 +31,7 @@ use crate::support::cluster::{
     restart_api_server, setup,
 };
 use crate::support::github::{FakeGitHub, Reply, create_watch, fixture};
+use crate::support::measure::sum_of;
 use crate::support::shim::{Shim, overseer_shim, pod_shim};
 
 /// How long one run may take to reach its end state, crash and restart included.
@@ -211,13 +212,7 @@ fn start_operator_at(
 
 async fn writes_of(operator: &Operator) -> Option<u64> {
     let metrics = operator.metrics().await?;
-    Some(
-        metrics
-            .lines()
-            .filter(|l| l.starts_with("overseer_api_writes_total{"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-            .sum(),
-    )
+    Some(sum_of(&metrics, "overseer_api_writes_total{") as u64)
 }
 
 async fn run_once<S: Scenario>(scenario: &S, crash_before: Option<u64>) -> Run {
@@ -381,8 +376,9 @@ impl kube::runtime::utils::Backoff for SoonAgain {
 /// watch of the operator breaks); both must end the same. The restart is timed by the
 /// operator's progress, not the clock: a fast machine ended the swarm scenario within
 /// half a second, and a restart before the operator first reached the API server
-/// stopped it at start-up (it exits when it cannot reach a cluster, to be restarted). The restart is felt by every test running at the time, so
-/// these tests' names end in `api_server_restart` and `make test` runs them alone.
+/// stopped it at start-up (it exits when it cannot reach a cluster, to be restarted).
+/// The restart is felt by every test running at the time, so these tests' names end in
+/// `api_server_restart` and `make test` runs them alone.
 async fn converges_through_an_api_server_restart<S: Scenario>(scenario: S) {
     let clean = run_once(&scenario, None).await;
     let ns = setup(&format!("restart-{}", S::NAME)).await;
