@@ -201,9 +201,10 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
                     "the wake was not delivered to agent {} (the news is kept for the next poll): {error}",
                     watch.spec.agent
                 );
-                publish(&ctx, &watch, true, "WakeFailed", &message).await;
+                // Kept first, then told: whoever reads the Event finds the news kept.
                 plan = decide::kept_for_next_poll(&input);
                 apply_status(&watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
+                publish(&ctx, &watch, true, "WakeFailed", &message).await;
             }
         }
     }
@@ -238,6 +239,8 @@ async fn deliver_claimed(
         )),
     };
     ctx.metrics.count_delivery("pr", &delivered);
+    let status = decide::wake_settled(&watch.status.clone().unwrap_or_default());
+    apply_status(watches, &watch.name_any(), CONTROLLER_MANAGER, &status).await?;
     match &delivered {
         Ok(()) => info!(id = %claimed.id, "delivered the wake claimed before a restart"),
         Err(error) => {
@@ -247,8 +250,6 @@ async fn deliver_claimed(
             publish(ctx, watch, true, "WakeFailed", &message).await;
         }
     }
-    let status = decide::wake_settled(&watch.status.clone().unwrap_or_default());
-    apply_status(watches, &watch.name_any(), CONTROLLER_MANAGER, &status).await?;
     Ok(())
 }
 
