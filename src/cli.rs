@@ -1,9 +1,8 @@
 //! The command line of the one `overseer` binary: operator, in-pod supervisor and CLI.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::telemetry::LogFormat;
 
@@ -21,7 +20,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the controller.
-    Run(RunArgs),
+    Run(crate::operator::RunArgs),
     /// Goals: `overseer goal resume NAME`.
     Goal {
         #[command(subcommand)]
@@ -159,74 +158,6 @@ pub enum CrdFormat {
     Reference,
 }
 
-#[derive(Args, Debug, Clone)]
-pub struct RunArgs {
-    /// Watch only this namespace (default: all namespaces).
-    #[arg(long, env = "OVERSEER_NAMESPACE")]
-    pub namespace: Option<String>,
-    /// Address of /healthz, /readyz and /metrics.
-    #[arg(long, env = "OVERSEER_METRICS_ADDR", default_value = "0.0.0.0:8080")]
-    pub metrics_addr: SocketAddr,
-    /// Take the leader Lease before acting, so that only one replica acts at a time.
-    #[arg(long, env = "OVERSEER_LEADER_ELECT")]
-    pub leader_elect: bool,
-    /// Name of the leader Lease.
-    #[arg(long, default_value = "overseer-controller")]
-    pub lease_name: String,
-    /// Namespace of the leader Lease (default: the pod's namespace, then the watched one, then `default`).
-    #[arg(long, env = "POD_NAMESPACE")]
-    pub lease_namespace: Option<String>,
-    /// How long the Lease stays valid without renewal (seconds).
-    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(2..=300))]
-    pub lease_duration_secs: u64,
-    /// Objects of one kind reconciled at once.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
-    pub concurrency: u16,
-    /// Image holding the `overseer` binary, copied into agent and step pods by an init container.
-    #[arg(long, env = "OVERSEER_IMAGE", default_value = concat!("ghcr.io/overseer-dev/overseer:", env!("CARGO_PKG_VERSION")))]
-    pub overseer_image: String,
-    /// The `overseer` binary inside agent pods, which nudges and wakes run through exec.
-    #[arg(
-        long,
-        env = "OVERSEER_INPUT_COMMAND",
-        default_value = "/overseer/bin/overseer"
-    )]
-    pub input_command: String,
-    /// How long a message from `overseer send` waits for a pod that can take it
-    /// before it is reported failed.
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
-    pub send_expiry: Duration,
-    /// Where a PRWatch may send its token: `https://HOST[:PORT]` of GitHub and each
-    /// GitHub Enterprise server (repeat, or comma-separate). Anything else is refused
-    /// before the Secret is read. A plain `http://` origin is honoured only when listed.
-    #[arg(
-        long = "github-api-origin",
-        env = "OVERSEER_GITHUB_API_ORIGINS",
-        value_delimiter = ',',
-        default_value = "https://api.github.com"
-    )]
-    pub github_api_origins: Vec<String>,
-    /// Log format.
-    #[arg(long, value_enum, env = "OVERSEER_LOG_FORMAT", default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
-    /// Log filter, as RUST_LOG reads it (for example `info` or `overseer=debug`).
-    #[arg(long, env = "RUST_LOG", default_value = "info")]
-    pub log_level: String,
-}
-
-impl RunArgs {
-    pub fn lease_duration(&self) -> Duration {
-        Duration::from_secs(self.lease_duration_secs)
-    }
-
-    pub fn lease_namespace(&self) -> String {
-        self.lease_namespace
-            .clone()
-            .or_else(|| self.namespace.clone())
-            .unwrap_or_else(|| "default".into())
-    }
-}
-
 /// Runs one command line; returns the process exit code.
 pub async fn dispatch(cli: Cli) -> i32 {
     let result = match cli.command {
@@ -335,9 +266,4 @@ async fn read_message(words: Vec<String>) -> crate::Result<String> {
         .read_to_string(&mut text)
         .await?;
     Ok(text)
-}
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    crate::duration::parse(text)
-        .ok_or_else(|| format!("{text:?} is not a duration such as 90s, 5m or 1h"))
 }

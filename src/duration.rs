@@ -36,6 +36,11 @@ pub fn parse(text: &str) -> Option<Duration> {
     Some(Duration::from_secs_f64(total.min(LONGEST.as_secs_f64())))
 }
 
+/// `parse` for a command-line argument, with an error that says what is expected.
+pub fn parse_arg(text: &str) -> Result<Duration, String> {
+    parse(text).ok_or_else(|| format!("{text:?} is not a duration such as 90s, 5m or 1h"))
+}
+
 /// `at + wait`, or the latest time there is when that lies beyond it (a forged or
 /// far-future timestamp plus a long wait must not panic).
 pub fn later(at: Timestamp, wait: Duration) -> Timestamp {

@@ -8,6 +8,7 @@ pub mod agent;
 pub mod api;
 pub mod cli;
 pub mod conditions;
+pub mod controller;
 pub mod crd;
 pub mod duration;
 pub mod exec;

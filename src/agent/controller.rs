@@ -30,10 +30,10 @@ use super::types::{
     LastMessage, LoopStatus,
 };
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
+use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable};
 use crate::fresh::{Applied, Versions};
 use crate::index::Index;
 use crate::metrics::DeliveryLabels;
-use crate::operator::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable};
 use crate::swarm::{Swarm, compose};
 use crate::{Error, Result, conditions, duration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -114,7 +114,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .graceful_shutdown_on(shutdown)
         .run(
             |object, ac| {
-                crate::operator::reconcile_guarded(
+                crate::controller::reconcile_guarded(
                     ac.ctx.clone(),
                     CONTROLLER,
                     object,
@@ -230,7 +230,7 @@ fn overseen_by(
 }
 
 fn error_policy(agent: Arc<Guarded<Agent>>, error: &Error, ac: Arc<AgentContext>) -> Requeue {
-    crate::operator::retry_after_error(&ac.ctx, CONTROLLER, &*agent, error)
+    crate::controller::retry_after_error(&ac.ctx, CONTROLLER, &*agent, error)
 }
 
 #[instrument(skip_all, fields(agent = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]

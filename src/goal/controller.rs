@@ -23,8 +23,8 @@ use crate::agent::pod::CONTAINER as AGENT_CONTAINER;
 use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
 };
+use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable};
 use crate::fresh::Versions;
-use crate::operator::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable};
 use crate::swarm::Swarm;
 use crate::{Error, Result, duration};
 use kube::core::DeserializeGuard as Guarded;
@@ -64,7 +64,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .graceful_shutdown_on(shutdown)
         .run(
             |object, gc| {
-                crate::operator::reconcile_guarded(
+                crate::controller::reconcile_guarded(
                     gc.ctx.clone(),
                     CONTROLLER,
                     object,
@@ -101,7 +101,7 @@ fn dependents(store: &Store<Guarded<Goal>>, changed: &Goal) -> Vec<ObjectRef<Gua
 }
 
 fn error_policy(goal: Arc<Guarded<Goal>>, error: &Error, gc: Arc<GoalContext>) -> Requeue {
-    crate::operator::retry_after_error(&gc.ctx, CONTROLLER, &*goal, error)
+    crate::controller::retry_after_error(&gc.ctx, CONTROLLER, &*goal, error)
 }
 
 #[instrument(skip_all, fields(goal = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]

@@ -23,8 +23,8 @@ use crate::agent::Agent;
 use crate::agent::controller::input_target_named;
 use crate::agent::pod::CONTAINER;
 use crate::api::{CONTROLLER_MANAGER, apply_status};
+use crate::controller::{Context, Shutdown, readable};
 use crate::metrics::PollLabels;
-use crate::operator::{Context, Shutdown, readable};
 use crate::{Error, Result, duration};
 use kube::core::DeserializeGuard as Guarded;
 
@@ -53,9 +53,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .graceful_shutdown_on(shutdown)
         .run(
             |object, ctx| {
-                crate::operator::reconcile_guarded(ctx.clone(), CONTROLLER, object, move |object| {
-                    reconcile(object, ctx)
-                })
+                crate::controller::reconcile_guarded(
+                    ctx.clone(),
+                    CONTROLLER,
+                    object,
+                    move |object| reconcile(object, ctx),
+                )
             },
             error_policy,
             ctx,
@@ -73,7 +76,7 @@ fn watching(store: &Store<Guarded<PRWatch>>, agent: &Agent) -> Vec<ObjectRef<Gua
 }
 
 fn error_policy(watch: Arc<Guarded<PRWatch>>, error: &Error, ctx: Arc<Context>) -> Requeue {
-    crate::operator::retry_after_error(&ctx, CONTROLLER, &*watch, error)
+    crate::controller::retry_after_error(&ctx, CONTROLLER, &*watch, error)
 }
 
 /// The token from the Secret the spec names; its value is never logged.

@@ -20,8 +20,8 @@ use super::types::Swarm;
 use crate::agent::Agent;
 use crate::agent::pod::SWARM_LABEL;
 use crate::api::{CONTROLLER_MANAGER, apply_status, label_value};
+use crate::controller::{Context, Shutdown};
 use crate::goal::Goal;
-use crate::operator::{Context, Shutdown};
 use crate::{Error, Result};
 use kube::core::DeserializeGuard as Guarded;
 
@@ -48,9 +48,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .graceful_shutdown_on(shutdown)
         .run(
             |object, ctx| {
-                crate::operator::reconcile_guarded(ctx.clone(), CONTROLLER, object, move |object| {
-                    reconcile(object, ctx)
-                })
+                crate::controller::reconcile_guarded(
+                    ctx.clone(),
+                    CONTROLLER,
+                    object,
+                    move |object| reconcile(object, ctx),
+                )
             },
             error_policy,
             ctx,
@@ -67,7 +70,7 @@ fn swarm_of(store: &Store<Guarded<Swarm>>, goal: &Goal) -> Option<ObjectRef<Guar
 }
 
 fn error_policy(swarm: Arc<Guarded<Swarm>>, error: &Error, ctx: Arc<Context>) -> Requeue {
-    crate::operator::retry_after_error(&ctx, CONTROLLER, &*swarm, error)
+    crate::controller::retry_after_error(&ctx, CONTROLLER, &*swarm, error)
 }
 
 /// Whether `agent` is controlled by `swarm` (never act on anybody else's agents).

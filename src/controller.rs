@@ -1,0 +1,315 @@
+//! The layer every controller shares: the `Context` they run with, one wrapper around
+//! each reconcile (counted, timed, panic-contained, unreadable objects set aside), one
+//! error policy with per-object backoff, and cache readiness. The controllers import
+//! this, never `operator`, which only wires them up.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::core::DeserializeGuard;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Api, Client, Resource};
+use tracing::warn;
+
+use crate::metrics::Metrics;
+use crate::{Error, Result};
+
+/// What every controller shares, by `Arc`.
+pub struct Context {
+    pub client: Client,
+    pub metrics: Arc<Metrics>,
+    pub recorder: Recorder,
+    /// The one namespace watched, or all when `None`.
+    pub namespace: Option<String>,
+    pub concurrency: u16,
+    /// Image holding the `overseer` binary for the pods' init containers.
+    pub overseer_image: String,
+    /// The `overseer` binary as exec finds it inside agent pods.
+    pub input_command: String,
+    /// How long an inbox message waits for a pod that can take it.
+    pub send_expiry: std::time::Duration,
+    /// The API origins a PRWatch may poll (and send its token to).
+    pub github_api_origins: Vec<String>,
+    /// Each object's run of reconcile failures, for its error backoff.
+    pub failures: Failures,
+}
+
+impl Context {
+    /// An `Api` of `K` over the watched scope.
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        K::DynamicType: Default,
+    {
+        scoped_api(&self.client, self.namespace.as_deref())
+    }
+}
+
+impl Context {
+    /// Publishes an Event about `regarding` (optionally related to another object);
+    /// a failure is logged, never fatal: Events are a courtesy, not the record.
+    pub async fn publish(
+        &self,
+        regarding: &ObjectReference,
+        warning: bool,
+        reason: &str,
+        message: &str,
+        related: Option<ObjectReference>,
+    ) {
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(message.chars().take(1000).collect()),
+            action: "Reconcile".into(),
+            secondary: related,
+        };
+        if let Err(error) = self.recorder.publish(&event, regarding).await {
+            tracing::warn!(%error, reason, "publishing an event failed");
+        }
+    }
+}
+
+/// An `Api` of `K` in one namespace, or in all when `namespace` is None.
+pub fn scoped_api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Resolves once SIGTERM or SIGINT arrives; cloned into every task that must stop.
+pub type Shutdown = Shared<BoxFuture<'static, ()>>;
+
+/// Runs one reconcile, turning a panic into an error: kube's controller re-raises a
+/// reconcile's panic, so one bad object would otherwise crash-loop the whole operator.
+/// The object is then retried by the error policy, and every other object goes on.
+pub async fn contained<T>(reconcile: impl Future<Output = Result<T>>) -> Result<T> {
+    match std::panic::AssertUnwindSafe(reconcile).catch_unwind().await {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            Err(Error::Panicked(message))
+        }
+    }
+}
+
+/// The reconcile of every controller, for the object `key` names: counted as it
+/// starts and timed to its end, failures and panics included; `contained`; and a
+/// success ends the object's run of failures (its error backoff starts again at 1 s).
+pub async fn reconcile_object<T>(
+    ctx: Arc<Context>,
+    controller: &'static str,
+    key: String,
+    reconcile: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    let timer = ctx.metrics.start_reconcile(controller);
+    let result = contained(reconcile).await;
+    drop(timer);
+    if result.is_ok() {
+        ctx.failures.succeeded(&key);
+    }
+    result
+}
+
+/// `reconcile_object` for an object as its controller's watch read it: one that does
+/// not deserialise (a value its schema lets through that this build cannot read, such
+/// as one stored under an older or hand-edited CRD) gets a Warning Event and waits for
+/// its next change, while its controller goes on with every other object. Without the
+/// guard, that one object failed every list and watch of its kind, for everyone.
+pub async fn reconcile_guarded<K, Fut>(
+    ctx: Arc<Context>,
+    controller: &'static str,
+    object: Arc<DeserializeGuard<K>>,
+    reconcile: impl FnOnce(Arc<K>) -> Fut,
+) -> Result<kube::runtime::controller::Action>
+where
+    K: Resource<DynamicType = ()> + Clone,
+    Fut: Future<Output = Result<kube::runtime::controller::Action>>,
+{
+    let key = object_key(&*object);
+    match &object.0 {
+        Ok(valid) => {
+            let reconcile = reconcile(Arc::new(valid.clone()));
+            reconcile_object(ctx, controller, key, reconcile).await
+        }
+        Err(invalid) => {
+            const MAX_REASON: usize = 400;
+            let error: String = invalid.error.chars().take(MAX_REASON).collect();
+            warn!(object = %key, %error, "an object the operator cannot read");
+            let message = format!(
+                "the operator cannot read this object ({error}); it is left as it is until it changes"
+            );
+            let regarding = object.object_ref(&());
+            ctx.publish(&regarding, true, "Unreadable", &message, None)
+                .await;
+            Ok(kube::runtime::controller::Action::await_change())
+        }
+    }
+}
+
+/// The objects of a guarded store's state that deserialised, borrowed: a reconcile or
+/// a watch mapper that cloned every object of the store each time spent most of the
+/// operator's CPU on copies at 1,000 Goals.
+pub fn readable<K>(objects: &[Arc<DeserializeGuard<K>>]) -> impl Iterator<Item = &K> {
+    objects.iter().filter_map(|o| o.0.as_ref().ok())
+}
+
+/// Whether `cache` holds its first full list. Never awaited in a reconcile: kube's
+/// readiness signal wakes only the last task that waited on it, so two reconciles
+/// waiting together left one asleep for good. A reconcile that finds a cache not yet
+/// listed comes back after `CACHE_NOT_LISTED_RETRY`.
+pub fn listed<K>(cache: &kube::runtime::reflector::Store<K>) -> bool
+where
+    K: kube::runtime::reflector::Lookup + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    use futures::FutureExt;
+    cache
+        .wait_until_ready()
+        .now_or_never()
+        .is_some_and(|ready| ready.is_ok())
+}
+
+/// When a reconcile that found a cache not yet listed comes back.
+pub const CACHE_NOT_LISTED_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The key of one object in `Failures`: kind, namespace and name.
+pub fn object_key<K: Resource<DynamicType = ()>>(object: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        K::kind(&()),
+        object.meta().namespace.as_deref().unwrap_or_default(),
+        object.meta().name.as_deref().unwrap_or_default()
+    )
+}
+
+/// How long to wait before retrying an object that failed `failures` times in a row:
+/// 1 s, doubling, at most 5 minutes. One object that keeps failing (a refused pod, an
+/// API error of its own) is retried ever more slowly, while the others go on.
+pub fn error_backoff(failures: u32) -> std::time::Duration {
+    const FIRST: std::time::Duration = std::time::Duration::from_secs(1);
+    const LONGEST: std::time::Duration = std::time::Duration::from_secs(300);
+    FIRST
+        .saturating_mul(2u32.saturating_pow(failures.saturating_sub(1)))
+        .min(LONGEST)
+}
+
+/// Consecutive reconcile failures per object (`object_key`), for `error_backoff`.
+/// An entry lives from an object's first failure to its next success.
+#[derive(Default)]
+pub struct Failures {
+    by_object: std::sync::Mutex<std::collections::HashMap<String, u32>>,
+}
+
+impl Failures {
+    /// Counts one more failure of `key`; returns how long to wait before the retry.
+    pub fn failed(&self, key: String) -> std::time::Duration {
+        let mut by_object = self.by_object.lock().unwrap_or_else(|e| e.into_inner());
+        let failures = by_object.entry(key).or_default();
+        *failures = failures.saturating_add(1);
+        error_backoff(*failures)
+    }
+
+    pub fn succeeded(&self, key: &str) {
+        let mut by_object = self.by_object.lock().unwrap_or_else(|e| e.into_inner());
+        by_object.remove(key);
+    }
+}
+
+/// The error policy of every controller: log, count, and retry the object after its
+/// own backoff.
+pub fn retry_after_error<K: Resource<DynamicType = ()>>(
+    ctx: &Context,
+    controller: &'static str,
+    object: &K,
+    error: &Error,
+) -> kube::runtime::controller::Action {
+    let key = object_key(object);
+    warn!(controller, object = %key, %error, "reconcile failed");
+    ctx.metrics.observe_failure(controller, error);
+    crate::duration::requeue(Some(ctx.failures.failed(key)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_cache_is_listed_only_after_its_first_full_list_and_two_may_ask() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use kube::runtime::watcher::Event;
+        let (cache, mut writer) = kube::runtime::reflector::store::<ConfigMap>();
+        assert!(!listed(&cache), "nothing listed yet");
+        assert!(!listed(&cache), "asking again changes nothing");
+        writer.apply_watcher_event(&Event::Init);
+        assert!(!listed(&cache), "a list under way");
+        writer.apply_watcher_event(&Event::InitDone);
+        assert!(listed(&cache));
+        assert!(listed(&cache.clone()), "every reader sees it");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_reconcile_is_an_error_not_a_crash() {
+        let panicked = contained(async {
+            let empty: Vec<u8> = Vec::new();
+            Ok(empty[usize::MAX >> 1])
+        })
+        .await;
+        assert!(
+            matches!(&panicked, Err(Error::Panicked(m)) if m.contains("index out of bounds")),
+            "{panicked:?}"
+        );
+        assert!(matches!(contained(async { Ok(7) }).await, Ok(7)));
+    }
+
+    #[test]
+    fn error_backoff_table() {
+        let secs = std::time::Duration::from_secs;
+        let rows = [
+            (0, secs(1)),
+            (1, secs(1)),
+            (2, secs(2)),
+            (3, secs(4)),
+            (9, secs(256)),
+            (10, secs(300)),
+            (u32::MAX, secs(300)),
+        ];
+        for (failures, want) in rows {
+            assert_eq!(error_backoff(failures), want, "{failures} failures");
+        }
+    }
+
+    #[test]
+    fn each_object_backs_off_on_its_own_and_a_success_starts_again() {
+        let failures = Failures::default();
+        let secs = std::time::Duration::from_secs;
+        let backoffs: Vec<_> = (0..3).map(|_| failures.failed("Goal/n/a".into())).collect();
+        assert_eq!(backoffs, [secs(1), secs(2), secs(4)]);
+        assert_eq!(
+            failures.failed("Goal/n/b".into()),
+            secs(1),
+            "another object"
+        );
+        failures.succeeded("Goal/n/a");
+        assert_eq!(
+            failures.failed("Goal/n/a".into()),
+            secs(1),
+            "after a success"
+        );
+    }
+}
