@@ -15,6 +15,8 @@ pub mod exec;
 pub mod fresh;
 pub mod goal;
 pub mod index;
+pub mod input;
+pub mod labels;
 pub mod leader;
 pub mod metrics;
 pub mod notify;

@@ -13,7 +13,7 @@ use kube::api::{LogParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 use serde_json::json;
 
-use super::decide::{self, current_exit};
+use super::decide;
 use super::pod::CONTAINER;
 use super::types::{
     Agent, AgentExit, ExitOutcome, InboxMessage, MAX_SEND_BYTES, SendOutcome, SendResult,
@@ -251,7 +251,7 @@ pub async fn release(namespace: Option<&str>, agent: &str, reason: &str) -> Resu
     let api = agents(namespace).await?;
     let current = get(&api, "release", agent).await?;
     let status = current.status.clone().unwrap_or_default();
-    if let Some(exit) = current_exit(&status) {
+    if let Some(exit) = status.current_exit() {
         println!("{agent} already ended its loop ({:?})", exit.outcome);
         return Ok(());
     }
@@ -291,7 +291,7 @@ pub async fn set_loop(namespace: Option<&str>, agent: &str, enabled: bool) -> Re
         .await
         .map_err(|e| refused("change the loop of", agent, e))?;
     let status = current.status.unwrap_or_default();
-    if enabled && current_exit(&status).is_some() {
+    if enabled && status.current_exit().is_some() {
         let patch = json!({"status": {"exit": null}});
         api.patch_status(agent, &loop_params(), &Patch::Merge(&patch))
             .await

@@ -24,7 +24,7 @@ use tracing::{info, instrument};
 
 use super::decide::{self, Action, AgentPod, OverseerState, PodPhase, SendStep, Verdict};
 use super::message::{self, WakeItem};
-use super::pod::{self, AGENT_LABEL, CONTAINER};
+use super::pod;
 use super::types::{
     ActivityState, Agent, AgentPhase, AgentStatus, Delivery, InFlightDelivery, InboxMessage,
     LastMessage, LoopStatus,
@@ -33,6 +33,7 @@ use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value}
 use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable};
 use crate::fresh::{Applied, Versions};
 use crate::index::Index;
+use crate::labels;
 use crate::metrics::DeliveryLabels;
 use crate::swarm::{Swarm, compose};
 use crate::{Error, Result, conditions, duration};
@@ -48,7 +49,7 @@ const OPERATOR_SENDER: &str = "operator";
 /// Runs the Agent controller until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let agents = ctx.api::<Guarded<Agent>>();
-    let selector = format!("{}={},{AGENT_LABEL}", MANAGED_BY.0, MANAGED_BY.1);
+    let selector = format!("{}={},{}", MANAGED_BY.0, MANAGED_BY.1, labels::AGENT);
     // Agents, their pods and swarms are read from these caches, never listed in a
     // reconcile; an agent's pods and an overseer's agents are found by index.
     let (pods, pod_writer) = reflector::store();
@@ -61,7 +62,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     .default_backoff()
     .modify(move |pod| {
         if let (Some(namespace), Some(agent)) =
-            (&pod.metadata.namespace, pod.labels().get(AGENT_LABEL))
+            (&pod.metadata.namespace, pod.labels().get(labels::AGENT))
         {
             noted.note(namespace, agent, &pod.name_any());
         }
@@ -487,8 +488,8 @@ async fn sync_instructions(ac: &AgentContext, agent: &Agent, swarm: &Swarm) -> R
             namespace: Some(namespace.clone()),
             labels: Some(std::collections::BTreeMap::from([
                 (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-                (AGENT_LABEL.to_string(), label_value(&agent.name_any())),
-                (pod::SWARM_LABEL.to_string(), label_value(&swarm.name_any())),
+                (labels::AGENT.to_string(), label_value(&agent.name_any())),
+                (labels::SWARM.to_string(), label_value(&swarm.name_any())),
             ])),
             owner_references: agent.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()
@@ -688,36 +689,6 @@ async fn observe_pods(ac: &AgentContext, pods: &Api<Pod>, agent: &Agent) -> Resu
     Ok(observed)
 }
 
-/// The only pod input is ever typed into for `agent`: the one the operator made for
-/// its current attempt, Running and Ready. Never `status.podName`, which the agent
-/// itself can write (it would aim the operator's exec at any pod).
-async fn input_target(pods: &Api<Pod>, agent: &Agent) -> Result<Option<String>> {
-    let Some(attempt) = agent.status.as_ref().and_then(|s| s.attempt) else {
-        return Ok(None);
-    };
-    let Some(found) = pods
-        .get_opt(&decide::pod_name(&agent.name_any(), attempt))
-        .await?
-    else {
-        return Ok(None);
-    };
-    Ok(pod::own_pod(agent, &found)
-        .filter(|p| p.attempt == attempt && p.phase == PodPhase::Running && p.ready)
-        .map(|p| p.name))
-}
-
-/// As `input_target`, for the Agent `name` (none when there is no such Agent).
-pub(crate) async fn input_target_named(
-    agents: &Api<Agent>,
-    pods: &Api<Pod>,
-    name: &str,
-) -> Result<Option<String>> {
-    match agents.get_opt(name).await? {
-        Some(agent) => input_target(pods, &agent).await,
-        None => Ok(None),
-    }
-}
-
 /// Types `text` (delivering `ids`) into `agent`'s own input target; the delivery's
 /// outcome, or why there was nobody to type into.
 async fn type_input(
@@ -727,10 +698,8 @@ async fn type_input(
     text: &str,
     ids: &[String],
 ) -> Result<std::result::Result<(), String>> {
-    Ok(match input_target(pods, agent).await? {
-        Some(pod) => {
-            crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, text, ids).await
-        }
+    Ok(match crate::input::target(pods, agent).await? {
+        Some(pod) => crate::input::deliver(ctx, pods, &pod, text, ids).await,
         None => Err("the agent has no ready pod made by the operator".into()),
     })
 }
@@ -752,7 +721,7 @@ fn overseer_ready(overseer: &Agent) -> bool {
     overseer
         .status
         .as_ref()
-        .is_some_and(|s| decide::ready_pod(s).is_some())
+        .is_some_and(|s| s.ready_pod().is_some())
 }
 
 /// Writes the operator's part of the status: `activity` and `exit` belong to the
@@ -843,10 +812,10 @@ async fn settle_claim(
     if in_flight(&fresh).as_ref() != Some(&claimed) {
         return Ok(());
     }
-    let confirmed = match input_target_named(agents, pods, &claimed.target).await? {
+    let confirmed = match crate::input::target_named(agents, pods, &claimed.target).await? {
         Some(pod) => {
             let ids = [claimed.id.clone()];
-            crate::exec::confirm(pods, &pod, CONTAINER, &ac.ctx.input_command, &ids).await
+            crate::input::confirm(&ac.ctx, pods, &pod, &ids).await
         }
         None => Err(format!(
             "{} has no ready pod made by the operator",
@@ -903,7 +872,7 @@ fn activity_word(agent: &Agent) -> &'static str {
     let exited = agent
         .status
         .as_ref()
-        .and_then(decide::current_activity)
+        .and_then(AgentStatus::current_activity)
         .is_some_and(|a| a.state == ActivityState::Exited);
     if exited { "exited" } else { "idle" }
 }
@@ -915,7 +884,7 @@ async fn nudge(ctx: &Context, agents: &Api<Agent>, pods: &Api<Pod>, agent: &Agen
     let status = agent.status.clone().unwrap_or_default();
     let input = decide::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
     let text = message::nudge(activity_word(agent), input.in_state_for);
-    let Some(pod) = input_target(pods, agent).await? else {
+    let Some(pod) = crate::input::target(pods, agent).await? else {
         return Ok(false);
     };
     let nudge = InFlightDelivery {
@@ -926,8 +895,7 @@ async fn nudge(ctx: &Context, agents: &Api<Agent>, pods: &Api<Pod>, agent: &Agen
     };
     claim(agents, &name, &nudge).await?;
     let ids = [nudge.id.clone()];
-    let outcome =
-        crate::exec::deliver(pods, &pod, CONTAINER, &ctx.input_command, &text, &ids).await;
+    let outcome = crate::input::deliver(ctx, pods, &pod, &text, &ids).await;
     if outcome.is_ok() {
         apply_last_message(agents, &name, OPERATOR_SENDER, &text).await?;
     }

@@ -221,28 +221,6 @@ fn after(then: &Time, wait: Duration) -> Timestamp {
     duration::later(then.0, wait)
 }
 
-/// The pod that can take input now: the agent is Running and its pod is Ready.
-pub fn ready_pod(status: &AgentStatus) -> Option<&str> {
-    let ready = status.phase == Some(AgentPhase::Running)
-        && conditions::is_true(&status.conditions, "Ready");
-    status.pod_name.as_deref().filter(|_| ready)
-}
-
-/// The activity of the current attempt (a report about an earlier pod is ignored).
-pub fn current_activity(status: &AgentStatus) -> Option<&Activity> {
-    let attempt = status.attempt?;
-    status
-        .activity
-        .as_ref()
-        .filter(|a| a.attempt == Some(attempt))
-}
-
-/// The exit of the current attempt; an exit of an earlier attempt is stale.
-pub fn current_exit(status: &AgentStatus) -> Option<&AgentExit> {
-    let attempt = status.attempt?;
-    status.exit.as_ref().filter(|e| e.attempt == attempt)
-}
-
 /// The candidate rule's input for an agent as it stands.
 pub fn candidate_input(
     spec: &AgentSpec,
@@ -251,7 +229,7 @@ pub fn candidate_input(
     now: Timestamp,
 ) -> CandidateInput {
     let times = LoopTimes::of(&spec.loop_);
-    let activity = current_activity(status);
+    let activity = status.current_activity();
     let loop_status = status.loop_.clone().unwrap_or_default();
     let last_delivery = [&loop_status.last_nudge_time, &loop_status.last_wake_time]
         .into_iter()
@@ -259,7 +237,7 @@ pub fn candidate_input(
         .max_by_key(|t| t.0);
     CandidateInput {
         loop_enabled: spec.loop_.enabled,
-        exit_recorded: current_exit(status).is_some(),
+        exit_recorded: status.current_exit().is_some(),
         activity: activity.map(|a| a.state),
         in_state_for: since(now, activity.and_then(|a| a.since.as_ref())),
         idle_after: times.idle_after,
@@ -501,7 +479,7 @@ fn decide(b: &mut Builder) {
         return;
     }
 
-    if let Some(exit) = current_exit(&b.status).cloned() {
+    if let Some(exit) = b.status.current_exit().cloned() {
         let reason = exit.reason.clone().unwrap_or_default();
         let (phase, why, message) = match exit.outcome {
             ExitOutcome::Done => (
@@ -614,7 +592,7 @@ fn decide(b: &mut Builder) {
     );
 
     // Stall: working, but nothing changed for `stallAfter`.
-    let activity = current_activity(&b.status).cloned();
+    let activity = b.status.current_activity().cloned();
     if let Some(activity) = activity
         .as_ref()
         .filter(|a| a.state == ActivityState::Working)

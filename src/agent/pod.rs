@@ -15,14 +15,9 @@ use super::decide::{AgentPod, PodPhase, pod_name};
 use super::preamble;
 use super::types::Agent;
 use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, fit_name, label_value};
+use crate::labels;
 use crate::{pods, runtimes};
 
-pub const AGENT_LABEL: &str = "overseer.dev/agent";
-pub const ATTEMPT_LABEL: &str = "overseer.dev/attempt";
-pub const ROLE_LABEL: &str = "overseer.dev/role";
-pub const SWARM_LABEL: &str = "overseer.dev/swarm";
-/// The swarm run an agent belongs to (`spec.runId`, else the Swarm's uid).
-pub const RUN_LABEL: &str = "overseer.dev/run";
 /// The container the agent CLI (under the shim) runs in; exec targets it.
 pub const CONTAINER: &str = "agent";
 
@@ -37,11 +32,11 @@ pub fn own_pod(agent: &Agent, pod: &Pod) -> Option<AgentPod> {
         .any(|o| o.uid == uid && o.controller == Some(true));
     if !owned
         || pod.metadata.deletion_timestamp.is_some()
-        || pod.labels().get(AGENT_LABEL) != Some(&label_value(&agent.name_any()))
+        || pod.labels().get(labels::AGENT) != Some(&label_value(&agent.name_any()))
     {
         return None;
     }
-    let attempt = pod.labels().get(ATTEMPT_LABEL)?.parse().ok()?;
+    let attempt = pod.labels().get(labels::ATTEMPT)?.parse().ok()?;
     let status = pod.status.as_ref();
     let phase = match status.and_then(|s| s.phase.as_deref()) {
         Some("Running") => PodPhase::Running,
@@ -87,14 +82,14 @@ pub fn identity_name(agent: &str) -> String {
 fn labels(agent: &Agent) -> BTreeMap<String, String> {
     let mut labels = BTreeMap::from([
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-        (AGENT_LABEL.into(), label_value(&agent.name_any())),
-        (ROLE_LABEL.into(), agent.spec.role.clone()),
+        (labels::AGENT.into(), label_value(&agent.name_any())),
+        (labels::ROLE.into(), agent.spec.role.clone()),
     ]);
     if let Some(swarm) = &agent.spec.swarm {
-        labels.insert(SWARM_LABEL.into(), label_value(swarm));
+        labels.insert(labels::SWARM.into(), label_value(swarm));
     }
-    if let Some(run) = agent.labels().get(RUN_LABEL) {
-        labels.insert(RUN_LABEL.into(), run.clone());
+    if let Some(run) = agent.labels().get(labels::RUN) {
+        labels.insert(labels::RUN.into(), run.clone());
     }
     labels
 }
@@ -262,7 +257,7 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
     // decided by them.
     let mut pod_labels = overlay.labels;
     pod_labels.extend(labels(agent));
-    pod_labels.insert(ATTEMPT_LABEL.into(), attempt.to_string());
+    pod_labels.insert(labels::ATTEMPT.into(), attempt.to_string());
     let mut mounts = vec![pods::overseer_mount()];
     let mut volumes = vec![pods::overseer_volume()];
     if !overlay.volumes.iter().any(|v| v.name == WORKSPACE_VOLUME) {
@@ -394,7 +389,7 @@ spec:
             .labels
             .as_mut()
             .unwrap()
-            .insert(AGENT_LABEL.into(), "other".into());
+            .insert(labels::AGENT.into(), "other".into());
         let mut deleting = ours.clone();
         deleting.metadata.deletion_timestamp = Some(
             k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),

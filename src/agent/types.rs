@@ -255,6 +255,33 @@ pub struct AgentStatus {
     pub conditions: Vec<Condition>,
 }
 
+impl AgentStatus {
+    /// Whether the agent is Running and its pod Ready.
+    pub fn is_ready(&self) -> bool {
+        self.phase == Some(AgentPhase::Running)
+            && crate::conditions::is_true(&self.conditions, "Ready")
+    }
+
+    /// The pod that can take input now, as the status says (`is_ready`).
+    pub fn ready_pod(&self) -> Option<&str> {
+        self.pod_name.as_deref().filter(|_| self.is_ready())
+    }
+
+    /// The activity of the current attempt (a report about an earlier pod is ignored).
+    pub fn current_activity(&self) -> Option<&Activity> {
+        let attempt = self.attempt?;
+        self.activity
+            .as_ref()
+            .filter(|a| a.attempt == Some(attempt))
+    }
+
+    /// The exit of the current attempt; an exit of an earlier attempt is stale.
+    pub fn current_exit(&self) -> Option<&AgentExit> {
+        let attempt = self.attempt?;
+        self.exit.as_ref().filter(|e| e.attempt == attempt)
+    }
+}
+
 /// The agent pod's own report of what it is doing.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -15,16 +15,15 @@ use serde_json::json;
 use tracing::{info, instrument};
 
 use super::plan::{self, Action, GoalSummary, NotifyReason, PodPhase, StepPod};
-use super::pod::{self, ATTEMPT_LABEL, GOAL_LABEL, STEP_INDEX_LABEL, STEP_LABEL, StepPodParams};
+use super::pod::{self, StepPodParams};
 use super::types::Goal;
 use crate::agent::Agent;
-use crate::agent::controller::input_target_named;
-use crate::agent::pod::CONTAINER as AGENT_CONTAINER;
 use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
 };
 use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable};
 use crate::fresh::Versions;
+use crate::labels;
 use crate::swarm::Swarm;
 use crate::{Error, Result, duration};
 use kube::core::DeserializeGuard as Guarded;
@@ -35,7 +34,7 @@ const CONTROLLER: &str = "goal";
 pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let goals = ctx.api::<Guarded<Goal>>();
     let pods = ctx.api::<Pod>();
-    let selector = format!("{}={},{GOAL_LABEL}", MANAGED_BY.0, MANAGED_BY.1);
+    let selector = format!("{}={},{}", MANAGED_BY.0, MANAGED_BY.1, labels::GOAL);
     // Step pods are read from this cache, never listed in a reconcile.
     let (pod_store, pod_writer) = reflector::store();
     let pod_events = watcher(pods, watcher::Config::default().labels(&selector))
@@ -144,7 +143,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
         .state()
         .into_iter()
         .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
-        .filter(|p| p.labels().get(GOAL_LABEL) == Some(&label))
+        .filter(|p| p.labels().get(labels::GOAL) == Some(&label))
         .filter(|p| {
             p.owner_references()
                 .iter()
@@ -334,7 +333,7 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) 
     let namespace = goal.namespace().unwrap_or_default();
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let delivered = match input_target_named(&agents, &pods, overseer).await? {
+    let delivered = match crate::input::target_named(&agents, &pods, overseer).await? {
         None => Err(format!("overseer {overseer} has no ready pod")),
         Some(pod) => {
             let text = plan::outcome_message(&namespace, &goal.name_any(), outcome);
@@ -345,15 +344,7 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) 
                 outcome.step,
                 outcome.attempt
             )];
-            crate::exec::deliver(
-                &pods,
-                &pod,
-                AGENT_CONTAINER,
-                &ctx.input_command,
-                &text,
-                &ids,
-            )
-            .await
+            crate::input::deliver(ctx, &pods, &pod, &text, &ids).await
         }
     };
     ctx.metrics.count_delivery("goal", &delivered);
@@ -379,9 +370,9 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) 
 /// A step pod as the plan sees it; pods without our labels are ignored.
 fn observe(pod: &Pod) -> Option<StepPod> {
     let labels = pod.labels();
-    let step = labels.get(STEP_INDEX_LABEL)?.parse().ok()?;
-    let step_name = labels.get(STEP_LABEL)?.clone();
-    let attempt = labels.get(ATTEMPT_LABEL)?.parse().ok()?;
+    let step = labels.get(labels::STEP_INDEX)?.parse().ok()?;
+    let step_name = labels.get(labels::STEP)?.clone();
+    let attempt = labels.get(labels::ATTEMPT)?.parse().ok()?;
     let status = pod.status.as_ref();
     let phase = match status.and_then(|s| s.phase.as_deref()) {
         Some("Running") => PodPhase::Running,

@@ -11,19 +11,13 @@ use kube::api::ObjectMeta;
 
 use super::types::{Goal, GoalStatus, StepPhase};
 use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
+use crate::labels;
 use crate::{pods, runtimes};
 
 /// Where the init container puts the `overseer` binary.
 pub use crate::pods::BIN_DIR;
 /// Where the step pod finds the results of the earlier steps.
 pub const RESULTS_FILE: &str = "/overseer/results/results.json";
-/// Labels that identify a step pod.
-pub const GOAL_LABEL: &str = "overseer.dev/goal";
-pub const STEP_LABEL: &str = "overseer.dev/step";
-pub const STEP_INDEX_LABEL: &str = "overseer.dev/step-index";
-pub const ATTEMPT_LABEL: &str = "overseer.dev/attempt";
-pub const ROLE_LABEL: &str = "overseer.dev/role";
-pub const SWARM_LABEL: &str = "overseer.dev/swarm";
 
 pub struct StepPodParams<'a> {
     pub goal: &'a Goal,
@@ -51,14 +45,14 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
     let step = &p.goal.spec.steps[p.step];
     let mut labels = BTreeMap::from([
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-        (GOAL_LABEL.into(), label_value(&goal_name)),
-        (STEP_LABEL.into(), step.name.clone()),
-        (STEP_INDEX_LABEL.into(), p.step.to_string()),
-        (ATTEMPT_LABEL.into(), p.attempt.to_string()),
-        (ROLE_LABEL.into(), p.role.to_string()),
+        (labels::GOAL.into(), label_value(&goal_name)),
+        (labels::STEP.into(), step.name.clone()),
+        (labels::STEP_INDEX.into(), p.step.to_string()),
+        (labels::ATTEMPT.into(), p.attempt.to_string()),
+        (labels::ROLE.into(), p.role.to_string()),
     ]);
     if let Some(swarm) = &p.goal.spec.swarm {
-        labels.insert(SWARM_LABEL.into(), label_value(swarm));
+        labels.insert(labels::SWARM.into(), label_value(swarm));
     }
     let env = [
         ("OVERSEER_GOAL", goal_name.clone()),
@@ -142,7 +136,7 @@ pub fn results_config_map(goal: &Goal, status: &GoalStatus) -> ConfigMap {
             namespace: goal.metadata.namespace.clone(),
             labels: Some(BTreeMap::from([
                 (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-                (GOAL_LABEL.into(), label_value(&goal_name)),
+                (labels::GOAL.into(), label_value(&goal_name)),
             ])),
             owner_references: goal.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()

@@ -20,8 +20,6 @@ use super::decide::{self, Poll};
 use super::github::{self, PollError, PullRequest};
 use super::types::{PRWatch, WakeInFlight};
 use crate::agent::Agent;
-use crate::agent::controller::input_target_named;
-use crate::agent::pod::CONTAINER;
 use crate::api::{CONTROLLER_MANAGER, apply_status};
 use crate::controller::{Context, Shutdown, readable};
 use crate::metrics::PollLabels;
@@ -161,7 +159,7 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
     }
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let agent_pod = input_target_named(&agents, &pods, &watch.spec.agent).await?;
+    let agent_pod = crate::input::target_named(&agents, &pods, &watch.spec.agent).await?;
     let input = decide::Input {
         name: &name,
         generation: watch.metadata.generation,
@@ -183,8 +181,7 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
         let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
         // The wake's number, counted in the status written above.
         let ids = [decide::wake_id(&name, plan.status.wakes)];
-        let delivered =
-            crate::exec::deliver(&pods, pod, CONTAINER, &ctx.input_command, &text, &ids).await;
+        let delivered = crate::input::deliver(&ctx, &pods, pod, &text, &ids).await;
         ctx.metrics.count_delivery("pr", &delivered);
         match delivered {
             Ok(()) => {
@@ -231,11 +228,8 @@ async fn deliver_claimed(
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let ids = [claimed.id.clone()];
-    let delivered = match input_target_named(&agents, &pods, &watch.spec.agent).await? {
-        Some(pod) => {
-            let input = &ctx.input_command;
-            crate::exec::deliver(&pods, &pod, CONTAINER, input, &claimed.message, &ids).await
-        }
+    let delivered = match crate::input::target_named(&agents, &pods, &watch.spec.agent).await? {
+        Some(pod) => crate::input::deliver(ctx, &pods, &pod, &claimed.message, &ids).await,
         None => Err(format!(
             "agent {} has no pod that takes input",
             watch.spec.agent

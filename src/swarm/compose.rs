@@ -11,9 +11,9 @@ use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
 use super::types::{Swarm, SwarmRole};
-use crate::agent::pod::{ROLE_LABEL, RUN_LABEL, SWARM_LABEL};
 use crate::agent::{Agent, AgentSpec, LoopSpec, PodOverlay};
 use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
+use crate::labels;
 
 /// Name of a swarm's overseer Agent: `<swarm>-overseer`.
 pub const OVERSEER_MEMBER: &str = "overseer";
@@ -235,9 +235,9 @@ pub fn desired_agents(swarm: &Swarm) -> Vec<DesiredAgent> {
         namespace: swarm.namespace(),
         labels: Some(BTreeMap::from([
             (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-            (SWARM_LABEL.to_string(), label_value(&name)),
-            (ROLE_LABEL.to_string(), role.to_string()),
-            (RUN_LABEL.to_string(), label_value(&run)),
+            (labels::SWARM.to_string(), label_value(&name)),
+            (labels::ROLE.to_string(), role.to_string()),
+            (labels::RUN.to_string(), label_value(&run)),
         ])),
         owner_references: swarm.controller_owner_ref(&()).map(|r| vec![r]),
         ..Default::default()
@@ -308,19 +308,14 @@ pub fn status(
     now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 ) -> super::types::SwarmStatus {
     use super::types::{AgentCounts, GoalCounts, MemberStatus, OverseerStatus};
-    use crate::agent::{ActivityState, AgentPhase};
+    use crate::agent::{ActivityState, AgentPhase, AgentStatus};
     use crate::goal::GoalPhase;
 
     let mut status = swarm.status.clone().unwrap_or_default();
     status.observed_generation = swarm.metadata.generation;
     let overseer_name = member_name(&swarm.name_any(), OVERSEER_MEMBER);
     let overseer = members.iter().find(|a| a.name_any() == overseer_name);
-    let ready = |a: &Agent| {
-        a.status.as_ref().is_some_and(|s| {
-            s.phase == Some(AgentPhase::Running)
-                && crate::conditions::is_true(&s.conditions, "Ready")
-        })
-    };
+    let ready = |a: &Agent| a.status.as_ref().is_some_and(AgentStatus::is_ready);
     status.overseer = Some(OverseerStatus {
         name: overseer_name.clone(),
         ready: overseer.is_some_and(ready),
@@ -331,7 +326,7 @@ pub fn status(
     sorted.sort_by_key(|a| a.name_any());
     for agent in sorted {
         let agent_status = agent.status.clone().unwrap_or_default();
-        let activity = crate::agent::decide::current_activity(&agent_status).cloned();
+        let activity = agent_status.current_activity().cloned();
         counts.total += 1;
         if activity
             .as_ref()
@@ -428,7 +423,7 @@ pub fn network_policy(swarm: &Swarm) -> k8s_openapi::api::networking::v1::Networ
     let name = swarm.name_any();
     let selector = LabelSelector {
         match_labels: Some(BTreeMap::from([(
-            SWARM_LABEL.to_string(),
+            labels::SWARM.to_string(),
             label_value(&name),
         )])),
         ..Default::default()
@@ -439,7 +434,7 @@ pub fn network_policy(swarm: &Swarm) -> k8s_openapi::api::networking::v1::Networ
             namespace: swarm.namespace(),
             labels: Some(BTreeMap::from([
                 (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-                (SWARM_LABEL.to_string(), label_value(&name)),
+                (labels::SWARM.to_string(), label_value(&name)),
             ])),
             owner_references: swarm.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()

@@ -18,10 +18,10 @@ use tracing::{info, instrument};
 use super::compose;
 use super::types::Swarm;
 use crate::agent::Agent;
-use crate::agent::pod::SWARM_LABEL;
 use crate::api::{CONTROLLER_MANAGER, apply_status, label_value};
 use crate::controller::{Context, Shutdown};
 use crate::goal::Goal;
+use crate::labels;
 use crate::{Error, Result};
 use kube::core::DeserializeGuard as Guarded;
 
@@ -36,7 +36,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     controller
         .owns(
             ctx.api::<Guarded<Agent>>(),
-            watcher::Config::default().labels(SWARM_LABEL),
+            watcher::Config::default().labels(labels::SWARM),
         )
         // A goal of the swarm changing phase changes its counts.
         .watches(
@@ -97,7 +97,7 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
         return Ok(Requeue::await_change());
     }
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
-    let selector = format!("{SWARM_LABEL}={}", label_value(&name));
+    let selector = format!("{}={}", labels::SWARM, label_value(&name));
     let existing = agents
         .list(&ListParams::default().labels(&selector))
         .await?

@@ -31,7 +31,7 @@ async fn watch_with_cli(
     create_agent(ns, "builder", json!({})).await;
     wait_in(ns, "the agent Running", WAIT, || async {
         let status = agent(ns, "builder").await.status?;
-        overseer::agent::decide::ready_pod(&status).map(|_| ())
+        status.ready_pod().map(|_| ())
     })
     .await;
     create_watch(ns, github, "pr7", PR, "builder", extra).await;
