@@ -3,6 +3,33 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
+// The condition types of every kind (DESIGN.md), matched by `kubectl wait --for=condition=...`.
+
+/// Agent: its pod runs and is ready. Swarm: every member exists and its overseer is ready.
+pub const READY: &str = "Ready";
+/// Agent: it must keep working until it declares done or blocked.
+pub const IN_LOOP: &str = "InLoop";
+/// Agent: it stopped without declaring done or blocked.
+pub const STOPPED_EARLY: &str = "StoppedEarly";
+/// Agent: working, but nothing changed for `loop.stallAfter`.
+pub const STALLED: &str = "Stalled";
+/// Goal: a step runs or can start.
+pub const PROGRESSING: &str = "Progressing";
+/// Goal: no new step starts (asked for, or a step failed for good).
+pub const PAUSED: &str = "Paused";
+/// Goal: a step waits on another that cannot finish.
+pub const BLOCKED: &str = "Blocked";
+/// PRWatch: its agent can take a wake.
+pub const AGENT_READY: &str = "AgentReady";
+/// PRWatch: the last poll of GitHub succeeded.
+pub const POLLING: &str = "Polling";
+/// PRWatch: the watch goes on (False once it ended).
+pub const WATCHING: &str = "Watching";
+/// PRWatch: GitHub asked it to wait.
+pub const RATE_LIMITED: &str = "RateLimited";
+/// Swarm: its spec can be composed into agents.
+pub const SPEC_VALID: &str = "SpecValid";
+
 /// Sets condition `type_`; returns whether its status changed (a transition).
 pub fn set(
     conditions: &mut Vec<Condition>,

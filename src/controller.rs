@@ -15,6 +15,7 @@ use kube::{Api, Client, Resource};
 use tracing::warn;
 
 use crate::metrics::Metrics;
+use crate::reasons;
 use crate::{Error, Result};
 
 /// What every controller shares, by `Arc`.
@@ -155,7 +156,7 @@ where
                 "the operator cannot read this object ({error}); it is left as it is until it changes"
             );
             let regarding = object.object_ref(&());
-            ctx.publish(&regarding, true, "Unreadable", &message, None)
+            ctx.publish(&regarding, true, reasons::UNREADABLE, &message, None)
                 .await;
             Ok(kube::runtime::controller::Action::await_change())
         }

@@ -23,6 +23,7 @@ pub mod notify;
 pub mod operator;
 pub mod pods;
 pub mod prwatch;
+pub mod reasons;
 pub mod runtimes;
 pub mod shim;
 pub mod step;

@@ -35,6 +35,7 @@ use crate::fresh::{Applied, Versions};
 use crate::index::Index;
 use crate::labels;
 use crate::metrics::DeliveryLabels;
+use crate::reasons;
 use crate::swarm::{Swarm, compose};
 use crate::{Error, Result, conditions, duration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -310,7 +311,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
                     let Some(message) = crate::pods::refusal(&error) else {
                         return Err(error.into());
                     };
-                    report_unusable(&ac, &agents, &agent, "PodRefused", &message).await?;
+                    report_unusable(&ac, &agents, &agent, reasons::POD_REFUSED, &message).await?;
                     return Ok(Requeue::await_change());
                 }
             }
@@ -334,7 +335,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
                 reason,
                 message,
             } => {
-                if *reason == "StoppedEarly" {
+                if *reason == reasons::STOPPED_EARLY {
                     ctx.metrics.premature_stops.inc();
                 }
                 publish(ctx, &agent, *warning, reason, message).await;
@@ -390,7 +391,7 @@ fn resolve(swarms: &Store<Guarded<Swarm>>, agent: &mut Agent) -> Resolved {
                 Some(swarm) => Some(Box::new(swarm.clone())),
                 None => {
                     return Resolved::Unusable {
-                        reason: "SwarmNotFound",
+                        reason: reasons::SWARM_NOT_FOUND,
                         message: format!("spec.swarm: there is no swarm {name} in this namespace"),
                     };
                 }
@@ -412,7 +413,7 @@ fn resolve(swarms: &Store<Guarded<Swarm>>, agent: &mut Agent) -> Resolved {
     );
     if agent.spec.runtime.image.is_none() {
         return Resolved::Unusable {
-            reason: "NoImage",
+            reason: reasons::NO_IMAGE,
             message: "no image: set spec.runtime.image, or the swarm's defaults.runtime or roles.<role>.runtime".into(),
         };
     }
@@ -444,7 +445,7 @@ async fn report_unusable(
     status.phase = Some(AgentPhase::Pending);
     let changed = conditions::set(
         &mut status.conditions,
-        "Ready",
+        conditions::READY,
         false,
         reason,
         message,
@@ -598,11 +599,11 @@ async fn deliver_inbox(
         match outcome {
             Ok(()) => {
                 let message = format!("message #{seq} from {from} delivered");
-                publish(ctx, agent, false, "MessageDelivered", &message).await;
+                publish(ctx, agent, false, reasons::MESSAGE_DELIVERED, &message).await;
             }
             Err(reason) => {
                 let message = format!("message #{seq} from {from} not delivered: {reason}");
-                publish(ctx, agent, true, "SendFailed", &message).await;
+                publish(ctx, agent, true, reasons::SEND_FAILED, &message).await;
             }
         }
     }
@@ -1032,16 +1033,16 @@ async fn record(
                 })
                 .observe(since_threshold(agent, now));
             let event = match claimed.kind {
-                Delivery::Wake => "OverseerWoken",
-                Delivery::Nudge => "Nudged",
+                Delivery::Wake => reasons::OVERSEER_WOKEN,
+                Delivery::Nudge => reasons::NUDGED,
             };
             publish(ctx, agent, false, event, &claimed.reason).await;
             Ok(true)
         }
         Err(error) => {
             let event = match claimed.kind {
-                Delivery::Wake => "WakeFailed",
-                Delivery::Nudge => "NudgeFailed",
+                Delivery::Wake => reasons::WAKE_FAILED,
+                Delivery::Nudge => reasons::NUDGE_FAILED,
             };
             publish(
                 ctx,

@@ -8,6 +8,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::types::*;
+use crate::reasons;
 use crate::{conditions, duration};
 
 /// Stalled pods are replaced this many times; the next stall blocks the agent.
@@ -411,9 +412,14 @@ impl Builder<'_> {
                 .active = active;
         }
         if self.input.spec.loop_.enabled {
-            self.condition("InLoop", active, reason, message);
+            self.condition(conditions::IN_LOOP, active, reason, message);
         } else {
-            self.condition("InLoop", false, "LoopDisabled", "loop.enabled is false");
+            self.condition(
+                conditions::IN_LOOP,
+                false,
+                reasons::LOOP_DISABLED,
+                "loop.enabled is false",
+            );
         }
     }
 }
@@ -469,13 +475,18 @@ fn decide(b: &mut Builder) {
         if b.status.phase != Some(AgentPhase::Suspended) {
             b.event(
                 false,
-                "Suspended",
+                reasons::SUSPENDED,
                 "spec.suspend is true: pod stopped".into(),
             );
         }
         b.status.phase = Some(AgentPhase::Suspended);
-        b.condition("Ready", false, "Suspended", "spec.suspend is true");
-        b.set_loop_active(false, "Suspended", "spec.suspend is true");
+        b.condition(
+            conditions::READY,
+            false,
+            reasons::SUSPENDED,
+            "spec.suspend is true",
+        );
+        b.set_loop_active(false, reasons::SUSPENDED, "spec.suspend is true");
         return;
     }
 
@@ -484,17 +495,17 @@ fn decide(b: &mut Builder) {
         let (phase, why, message) = match exit.outcome {
             ExitOutcome::Done => (
                 AgentPhase::Done,
-                "Done",
+                reasons::DONE,
                 format!("the agent ran `overseer loop done`: {reason}"),
             ),
             ExitOutcome::Blocked => (
                 AgentPhase::Blocked,
-                "Blocked",
+                reasons::BLOCKED,
                 format!("the agent ran `overseer loop block`: {reason}"),
             ),
             ExitOutcome::Released => (
                 AgentPhase::Done,
-                "Released",
+                reasons::RELEASED,
                 format!("its overseer ran `overseer loop release`: {reason}"),
             ),
         };
@@ -516,16 +527,16 @@ fn decide(b: &mut Builder) {
         if after(start, timeout) <= input.now {
             b.delete_pods();
             b.condition(
-                "Ready",
+                conditions::READY,
                 false,
-                "SessionTimeout",
+                reasons::SESSION_TIMEOUT,
                 "loop.sessionTimeout passed",
             );
             let message = format!(
                 "loop.sessionTimeout ({}) passed: pod stopped, state kept",
                 spec.loop_.session_timeout.as_deref().unwrap_or_default()
             );
-            b.finish(AgentPhase::Blocked, "SessionTimeout", message, true);
+            b.finish(AgentPhase::Blocked, reasons::SESSION_TIMEOUT, message, true);
             return;
         }
         b.fire_at(after(start, timeout));
@@ -548,14 +559,14 @@ fn decide(b: &mut Builder) {
                 name: pod.name.clone(),
             });
             b.condition(
-                "Ready",
+                conditions::READY,
                 false,
-                "PodLost",
+                reasons::POD_LOST,
                 &format!("pod {} ended", pod.name),
             );
             b.event(
                 true,
-                "PodLost",
+                reasons::POD_LOST,
                 format!("pod {} ended; it will be replaced", pod.name),
             );
             None
@@ -570,24 +581,28 @@ fn decide(b: &mut Builder) {
     if !pod.ready || pod.phase != PodPhase::Running {
         b.status.phase = Some(AgentPhase::Pending);
         b.condition(
-            "Ready",
+            conditions::READY,
             false,
-            "PodNotReady",
+            reasons::POD_NOT_READY,
             &format!("pod {} is not ready", pod.name),
         );
-        b.set_loop_active(spec.loop_.enabled, "PodNotReady", "waiting for the pod");
+        b.set_loop_active(
+            spec.loop_.enabled,
+            reasons::POD_NOT_READY,
+            "waiting for the pod",
+        );
         return;
     }
     b.status.phase = Some(AgentPhase::Running);
     b.condition(
-        "Ready",
+        conditions::READY,
         true,
-        "PodReady",
+        reasons::POD_READY,
         &format!("pod {} is ready", pod.name),
     );
     b.set_loop_active(
         spec.loop_.enabled,
-        "Running",
+        reasons::RUNNING,
         "the agent must declare done or blocked",
     );
 
@@ -610,11 +625,11 @@ fn decide(b: &mut Builder) {
             b.fire_at(stalled_at);
         }
     }
-    if activity.is_some() && conditions::is_true(&b.status.conditions, "Stalled") {
+    if activity.is_some() && conditions::is_true(&b.status.conditions, conditions::STALLED) {
         b.condition(
-            "Stalled",
+            conditions::STALLED,
             false,
-            "ActivityResumed",
+            reasons::ACTIVITY_RESUMED,
             "the new pod reports activity",
         );
     }
@@ -630,22 +645,32 @@ fn decide(b: &mut Builder) {
                 "{}; no overseer online and autoNudgeWithoutOverseer is false",
                 stop_reason(&verdict_input)
             );
-            if b.condition("StoppedEarly", true, "StoppedEarly", &message) {
-                b.event(true, "StoppedEarly", message);
+            if b.condition(
+                conditions::STOPPED_EARLY,
+                true,
+                reasons::STOPPED_EARLY,
+                &message,
+            ) {
+                b.event(true, reasons::STOPPED_EARLY, message);
             }
         }
         Verdict::NudgesExhausted => {
             b.condition(
-                "StoppedEarly",
+                conditions::STOPPED_EARLY,
                 true,
-                "NudgesExhausted",
+                reasons::NUDGES_EXHAUSTED,
                 &stop_reason(&verdict_input),
             );
             let message = format!(
                 "{} nudges and wakes delivered (loop.maxNudges) and the agent stopped again",
                 verdict_input.nudges
             );
-            b.finish(AgentPhase::Blocked, "NudgesExhausted", message, true);
+            b.finish(
+                AgentPhase::Blocked,
+                reasons::NUDGES_EXHAUSTED,
+                message,
+                true,
+            );
         }
         Verdict::NotIdleLongEnough => {
             if let Some(since) = activity.as_ref().and_then(|a| a.since.as_ref()) {
@@ -663,7 +688,12 @@ fn decide(b: &mut Builder) {
             }
         }
         Verdict::Busy => {
-            b.condition("StoppedEarly", false, "Active", "the agent is working");
+            b.condition(
+                conditions::STOPPED_EARLY,
+                false,
+                reasons::ACTIVE,
+                "the agent is working",
+            );
         }
         Verdict::NotInLoop | Verdict::LoopEnded | Verdict::Waiting => {}
     }
@@ -672,7 +702,11 @@ fn decide(b: &mut Builder) {
 /// The terminal phase came from an exit (done, block, release), not from the operator.
 fn ended_by_exit(status: &AgentStatus) -> bool {
     status.conditions.iter().any(|c| {
-        c.type_ == "InLoop" && matches!(c.reason.as_str(), "Done" | "Blocked" | "Released")
+        c.type_ == conditions::IN_LOOP
+            && matches!(
+                c.reason.as_str(),
+                reasons::DONE | reasons::BLOCKED | reasons::RELEASED
+            )
     })
 }
 
@@ -810,16 +844,16 @@ fn replace_pod(b: &mut Builder, attempt: i64) {
             .conditions
             .iter()
             .find(|c| {
-                c.type_ == "Ready"
+                c.type_ == conditions::READY
                     && c.status == "False"
-                    && matches!(c.reason.as_str(), "PodLost" | "Stalled")
+                    && matches!(c.reason.as_str(), reasons::POD_LOST | reasons::STALLED)
             })
             .map(|c| c.last_transition_time.clone());
         b.status.phase = Some(AgentPhase::Pending);
         let Some(lost_at) = lost_at else {
             let message = "the agent's pod is gone; it will be replaced";
-            b.condition("Ready", false, "PodLost", message);
-            b.event(true, "PodLost", message.into());
+            b.condition(conditions::READY, false, reasons::POD_LOST, message);
+            b.event(true, reasons::POD_LOST, message.into());
             b.next_replace = Some(after(&b.now_time.clone(), replace_backoff(attempt)));
             return;
         };
@@ -833,10 +867,10 @@ fn replace_pod(b: &mut Builder, attempt: i64) {
     b.record_attempt(next);
     b.status.phase = Some(AgentPhase::Pending);
     let message = format!("pod of attempt {next} created");
-    b.condition("Ready", false, "PodCreated", &message);
+    b.condition(conditions::READY, false, reasons::POD_CREATED, &message);
     b.set_loop_active(
         b.input.spec.loop_.enabled,
-        "PodCreated",
+        reasons::POD_CREATED,
         "waiting for the pod",
     );
     b.actions.push(Action::CreatePod { attempt: next });
@@ -849,10 +883,10 @@ fn stall(b: &mut Builder, pod: &str) {
         "working with no activity change for {}s (loop.stallAfter)",
         times.stall_after.as_secs()
     );
-    b.condition("Stalled", true, "NoActivity", &message);
+    b.condition(conditions::STALLED, true, reasons::NO_ACTIVITY, &message);
     if stalls >= STALL_LIMIT {
         let message = format!("{message}; the pod was already replaced {stalls} times");
-        b.finish(AgentPhase::Blocked, "StallLimit", message, true);
+        b.finish(AgentPhase::Blocked, reasons::STALL_LIMIT, message, true);
         return;
     }
     b.status
@@ -862,9 +896,13 @@ fn stall(b: &mut Builder, pod: &str) {
     b.actions.push(Action::DeletePod {
         name: pod.to_string(),
     });
-    b.condition("Ready", false, "Stalled", &message);
+    b.condition(conditions::READY, false, reasons::STALLED, &message);
     b.status.phase = Some(AgentPhase::Pending);
-    b.event(true, "Stalled", format!("{message}: replacing pod {pod}"));
+    b.event(
+        true,
+        reasons::STALLED,
+        format!("{message}: replacing pod {pod}"),
+    );
     b.next_replace = Some(after(
         &b.now_time.clone(),
         replace_backoff(b.status.attempt.unwrap_or(1)),

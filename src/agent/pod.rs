@@ -15,6 +15,7 @@ use super::decide::{AgentPod, PodPhase, pod_name};
 use super::preamble;
 use super::types::Agent;
 use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, fit_name, label_value};
+use crate::conditions;
 use crate::labels;
 use crate::{pods, runtimes};
 
@@ -45,7 +46,10 @@ pub fn own_pod(agent: &Agent, pod: &Pod) -> Option<AgentPod> {
     };
     let ready = status
         .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == conditions::READY && c.status == "True")
+        });
     Some(AgentPod {
         name: pod.name_any(),
         attempt,

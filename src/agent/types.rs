@@ -15,6 +15,7 @@ use crate::api::{
     RuntimeName, RuntimeSpec, duration_or_off_schema, duration_schema, object_name_schema,
     role_schema,
 };
+use crate::conditions;
 
 /// An agent CLI running in a pod; in the loop it must keep working until it
 /// declares itself done or blocked.
@@ -259,7 +260,7 @@ impl AgentStatus {
     /// Whether the agent is Running and its pod Ready.
     pub fn is_ready(&self) -> bool {
         self.phase == Some(AgentPhase::Running)
-            && crate::conditions::is_true(&self.conditions, "Ready")
+            && conditions::is_true(&self.conditions, conditions::READY)
     }
 
     /// The pod that can take input now, as the status says (`is_ready`).

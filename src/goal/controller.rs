@@ -21,9 +21,11 @@ use crate::agent::Agent;
 use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
 };
+use crate::conditions;
 use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable};
 use crate::fresh::Versions;
 use crate::labels;
+use crate::reasons;
 use crate::swarm::Swarm;
 use crate::{Error, Result, duration};
 use kube::core::DeserializeGuard as Guarded;
@@ -260,11 +262,11 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                             return Err(error.into());
                         };
                         let mut refused = plan.status.clone();
-                        let changed = crate::conditions::set(
+                        let changed = conditions::set(
                             &mut refused.conditions,
-                            "Progressing",
+                            conditions::PROGRESSING,
                             false,
-                            "PodRefused",
+                            reasons::POD_REFUSED,
                             &message,
                             goal.metadata.generation,
                             &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
@@ -273,7 +275,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                         );
                         if changed {
                             apply_status(&goals_api, &name, CONTROLLER_MANAGER, &refused).await?;
-                            publish(ctx, &goal, true, "PodRefused", &message, None).await;
+                            publish(ctx, &goal, true, reasons::POD_REFUSED, &message, None).await;
                         }
                         return Ok(Requeue::await_change());
                     }
@@ -305,7 +307,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                     ..Default::default()
                 });
                 publish(ctx, &goal, *warning, reason, message, related).await;
-                if *reason == "StepSucceeded" || *reason == "StepFailed" {
+                if *reason == reasons::STEP_SUCCEEDED || *reason == reasons::STEP_FAILED {
                     ctx.metrics
                         .step_results
                         .get_or_create(&crate::metrics::StepResultLabels {
@@ -354,14 +356,14 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) 
                 "overseer {overseer} told: step {} {}",
                 outcome.step, outcome.outcome
             );
-            publish(ctx, goal, false, "OverseerWoken", &message, None).await;
+            publish(ctx, goal, false, reasons::OVERSEER_WOKEN, &message, None).await;
         }
         Err(error) => {
             let message = format!(
                 "overseer {overseer} not told of step {} {}: {error}",
                 outcome.step, outcome.outcome
             );
-            publish(ctx, goal, true, "WakeFailed", &message, None).await;
+            publish(ctx, goal, true, reasons::WAKE_FAILED, &message, None).await;
         }
     }
     Ok(())
@@ -437,7 +439,7 @@ async fn notify(
                 ctx,
                 goal,
                 true,
-                "NotifyFailed",
+                reasons::NOTIFY_FAILED,
                 &format!("reading Secret {}: {error}", reference.name),
                 None,
             )
@@ -447,7 +449,7 @@ async fn notify(
     };
     let Some(url) = url.map(|u| u.trim().to_string()) else {
         let note = format!("Secret {} has no key {}", reference.name, reference.key);
-        publish(ctx, goal, true, "NotifyFailed", &note, None).await;
+        publish(ctx, goal, true, reasons::NOTIFY_FAILED, &note, None).await;
         return;
     };
     let mut payload = json!({
@@ -466,13 +468,13 @@ async fn notify(
                 ctx,
                 goal,
                 false,
-                "Notified",
+                reasons::NOTIFIED,
                 &format!("webhook notified: {reason:?}"),
                 None,
             )
             .await
         }
         // The error never contains the URL: the Secret's content stays out of events.
-        Err(error) => publish(ctx, goal, true, "NotifyFailed", &error, None).await,
+        Err(error) => publish(ctx, goal, true, reasons::NOTIFY_FAILED, &error, None).await,
     }
 }

@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::roles::{Performer, performer};
 use super::types::*;
 use crate::api::RuntimeSpec;
+use crate::reasons;
 use crate::{conditions, duration};
 
 /// Annotation whose new value resumes a paused goal.
@@ -194,8 +195,13 @@ pub fn plan(input: &Input) -> Plan {
 impl Planner<'_> {
     fn run(&mut self) {
         if let Some(conflict) = spec_conflict(self.input.spec, &self.status) {
-            if self.condition("Progressing", false, "SpecConflict", &conflict) {
-                self.event(true, "SpecConflict", conflict);
+            if self.condition(
+                conditions::PROGRESSING,
+                false,
+                reasons::SPEC_CONFLICT,
+                &conflict,
+            ) {
+                self.event(true, reasons::SPEC_CONFLICT, conflict);
             }
             return;
         }
@@ -204,8 +210,8 @@ impl Planner<'_> {
         match self.status.phase {
             Some(GoalPhase::Failed) => return,
             Some(GoalPhase::Paused)
-                if conditions::is_true(&self.status.conditions, "Paused")
-                    && self.paused_reason() == Some("StepFailed") =>
+                if conditions::is_true(&self.status.conditions, conditions::PAUSED)
+                    && self.paused_reason() == Some(reasons::STEP_FAILED) =>
             {
                 return;
             }
@@ -214,7 +220,7 @@ impl Planner<'_> {
         if !self.started() && !self.dependencies_ready() {
             return;
         }
-        self.condition("Blocked", false, "NotBlocked", "");
+        self.condition(conditions::BLOCKED, false, reasons::NOT_BLOCKED, "");
         self.advance();
     }
 
@@ -226,7 +232,7 @@ impl Planner<'_> {
         self.status
             .conditions
             .iter()
-            .find(|c| c.type_ == "Paused")
+            .find(|c| c.type_ == conditions::PAUSED)
             .map(|c| c.reason.as_str())
     }
 
@@ -296,7 +302,7 @@ impl Planner<'_> {
         }
         self.status.resume_token = Some(token.into());
         if self.status.phase != Some(GoalPhase::Paused)
-            || self.paused_reason() != Some("StepFailed")
+            || self.paused_reason() != Some(reasons::STEP_FAILED)
         {
             return;
         }
@@ -309,7 +315,12 @@ impl Planner<'_> {
         }
         self.status.phase = Some(GoalPhase::Running);
         self.status.message = None;
-        self.condition("Paused", false, "Resumed", "resumed from the checkpoint");
+        self.condition(
+            conditions::PAUSED,
+            false,
+            reasons::RESUMED,
+            "resumed from the checkpoint",
+        );
         let name = self
             .input
             .spec
@@ -319,7 +330,7 @@ impl Planner<'_> {
             .unwrap_or_default();
         self.event(
             false,
-            "Resumed",
+            reasons::RESUMED,
             format!("resumed at step {name} with fresh attempts"),
         );
     }
@@ -334,15 +345,15 @@ impl Planner<'_> {
             DependencyState::Ready => true,
             state => {
                 let (blocked, reason, message) = match state {
-                    DependencyState::Deadlock(m) => (true, "Deadlock", m),
-                    DependencyState::Stalled(m) => (true, "PredecessorStalled", m),
-                    DependencyState::Waiting(m) => (false, "WaitingForPredecessor", m),
+                    DependencyState::Deadlock(m) => (true, reasons::DEADLOCK, m),
+                    DependencyState::Stalled(m) => (true, reasons::PREDECESSOR_STALLED, m),
+                    DependencyState::Waiting(m) => (false, reasons::WAITING_FOR_PREDECESSOR, m),
                     DependencyState::Ready => unreachable!(),
                 };
-                if self.condition("Blocked", blocked, reason, &message) && blocked {
+                if self.condition(conditions::BLOCKED, blocked, reason, &message) && blocked {
                     self.event(true, reason, message.clone());
                 }
-                self.condition("Progressing", false, "Waiting", &message);
+                self.condition(conditions::PROGRESSING, false, reasons::WAITING, &message);
                 self.status.phase = Some(GoalPhase::Waiting);
                 self.status.message = Some(message);
                 false
@@ -486,31 +497,41 @@ impl Planner<'_> {
     /// `spec.paused`: no new step starts.
     fn hold_for_pause(&mut self) -> bool {
         if !self.input.spec.paused {
-            if self.paused_reason() == Some("Requested")
-                && conditions::is_true(&self.status.conditions, "Paused")
+            if self.paused_reason() == Some(reasons::REQUESTED)
+                && conditions::is_true(&self.status.conditions, conditions::PAUSED)
             {
-                self.condition("Paused", false, "Unpaused", "spec.paused was cleared");
+                self.condition(
+                    conditions::PAUSED,
+                    false,
+                    reasons::UNPAUSED,
+                    "spec.paused was cleared",
+                );
                 self.event(
                     false,
-                    "Unpaused",
+                    reasons::UNPAUSED,
                     "spec.paused was cleared; continuing".into(),
                 );
             }
             return false;
         }
         if self.condition(
-            "Paused",
+            conditions::PAUSED,
             true,
-            "Requested",
+            reasons::REQUESTED,
             "spec.paused is true: no new step starts",
         ) {
             self.event(
                 false,
-                "Paused",
+                reasons::PAUSED,
                 "spec.paused is true: no new step starts".into(),
             );
         }
-        self.condition("Progressing", false, "Paused", "spec.paused is true");
+        self.condition(
+            conditions::PROGRESSING,
+            false,
+            reasons::PAUSED,
+            "spec.paused is true",
+        );
         self.status.phase = Some(GoalPhase::Paused);
         true
     }
@@ -526,8 +547,13 @@ impl Planner<'_> {
                 "step {} has no runtime image: set spec.defaults.runtime.image or the step's runtime.image",
                 step.name
             );
-            if self.condition("Progressing", false, "MissingRuntime", &message) {
-                self.event(true, "MissingRuntime", message.clone());
+            if self.condition(
+                conditions::PROGRESSING,
+                false,
+                reasons::MISSING_RUNTIME,
+                &message,
+            ) {
+                self.event(true, reasons::MISSING_RUNTIME, message.clone());
             }
             self.status.message = Some(message);
             return;
@@ -558,7 +584,7 @@ impl Planner<'_> {
             self.step_event(
                 i,
                 false,
-                "StepStarted",
+                reasons::STEP_STARTED,
                 format!("step {} attempt {attempt} started", step.name),
             );
         }
@@ -574,13 +600,13 @@ impl Planner<'_> {
         self.status.message = None;
         let name = &self.input.spec.steps[i].name;
         self.condition(
-            "Progressing",
+            conditions::PROGRESSING,
             true,
-            "StepRunning",
+            reasons::STEP_RUNNING,
             &format!("step {name} is running"),
         );
         if self.paused_reason().is_some() && !self.input.spec.paused {
-            self.condition("Paused", false, "Running", "");
+            self.condition(conditions::PAUSED, false, reasons::RUNNING, "");
         }
     }
 
@@ -594,7 +620,12 @@ impl Planner<'_> {
         entry.next_retry_time = None;
         entry.message = None;
         self.status.completed_steps = i as i32 + 1;
-        self.step_event(i, false, "StepSucceeded", format!("step {name} succeeded"));
+        self.step_event(
+            i,
+            false,
+            reasons::STEP_SUCCEEDED,
+            format!("step {name} succeeded"),
+        );
         let next = match self.input.spec.steps.get(i + 1) {
             Some(step) => format!("step {} starts", step.name),
             None => "the goal succeeded".into(),
@@ -643,7 +674,7 @@ impl Planner<'_> {
             self.step_event(
                 i,
                 true,
-                "StepFailed",
+                reasons::STEP_FAILED,
                 format!(
                     "step {name} attempt {attempts}: {message}; retry in {}",
                     humanize(delay)
@@ -664,9 +695,14 @@ impl Planner<'_> {
         match self.input.spec.on_failure {
             OnFailure::Pause => {
                 self.status.phase = Some(GoalPhase::Paused);
-                self.condition("Paused", true, "StepFailed", &summary);
-                self.condition("Progressing", false, "StepFailed", &summary);
-                self.step_event(i, true, "StepFailed", summary.clone());
+                self.condition(conditions::PAUSED, true, reasons::STEP_FAILED, &summary);
+                self.condition(
+                    conditions::PROGRESSING,
+                    false,
+                    reasons::STEP_FAILED,
+                    &summary,
+                );
+                self.step_event(i, true, reasons::STEP_FAILED, summary.clone());
                 self.actions.push(Action::Notify {
                     reason: NotifyReason::Paused,
                     message: summary,
@@ -676,8 +712,13 @@ impl Planner<'_> {
             OnFailure::Fail => {
                 self.status.phase = Some(GoalPhase::Failed);
                 self.status.finished_at = Some(self.now.clone());
-                self.condition("Progressing", false, "StepFailed", &summary);
-                self.event(true, "GoalFailed", summary.clone());
+                self.condition(
+                    conditions::PROGRESSING,
+                    false,
+                    reasons::STEP_FAILED,
+                    &summary,
+                );
+                self.event(true, reasons::GOAL_FAILED, summary.clone());
                 self.actions.push(Action::Notify {
                     reason: NotifyReason::Failed,
                     message: summary,
@@ -696,9 +737,9 @@ impl Planner<'_> {
         self.status.finished_at = Some(self.now.clone());
         self.status.message = None;
         let message = format!("all {} steps succeeded", self.input.spec.steps.len());
-        self.condition("Progressing", false, "Succeeded", &message);
-        self.condition("Paused", false, "Succeeded", "");
-        self.event(false, "GoalSucceeded", message.clone());
+        self.condition(conditions::PROGRESSING, false, reasons::SUCCEEDED, &message);
+        self.condition(conditions::PAUSED, false, reasons::SUCCEEDED, "");
+        self.event(false, reasons::GOAL_SUCCEEDED, message.clone());
         self.actions.push(Action::Notify {
             reason: NotifyReason::Succeeded,
             message,

@@ -23,6 +23,7 @@ use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status};
 use crate::controller::{Context, Shutdown, readable};
 use crate::metrics::PollLabels;
+use crate::reasons;
 use crate::{Error, Result, duration};
 use kube::core::DeserializeGuard as Guarded;
 
@@ -204,7 +205,7 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
                 // Kept first, then told: whoever reads the Event finds the news kept.
                 plan = decide::kept_for_next_poll(&input);
                 apply_status(&watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
-                publish(&ctx, &watch, true, "WakeFailed", &message).await;
+                publish(&ctx, &watch, true, reasons::WAKE_FAILED, &message).await;
             }
         }
     }
@@ -244,7 +245,7 @@ async fn deliver_claimed(
             let message = format!(
                 "the wake claimed before the operator restarted was not delivered: {error}"
             );
-            publish(ctx, watch, true, "WakeFailed", &message).await;
+            publish(ctx, watch, true, reasons::WAKE_FAILED, &message).await;
         }
     }
     Ok(())

@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::github::{Feedback, PollError, Snapshot};
 use super::message::{self, CiNews};
 use super::types::*;
+use crate::reasons;
 use crate::{conditions, duration};
 
 /// The longest a rate limit holds the next poll back: a reset time or `retry-after`
@@ -175,7 +176,7 @@ impl Builder<'_> {
         self.status.phase = Some(phase);
         self.status.next_poll_time = None;
         self.status.pending = None;
-        self.condition("Watching", false, reason, &message);
+        self.condition(conditions::WATCHING, false, reason, &message);
         self.event(warning, reason, message);
     }
 }
@@ -221,7 +222,7 @@ fn decide(b: &mut Builder) -> Option<String> {
     if spec.stop {
         b.end(
             PRWatchPhase::Stopped,
-            "Stopped",
+            reasons::STOPPED,
             "spec.stop is true".into(),
             false,
         );
@@ -238,8 +239,13 @@ fn decide(b: &mut Builder) -> Option<String> {
                 .max(duration::later(now, interval));
             b.status.next_poll_time = Some(Time(next));
             let message = format!("{why}: the next poll waits until {next}");
-            if b.condition("RateLimited", true, "RateLimited", &message) {
-                b.event(true, "RateLimited", message);
+            if b.condition(
+                conditions::RATE_LIMITED,
+                true,
+                reasons::RATE_LIMITED,
+                &message,
+            ) {
+                b.event(true, reasons::RATE_LIMITED, message);
             }
             return None;
         }
@@ -251,8 +257,8 @@ fn decide(b: &mut Builder) -> Option<String> {
                 "poll {} of {} in a row failed: {error}",
                 b.status.failed_polls, spec.max_failed_polls
             );
-            b.condition("Polling", false, "PollFailed", &message);
-            b.event(true, "PollFailed", message);
+            b.condition(conditions::POLLING, false, reasons::POLL_FAILED, &message);
+            b.event(true, reasons::POLL_FAILED, message);
             if b.status.failed_polls >= spec.max_failed_polls {
                 let told = b.input.agent_ready;
                 let message = format!(
@@ -264,7 +270,7 @@ fn decide(b: &mut Builder) -> Option<String> {
                         "; the agent's pod is not ready, so it is not told"
                     }
                 );
-                b.end(PRWatchPhase::Failing, "Failing", message, true);
+                b.end(PRWatchPhase::Failing, reasons::FAILING, message, true);
                 return told.then(|| message::failing(&spec.url, b.status.failed_polls));
             }
             return None;
@@ -277,8 +283,18 @@ fn decide(b: &mut Builder) -> Option<String> {
     b.status.failed_polls = 0;
     b.status.last_poll_time = Some(b.now.clone());
     b.status.next_poll_time = Some(Time(duration::later(now, interval)));
-    b.condition("Polling", true, "Polled", "the last poll succeeded");
-    b.condition("RateLimited", false, "WithinLimits", "GitHub answered");
+    b.condition(
+        conditions::POLLING,
+        true,
+        reasons::POLLED,
+        "the last poll succeeded",
+    );
+    b.condition(
+        conditions::RATE_LIMITED,
+        false,
+        reasons::WITHIN_LIMITS,
+        "GitHub answered",
+    );
     b.status.head_sha = Some(snapshot.head_sha.clone());
     let failed: Vec<String> = snapshot
         .checks
@@ -295,7 +311,7 @@ fn decide(b: &mut Builder) -> Option<String> {
         "MERGED" => {
             b.end(
                 PRWatchPhase::Merged,
-                "Merged",
+                reasons::MERGED,
                 "the pull request was merged".into(),
                 false,
             );
@@ -304,7 +320,7 @@ fn decide(b: &mut Builder) -> Option<String> {
         "CLOSED" => {
             b.end(
                 PRWatchPhase::Closed,
-                "Closed",
+                reasons::CLOSED,
                 "the pull request was closed".into(),
                 false,
             );
@@ -347,15 +363,20 @@ fn decide(b: &mut Builder) -> Option<String> {
             "news for agent {}, whose pod does not take input now: kept for the next poll",
             spec.agent
         );
-        if b.condition("AgentReady", false, "AgentNotReady", &message) {
-            b.event(true, "AgentNotReady", message);
+        if b.condition(
+            conditions::AGENT_READY,
+            false,
+            reasons::AGENT_NOT_READY,
+            &message,
+        ) {
+            b.event(true, reasons::AGENT_NOT_READY, message);
         }
         return None;
     }
     b.condition(
-        "AgentReady",
+        conditions::AGENT_READY,
         true,
-        "AgentReady",
+        reasons::AGENT_READY,
         "the agent's pod takes input",
     );
     let reported_feedback: &[Feedback] = if feedback_due { &feedback } else { &[] };
@@ -378,12 +399,12 @@ fn decide(b: &mut Builder) -> Option<String> {
     };
     b.event(
         false,
-        "AgentWoken",
+        reasons::AGENT_WOKEN,
         format!("agent {} woken: {what}", spec.agent),
     );
     if b.status.wakes >= spec.max_wakes {
         let message = format!("{} wakes (maxWakes): the watch ended", b.status.wakes);
-        b.end(PRWatchPhase::Exhausted, "Exhausted", message, false);
+        b.end(PRWatchPhase::Exhausted, reasons::EXHAUSTED, message, false);
     }
     Some(text)
 }
@@ -411,7 +432,7 @@ pub fn kept_for_next_poll(input: &Input) -> Plan {
         ..*input
     });
     // The failed delivery has its own Event.
-    kept.events.retain(|e| e.reason != "AgentNotReady");
+    kept.events.retain(|e| e.reason != reasons::AGENT_NOT_READY);
     kept
 }
 

@@ -13,7 +13,9 @@ use kube::api::ObjectMeta;
 use super::types::{Swarm, SwarmRole};
 use crate::agent::{Agent, AgentSpec, LoopSpec, PodOverlay};
 use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
+use crate::conditions;
 use crate::labels;
+use crate::reasons;
 
 /// Name of a swarm's overseer Agent: `<swarm>-overseer`.
 pub const OVERSEER_MEMBER: &str = "overseer";
@@ -373,37 +375,49 @@ pub fn status(
     status.goals = goal_counts;
     let generation = swarm.metadata.generation;
     let set = |conditions: &mut Vec<_>, type_: &str, ok: bool, reason: &str, message: &str| {
-        crate::conditions::set(conditions, type_, ok, reason, message, generation, now);
+        conditions::set(conditions, type_, ok, reason, message, generation, now);
     };
     let mut conditions = std::mem::take(&mut status.conditions);
     match problems.first() {
-        Some(problem) => set(&mut conditions, "SpecValid", false, "InvalidSpec", problem),
+        Some(problem) => set(
+            &mut conditions,
+            conditions::SPEC_VALID,
+            false,
+            reasons::INVALID_SPEC,
+            problem,
+        ),
         None => set(
             &mut conditions,
-            "SpecValid",
+            conditions::SPEC_VALID,
             true,
-            "Valid",
+            reasons::VALID,
             "the spec is consistent",
         ),
     }
     let expected = swarm.spec.agents.len() as i32 + 1;
     if status.agents.total < expected {
         let message = format!("{} of {expected} agents exist", status.agents.total);
-        set(&mut conditions, "Ready", false, "MembersMissing", &message);
+        set(
+            &mut conditions,
+            conditions::READY,
+            false,
+            reasons::MEMBERS_MISSING,
+            &message,
+        );
     } else if !status.overseer.as_ref().is_some_and(|o| o.ready) {
         set(
             &mut conditions,
-            "Ready",
+            conditions::READY,
             false,
-            "OverseerNotReady",
+            reasons::OVERSEER_NOT_READY,
             "the overseer's pod is not ready",
         );
     } else {
         set(
             &mut conditions,
-            "Ready",
+            conditions::READY,
             true,
-            "Ready",
+            conditions::READY,
             "every agent exists and the overseer is ready",
         );
     }

@@ -19,9 +19,11 @@ use super::compose;
 use super::types::Swarm;
 use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status, label_value};
+use crate::conditions;
 use crate::controller::{Context, Shutdown};
 use crate::goal::Goal;
 use crate::labels;
+use crate::reasons;
 use crate::{Error, Result};
 use kube::core::DeserializeGuard as Guarded;
 
@@ -134,7 +136,7 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
         if created {
             info!(agent = %agent_name, "created swarm agent");
             let message = format!("agent {agent_name} (role {}) created", agent.spec.role);
-            publish(&ctx, &swarm, false, "AgentCreated", &message).await;
+            publish(&ctx, &swarm, false, reasons::AGENT_CREATED, &message).await;
         }
     }
     for agent in existing.iter().filter(|a| controlled_by(a, &swarm)) {
@@ -146,7 +148,7 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
             Ok(_) => {
                 info!(agent = %agent_name, "removed swarm agent");
                 let message = format!("agent {agent_name} is no longer listed: removed");
-                publish(&ctx, &swarm, false, "AgentRemoved", &message).await;
+                publish(&ctx, &swarm, false, reasons::AGENT_REMOVED, &message).await;
             }
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(error) => return Err(error.into()),
@@ -174,11 +176,11 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
         let was_valid = swarm.status.as_ref().is_none_or(|s| {
             !s.conditions
                 .iter()
-                .any(|c| c.type_ == "SpecValid" && c.status == "False")
+                .any(|c| c.type_ == conditions::SPEC_VALID && c.status == "False")
         });
         apply_status(&swarms, &name, CONTROLLER_MANAGER, &status).await?;
         if let Some(problem) = problems.first().filter(|_| was_valid) {
-            publish(&ctx, &swarm, true, "InvalidSpec", problem).await;
+            publish(&ctx, &swarm, true, reasons::INVALID_SPEC, problem).await;
         }
     }
     Ok(Requeue::await_change())

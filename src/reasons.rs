@@ -1,0 +1,136 @@
+//! The reasons of conditions and Events, for every kind: the words users match in
+//! alerts, `kubectl get events --field-selector reason=...` and dashboards, so a typo
+//! is a compile error and not a silent mismatch. Condition types are in `conditions`.
+
+/// Agent.
+pub const ACTIVE: &str = "Active";
+/// Agent.
+pub const ACTIVITY_RESUMED: &str = "ActivityResumed";
+/// Swarm.
+pub const AGENT_CREATED: &str = "AgentCreated";
+/// PRWatch.
+pub const AGENT_NOT_READY: &str = "AgentNotReady";
+/// PRWatch.
+pub const AGENT_READY: &str = "AgentReady";
+/// Swarm.
+pub const AGENT_REMOVED: &str = "AgentRemoved";
+/// PRWatch.
+pub const AGENT_WOKEN: &str = "AgentWoken";
+/// Agent.
+pub const BLOCKED: &str = "Blocked";
+/// PRWatch.
+pub const CLOSED: &str = "Closed";
+/// Goal.
+pub const DEADLOCK: &str = "Deadlock";
+/// Agent.
+pub const DONE: &str = "Done";
+/// PRWatch.
+pub const EXHAUSTED: &str = "Exhausted";
+/// PRWatch.
+pub const FAILING: &str = "Failing";
+/// Goal.
+pub const GOAL_FAILED: &str = "GoalFailed";
+/// Goal.
+pub const GOAL_SUCCEEDED: &str = "GoalSucceeded";
+/// Swarm.
+pub const INVALID_SPEC: &str = "InvalidSpec";
+/// Agent.
+pub const LOOP_DISABLED: &str = "LoopDisabled";
+/// Swarm.
+pub const MEMBERS_MISSING: &str = "MembersMissing";
+/// PRWatch.
+pub const MERGED: &str = "Merged";
+/// Agent.
+pub const MESSAGE_DELIVERED: &str = "MessageDelivered";
+/// Goal.
+pub const MISSING_RUNTIME: &str = "MissingRuntime";
+/// Agent.
+pub const NO_ACTIVITY: &str = "NoActivity";
+/// Agent.
+pub const NO_IMAGE: &str = "NoImage";
+/// Goal.
+pub const NOT_BLOCKED: &str = "NotBlocked";
+/// Goal.
+pub const NOTIFIED: &str = "Notified";
+/// Goal.
+pub const NOTIFY_FAILED: &str = "NotifyFailed";
+/// Agent.
+pub const NUDGE_FAILED: &str = "NudgeFailed";
+/// Agent.
+pub const NUDGED: &str = "Nudged";
+/// Agent.
+pub const NUDGES_EXHAUSTED: &str = "NudgesExhausted";
+/// Swarm.
+pub const OVERSEER_NOT_READY: &str = "OverseerNotReady";
+/// Agent, Goal.
+pub const OVERSEER_WOKEN: &str = "OverseerWoken";
+/// Goal.
+pub const PAUSED: &str = "Paused";
+/// Agent.
+pub const POD_CREATED: &str = "PodCreated";
+/// Agent.
+pub const POD_LOST: &str = "PodLost";
+/// Agent.
+pub const POD_NOT_READY: &str = "PodNotReady";
+/// Agent.
+pub const POD_READY: &str = "PodReady";
+/// Agent, Goal.
+pub const POD_REFUSED: &str = "PodRefused";
+/// PRWatch.
+pub const POLL_FAILED: &str = "PollFailed";
+/// PRWatch.
+pub const POLLED: &str = "Polled";
+/// Goal.
+pub const PREDECESSOR_STALLED: &str = "PredecessorStalled";
+/// PRWatch.
+pub const RATE_LIMITED: &str = "RateLimited";
+/// Agent.
+pub const RELEASED: &str = "Released";
+/// Goal.
+pub const REQUESTED: &str = "Requested";
+/// Goal.
+pub const RESUMED: &str = "Resumed";
+/// Agent, Goal.
+pub const RUNNING: &str = "Running";
+/// Agent.
+pub const SEND_FAILED: &str = "SendFailed";
+/// Agent.
+pub const SESSION_TIMEOUT: &str = "SessionTimeout";
+/// Goal.
+pub const SPEC_CONFLICT: &str = "SpecConflict";
+/// Agent.
+pub const STALL_LIMIT: &str = "StallLimit";
+/// Agent.
+pub const STALLED: &str = "Stalled";
+/// Goal.
+pub const STEP_FAILED: &str = "StepFailed";
+/// Goal.
+pub const STEP_RUNNING: &str = "StepRunning";
+/// Goal.
+pub const STEP_STARTED: &str = "StepStarted";
+/// Goal.
+pub const STEP_SUCCEEDED: &str = "StepSucceeded";
+/// PRWatch.
+pub const STOPPED: &str = "Stopped";
+/// Agent.
+pub const STOPPED_EARLY: &str = "StoppedEarly";
+/// Goal.
+pub const SUCCEEDED: &str = "Succeeded";
+/// Agent.
+pub const SUSPENDED: &str = "Suspended";
+/// Agent.
+pub const SWARM_NOT_FOUND: &str = "SwarmNotFound";
+/// Goal.
+pub const UNPAUSED: &str = "Unpaused";
+/// every kind.
+pub const UNREADABLE: &str = "Unreadable";
+/// Swarm.
+pub const VALID: &str = "Valid";
+/// Goal.
+pub const WAITING: &str = "Waiting";
+/// Goal.
+pub const WAITING_FOR_PREDECESSOR: &str = "WaitingForPredecessor";
+/// Agent, Goal, PRWatch.
+pub const WAKE_FAILED: &str = "WakeFailed";
+/// PRWatch.
+pub const WITHIN_LIMITS: &str = "WithinLimits";
