@@ -1,0 +1,123 @@
+//! What an Agent owns besides its pod, applied only when it changed: its
+//! ServiceAccount, Role and RoleBinding, and the ConfigMap of its swarm instructions.
+
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Resource, ResourceExt};
+use tracing::info;
+
+use crate::Result;
+use crate::agent::pod;
+use crate::agent::types::Agent;
+use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
+use crate::labels;
+use crate::swarm::{Swarm, compose};
+
+use super::AgentContext;
+
+/// The file the agent's runtime reads its instructions from.
+pub(super) fn instruction_file(agent: &Agent) -> &'static str {
+    let name = agent.spec.runtime.name.unwrap_or(RuntimeName::Custom);
+    crate::runtimes::lookup(name).instruction_file
+}
+
+/// Writes a swarm member's composed instructions to its ConfigMap (owned by the
+/// Agent) when they differ from what is there (read only when they differ from what
+/// this operator last applied or read).
+pub(super) async fn sync_instructions(
+    ac: &AgentContext,
+    agent: &Agent,
+    swarm: &Swarm,
+) -> Result<()> {
+    const KIND: &str = "ConfigMap";
+    let namespace = agent.namespace().unwrap_or_default();
+    let name = pod::instructions_name(&agent.name_any());
+    let file = instruction_file(agent);
+    let text = compose::instructions(&agent.name_any(), &agent.spec, swarm);
+    let wanted = std::collections::BTreeMap::from([(file.to_string(), text)]);
+    if ac.applied.holds(KIND, &namespace, &name, &wanted) {
+        return Ok(());
+    }
+    let maps: Api<ConfigMap> = Api::namespaced(ac.ctx.client.clone(), &namespace);
+    let current = maps.get_opt(&name).await?;
+    if current.and_then(|m| m.data).as_ref() == Some(&wanted) {
+        ac.applied.record(KIND, &namespace, &name, &wanted);
+        return Ok(());
+    }
+    let map = ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(namespace.clone()),
+            labels: Some(std::collections::BTreeMap::from([
+                (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
+                (labels::AGENT.to_string(), label_value(&agent.name_any())),
+                (labels::SWARM.to_string(), label_value(&swarm.name_any())),
+            ])),
+            owner_references: agent.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        data: Some(wanted),
+        ..Default::default()
+    };
+    maps.patch(
+        &name,
+        &PatchParams::apply(CONTROLLER_MANAGER).force(),
+        &Patch::Apply(&map),
+    )
+    .await?;
+    if let Some(data) = &map.data {
+        ac.applied.record(KIND, &namespace, &name, data);
+    }
+    info!(configmap = %name, "wrote the agent's instructions");
+    Ok(())
+}
+
+/// Keeps the agent's Role in step with whom it oversees (agents come and go); read
+/// only when its rules differ from what this operator last applied or read.
+pub(super) async fn sync_role(ac: &AgentContext, agent: &Agent, overseen: &[String]) -> Result<()> {
+    let namespace = agent.namespace().unwrap_or_default();
+    let name = pod::identity_name(&agent.name_any());
+    let wanted = pod::role_rules(agent, overseen);
+    if ac.applied.holds(ROLE, &namespace, &name, &wanted) {
+        return Ok(());
+    }
+    let roles = Api::<Role>::namespaced(ac.ctx.client.clone(), &namespace);
+    let current = roles.get_opt(&name).await?;
+    if current.and_then(|r| r.rules).as_ref() != Some(&wanted) {
+        info!(overseen = ?overseen, "updating the agent's Role");
+        ensure_identity(ac, agent, overseen).await?;
+    } else {
+        ac.applied.record(ROLE, &namespace, &name, &wanted);
+    }
+    Ok(())
+}
+
+/// The `Applied` kind of agents' Roles.
+pub(super) const ROLE: &str = "Role";
+
+/// The agent's ServiceAccount, Role and RoleBinding (server-side applied: idempotent).
+pub(super) async fn ensure_identity(
+    ac: &AgentContext,
+    agent: &Agent,
+    overseen: &[String],
+) -> Result<()> {
+    let client = &ac.ctx.client;
+    let namespace = agent.namespace().unwrap_or_default();
+    let (account, role, binding) = pod::identity(agent, overseen);
+    let params = PatchParams::apply(CONTROLLER_MANAGER).force();
+    let name = pod::identity_name(&agent.name_any());
+    Api::<ServiceAccount>::namespaced(client.clone(), &namespace)
+        .patch(&name, &params, &Patch::Apply(&account))
+        .await?;
+    Api::<Role>::namespaced(client.clone(), &namespace)
+        .patch(&name, &params, &Patch::Apply(&role))
+        .await?;
+    Api::<RoleBinding>::namespaced(client.clone(), &namespace)
+        .patch(&name, &params, &Patch::Apply(&binding))
+        .await?;
+    if let Some(rules) = &role.rules {
+        ac.applied.record(ROLE, &namespace, &name, rules);
+    }
+    Ok(())
+}

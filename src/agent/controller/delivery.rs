@@ -1,0 +1,477 @@
+//! What the Agent controller types into pods: inbox messages from `overseer send`,
+//! in order and never twice; nudges into the agent's own pod; and one wake per
+//! overseer for its batch of agents that stopped early. Each is claimed in status
+//! before its exec and settled after it, so a stop in between neither loses nor
+//! doubles it.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use tracing::info;
+
+use crate::agent::decide::{self, OverseerState, SendStep, Verdict};
+use crate::agent::message::{self, WakeItem};
+use crate::agent::types::{
+    ActivityState, Agent, AgentPhase, AgentStatus, Delivery, InFlightDelivery, InboxMessage,
+    LastMessage, LoopStatus,
+};
+use crate::api::{self, CONTROLLER_MANAGER};
+use crate::controller::Context;
+use crate::metrics::DeliveryLabels;
+use crate::reasons;
+use crate::{Error, Result};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::{
+    AgentContext, Resolved, apply_status, operator_fields, overseer_ready, publish, resolve,
+};
+
+/// Field manager of `status.lastMessage`.
+pub(super) const MESSAGES_MANAGER: &str = "overseer-messages";
+
+/// `lastMessage.from` of nudges and wakes.
+pub(super) const OPERATOR_SENDER: &str = "operator";
+
+/// Delivers the agent's inbox in order, each message once: it is claimed in status
+/// before the exec, and an operator that stopped mid-delivery delivers the claim again
+/// under the same id, which the pod's shim confirms without typing it twice (or, when
+/// that pod is gone, reports it failed).
+/// Returns when to look again while a message waits for a pod.
+pub(super) async fn deliver_inbox(
+    ac: &AgentContext,
+    agents: &Api<Agent>,
+    pods: &Api<Pod>,
+    agent: &mut Agent,
+    pod_ready: bool,
+) -> Result<Option<Duration>> {
+    let ctx = &ac.ctx;
+    loop {
+        let status = agent.status.clone().unwrap_or_default();
+        let now = jiff::Timestamp::now();
+        let (seq, from, outcome) = match decide::next_send(&status, pod_ready, ctx.send_expiry, now)
+        {
+            SendStep::Idle => return Ok(None),
+            SendStep::Wait { retry_after } => return Ok(Some(retry_after)),
+            SendStep::Abandon { seq } => {
+                let from = status
+                    .inbox
+                    .iter()
+                    .find(|m| m.seq == seq)
+                    .map(|m| m.from.clone());
+                let reason = "the operator stopped while delivering it; it is not sent again, so that no message is ever delivered twice";
+                (seq, from.unwrap_or_default(), Err(reason.to_string()))
+            }
+            SendStep::Expire(message) => {
+                let reason = format!(
+                    "no running pod could take it within {}s",
+                    ctx.send_expiry.as_secs()
+                );
+                (message.seq, message.from, Err(reason))
+            }
+            SendStep::Deliver(message) => {
+                let mut claimed = status.clone();
+                claimed.sends = Some(decide::claim_send(&status, message.seq));
+                apply_status(&ac.versions, agents, &agent.name_any(), &claimed).await?;
+                agent.status = Some(claimed);
+                let outcome = type_send(ctx, agents, pods, agent, &message).await?;
+                (message.seq, message.from, outcome)
+            }
+            // Claimed already, by the operator that stopped.
+            SendStep::Redeliver(message) => {
+                let outcome = type_send(ctx, agents, pods, agent, &message).await?;
+                (message.seq, message.from, outcome)
+            }
+        };
+        let mut settled = agent.status.clone().unwrap_or_default();
+        settled.sends = Some(decide::settle_send(
+            &settled,
+            seq,
+            &from,
+            outcome.clone(),
+            now,
+        ));
+        apply_status(&ac.versions, agents, &agent.name_any(), &settled).await?;
+        agent.status = Some(settled);
+        prune_inbox(agents, &agent.name_any(), seq).await;
+        ctx.metrics.count_delivery("send", &outcome);
+        match outcome {
+            Ok(()) => {
+                let message = format!("message #{seq} from {from} delivered");
+                publish(ctx, agent, false, reasons::MESSAGE_DELIVERED, &message).await;
+            }
+            Err(reason) => {
+                let message = format!("message #{seq} from {from} not delivered: {reason}");
+                publish(ctx, agent, true, reasons::SEND_FAILED, &message).await;
+            }
+        }
+    }
+}
+
+/// Types claimed inbox `message` into the agent's pod under its id, and records it as
+/// the last message once delivered.
+pub(super) async fn type_send(
+    ctx: &Context,
+    agents: &Api<Agent>,
+    pods: &Api<Pod>,
+    agent: &Agent,
+    message: &InboxMessage,
+) -> Result<std::result::Result<(), String>> {
+    let ids = [decide::send_id(message.seq)];
+    let outcome = type_input(ctx, pods, agent, &message.text, &ids).await?;
+    if outcome.is_ok() {
+        apply_last_message(agents, &agent.name_any(), &message.from, &message.text).await?;
+    }
+    Ok(outcome)
+}
+
+/// Removes a handled message from the head of the inbox so its text is not kept.
+/// The JSON patch first tests that the head is still that message; when a sender
+/// rewrote the inbox meanwhile it does nothing (senders drop handled messages too).
+pub(super) async fn prune_inbox(agents: &Api<Agent>, name: &str, seq: i64) {
+    let patch: json_patch::Patch = match serde_json::from_value(json!([
+        {"op": "test", "path": "/status/inbox/0/seq", "value": seq},
+        {"op": "remove", "path": "/status/inbox/0"},
+    ])) {
+        Ok(patch) => patch,
+        Err(_) => return,
+    };
+    let params = PatchParams {
+        field_manager: Some(CONTROLLER_MANAGER.into()),
+        ..Default::default()
+    };
+    if let Err(error) = agents
+        .patch_status(name, &params, &Patch::<()>::Json(patch))
+        .await
+    {
+        info!(%error, seq, "inbox head not pruned; a later send drops it");
+    }
+}
+
+/// Records the last message delivered to `name` (its own field manager, so the
+/// overseer's and the agent's reconciles never overwrite each other's status).
+pub(super) async fn apply_last_message(
+    agents: &Api<Agent>,
+    name: &str,
+    from: &str,
+    text: &str,
+) -> Result<()> {
+    let last = LastMessage {
+        from: from.to_string(),
+        excerpt: decide::excerpt(text),
+        time: Time(jiff::Timestamp::now()),
+    };
+    api::apply_status(
+        agents,
+        name,
+        MESSAGES_MANAGER,
+        &json!({"lastMessage": last}),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Types `text` (delivering `ids`) into `agent`'s own input target; the delivery's
+/// outcome, or why there was nobody to type into.
+pub(super) async fn type_input(
+    ctx: &Context,
+    pods: &Api<Pod>,
+    agent: &Agent,
+    text: &str,
+    ids: &[String],
+) -> Result<std::result::Result<(), String>> {
+    Ok(match crate::input::target(pods, agent).await? {
+        Some(pod) => crate::input::deliver(ctx, pods, &pod, text, ids).await,
+        None => Err("the agent has no ready pod made by the operator".into()),
+    })
+}
+
+/// Writes `change` of agent `name`'s loop status (None: nothing to write). Read fresh
+/// and written onto that version (retried on conflict): a wake is claimed and recorded
+/// on every member of its batch, whose own reconciles may have written their statuses
+/// since the batch was listed, and writing the status as listed would roll that back.
+pub(super) async fn update_loop(
+    agents: &Api<Agent>,
+    name: &str,
+    change: impl Fn(&AgentStatus) -> Option<LoopStatus>,
+) -> Result<()> {
+    const TRIES: usize = 5;
+    for _ in 0..TRIES {
+        let fresh = agents.get(name).await?;
+        let mut status = fresh.status.clone().unwrap_or_default();
+        let Some(loop_status) = change(&status) else {
+            return Ok(());
+        };
+        status.loop_ = Some(loop_status);
+        let version = fresh.resource_version().unwrap_or_default();
+        let fields = operator_fields(&status)?;
+        match api::apply_status_at(agents, name, CONTROLLER_MANAGER, &version, &fields).await {
+            Ok(()) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 409 => continue,
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Err(Error::Invalid(format!(
+        "agent {name} changed {TRIES} times while its loop status was written"
+    )))
+}
+
+/// Claims a nudge or wake about `name` before it is typed (see `settle_claim`).
+pub(super) async fn claim(agents: &Api<Agent>, name: &str, claim: &InFlightDelivery) -> Result<()> {
+    update_loop(agents, name, |status| {
+        Some(decide::claim_delivery(status, claim.clone()))
+    })
+    .await
+}
+
+/// A nudge or wake claimed by an operator that stopped before recording it: asks the
+/// target's shim whether it has that delivery's id, then counts it or drops the claim.
+/// Under the overseer's wake lock, so a wake still being typed by this operator is
+/// recorded by it first. Unreachable or unsure counts as not delivered: the agent is
+/// judged again, and a repeat of that delivery has the same id.
+pub(super) async fn settle_claim(
+    ac: &AgentContext,
+    agents: &Api<Agent>,
+    pods: &Api<Pod>,
+    agent: &Agent,
+) -> Result<()> {
+    let namespace = agent.namespace().unwrap_or_default();
+    let Some(claimed) = in_flight(agent) else {
+        return Ok(());
+    };
+    let lock = ac.wake_lock(&namespace, &claimed.target);
+    let _guard = lock.lock().await;
+    let Some(fresh) = agents.get_opt(&agent.name_any()).await? else {
+        return Ok(());
+    };
+    if in_flight(&fresh).as_ref() != Some(&claimed) {
+        return Ok(());
+    }
+    let confirmed = match crate::input::target_named(agents, pods, &claimed.target).await? {
+        Some(pod) => {
+            let ids = [claimed.id.clone()];
+            crate::input::confirm(&ac.ctx, pods, &pod, &ids).await
+        }
+        None => Err(format!(
+            "{} has no ready pod made by the operator",
+            claimed.target
+        )),
+    };
+    info!(id = %claimed.id, confirmed = confirmed.is_ok(), "settled a delivery claimed before a stop");
+    let now = jiff::Timestamp::now();
+    record(&ac.ctx, agents, &fresh, &claimed, &confirmed, now).await?;
+    Ok(())
+}
+
+pub(super) fn in_flight(agent: &Agent) -> Option<InFlightDelivery> {
+    agent
+        .status
+        .as_ref()
+        .and_then(|s| s.loop_.as_ref())
+        .and_then(|l| l.in_flight.clone())
+}
+
+/// Time from the agent crossing `idleAfter` to now (the delivery).
+pub(super) fn since_threshold(agent: &Agent, now: jiff::Timestamp) -> f64 {
+    let status = agent.status.clone().unwrap_or_default();
+    let input = decide::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
+    input
+        .in_state_for
+        .saturating_sub(input.idle_after)
+        .as_secs_f64()
+}
+
+pub(super) fn activity_word(agent: &Agent) -> &'static str {
+    let exited = agent
+        .status
+        .as_ref()
+        .and_then(AgentStatus::current_activity)
+        .is_some_and(|a| a.state == ActivityState::Exited);
+    if exited { "exited" } else { "idle" }
+}
+
+/// Sends the canned nudge into the agent's own pod; true once delivered.
+pub(super) async fn nudge(
+    ctx: &Context,
+    agents: &Api<Agent>,
+    pods: &Api<Pod>,
+    agent: &Agent,
+) -> Result<bool> {
+    let now = jiff::Timestamp::now();
+    let name = agent.name_any();
+    let status = agent.status.clone().unwrap_or_default();
+    let input = decide::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
+    let text = message::nudge(activity_word(agent), input.in_state_for);
+    let Some(pod) = crate::input::target(pods, agent).await? else {
+        return Ok(false);
+    };
+    let nudge = InFlightDelivery {
+        kind: Delivery::Nudge,
+        id: decide::delivery_id(&name, &status, Delivery::Nudge),
+        target: name.clone(),
+        reason: decide::stop_reason(&input),
+    };
+    claim(agents, &name, &nudge).await?;
+    let ids = [nudge.id.clone()];
+    let outcome = crate::input::deliver(ctx, pods, &pod, &text, &ids).await;
+    if outcome.is_ok() {
+        apply_last_message(agents, &name, OPERATOR_SENDER, &text).await?;
+    }
+    record(ctx, agents, agent, &nudge, &outcome, now).await
+}
+
+/// Wakes the overseer once for every candidate it oversees (the batch), under a lock
+/// per overseer so that concurrent reconciles never send the same batch twice.
+pub(super) async fn wake(
+    ac: &AgentContext,
+    agents: &Api<Agent>,
+    pods: &Api<Pod>,
+    agent: &Agent,
+) -> Result<bool> {
+    let ctx = &ac.ctx;
+    let namespace = agent.namespace().unwrap_or_default();
+    let Some(overseer_name) = agent.spec.overseer.clone() else {
+        return Ok(false);
+    };
+    let lock = ac.wake_lock(&namespace, &overseer_name);
+    let _guard = lock.lock().await;
+    let now = jiff::Timestamp::now();
+    // Fresh reads: a batch sent while we waited for the lock has started their cooldowns.
+    let Some(overseer) = agents.get_opt(&overseer_name).await?.filter(overseer_ready) else {
+        return Ok(false);
+    };
+    let mut batch: Vec<Agent> = Vec::new();
+    for mut candidate in agents.list(&ListParams::default()).await? {
+        if candidate.spec.overseer.as_deref() != Some(overseer_name.as_str()) {
+            continue;
+        }
+        // Judged on its effective spec, as its own reconcile judges it.
+        if !matches!(resolve(&ac.swarms, &mut candidate), Resolved::Ready(_)) {
+            continue;
+        }
+        let status = candidate.status.clone().unwrap_or_default();
+        let verdict = decide::candidate(&decide::candidate_input(
+            &candidate.spec,
+            &status,
+            OverseerState::Ready,
+            now,
+        ));
+        if status.phase == Some(AgentPhase::Running) && verdict == Verdict::WakeOverseer {
+            batch.push(candidate);
+        }
+    }
+    if !batch.iter().any(|a| a.name_any() == agent.name_any()) {
+        return Ok(true);
+    }
+    let items: Vec<WakeItem> = batch
+        .iter()
+        .map(|a| {
+            let status = a.status.clone().unwrap_or_default();
+            let input = decide::candidate_input(&a.spec, &status, OverseerState::Ready, now);
+            WakeItem {
+                agent: a.name_any(),
+                role: a.spec.role.clone(),
+                state: activity_word(a),
+                idle_for: input.in_state_for,
+                idle_after: input.idle_after,
+                nudges: input.nudges,
+                max_nudges: input.max_nudges,
+                attempt: status.attempt.unwrap_or(0),
+                // Named from what the operator knows, never from status text.
+                pod: status
+                    .attempt
+                    .map(|attempt| decide::pod_name(&a.name_any(), attempt))
+                    .unwrap_or_default(),
+            }
+        })
+        .collect();
+    let text = message::wake(&namespace, &items);
+    // Each member's wake is claimed before it is typed, under an id of its own: an
+    // operator that stops in between asks the overseer's shim about it, and a batch
+    // retried before it was recorded is confirmed without being typed twice.
+    let wakes: Vec<InFlightDelivery> = batch
+        .iter()
+        .map(|a| {
+            let status = a.status.clone().unwrap_or_default();
+            let input = decide::candidate_input(&a.spec, &status, OverseerState::Ready, now);
+            InFlightDelivery {
+                kind: Delivery::Wake,
+                id: decide::delivery_id(&a.name_any(), &status, Delivery::Wake),
+                target: overseer_name.clone(),
+                reason: format!(
+                    "overseer {overseer_name} woken: {}",
+                    decide::stop_reason(&input)
+                ),
+            }
+        })
+        .collect();
+    for (member, wake) in batch.iter().zip(&wakes) {
+        claim(agents, &member.name_any(), wake).await?;
+    }
+    let ids: Vec<String> = wakes.iter().map(|w| w.id.clone()).collect();
+    let outcome = type_input(ctx, pods, &overseer, &text, &ids).await?;
+    if outcome.is_ok() {
+        apply_last_message(agents, &overseer_name, OPERATOR_SENDER, &text).await?;
+    }
+    let mut delivered = true;
+    for (member, wake) in batch.iter().zip(&wakes) {
+        delivered &= record(ctx, agents, member, wake, &outcome, now).await?;
+    }
+    Ok(delivered)
+}
+
+/// Settles one claimed delivery on `agent`: the loop status (counted when delivered,
+/// the claim released either way), an Event and the metrics. Returns whether it was
+/// delivered.
+pub(super) async fn record(
+    ctx: &Context,
+    agents: &Api<Agent>,
+    agent: &Agent,
+    claimed: &InFlightDelivery,
+    outcome: &Result<(), String>,
+    now: jiff::Timestamp,
+) -> Result<bool> {
+    let name = agent.name_any();
+    let delivered = outcome.is_ok();
+    update_loop(agents, &name, |status| {
+        decide::settle_delivery(&name, status, claimed, delivered, now)
+    })
+    .await?;
+    let kind_label = claimed.kind.label();
+    ctx.metrics.count_delivery(kind_label, outcome);
+    match outcome {
+        Ok(()) => {
+            ctx.metrics.premature_stops.inc();
+            ctx.metrics
+                .stop_to_delivery
+                .get_or_create(&DeliveryLabels {
+                    kind: kind_label,
+                    outcome: "delivered",
+                })
+                .observe(since_threshold(agent, now));
+            let event = match claimed.kind {
+                Delivery::Wake => reasons::OVERSEER_WOKEN,
+                Delivery::Nudge => reasons::NUDGED,
+            };
+            publish(ctx, agent, false, event, &claimed.reason).await;
+            Ok(true)
+        }
+        Err(error) => {
+            let event = match claimed.kind {
+                Delivery::Wake => reasons::WAKE_FAILED,
+                Delivery::Nudge => reasons::NUDGE_FAILED,
+            };
+            publish(
+                ctx,
+                agent,
+                true,
+                event,
+                &format!("not delivered, retried at the next heartbeat: {error}"),
+            )
+            .await;
+            Ok(false)
+        }
+    }
+}
