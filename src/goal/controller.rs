@@ -338,7 +338,7 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) 
     let delivered = match crate::input::target_named(&agents, &pods, overseer).await? {
         None => Err(format!("overseer {overseer} has no ready pod")),
         Some(pod) => {
-            let text = plan::outcome_message(&namespace, &goal.name_any(), outcome);
+            let text = super::message::outcome_message(&namespace, &goal.name_any(), outcome);
             // One outcome per attempt of a step.
             let ids = [format!(
                 "goal/{}/{}/{}",

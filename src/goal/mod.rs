@@ -1,4 +1,6 @@
 pub mod controller;
+pub mod dependencies;
+pub mod message;
 pub mod plan;
 #[cfg(test)]
 mod plan_tests;

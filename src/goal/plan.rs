@@ -1,17 +1,20 @@
 //! The Goal's plan as one pure function: (goal, its step pods, the other goals, now)
 //! → the new status and the actions to take. The reconciler only executes it.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::dependencies::{DependencyState, dependency_state};
+use super::message::{failure_message, humanize, truncate_result};
 use super::roles::{Performer, performer};
 use super::types::*;
 use crate::api::RuntimeSpec;
 use crate::reasons;
 use crate::{conditions, duration};
+
+mod attempts;
 
 /// Annotation whose new value resumes a paused goal.
 pub const RESUME_ANNOTATION: &str = "overseer.dev/resume";
@@ -124,22 +127,6 @@ pub struct StepOutcome {
     pub outcome: &'static str,
     /// What the goal does next, in words.
     pub next: String,
-}
-
-/// The wake an overseer gets for a step outcome (fixed wording, snapshot-tested).
-pub fn outcome_message(namespace: &str, goal: &str, outcome: &StepOutcome) -> String {
-    format!(
-        "[overseer] goal: goal={goal} step={}/{} name={} attempt={} outcome={} next={}\n\
-         The step's result and message are in the Goal's status.steps[{}] (kubectl -n {namespace} get goal {goal} -o yaml). \
-         This message quotes nothing the step wrote.\n",
-        outcome.position,
-        outcome.steps,
-        outcome.step,
-        outcome.attempt,
-        outcome.outcome,
-        outcome.next,
-        outcome.position - 1,
-    )
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -536,217 +523,6 @@ impl Planner<'_> {
         true
     }
 
-    fn start_attempt(&mut self, i: usize, attempt: i32) {
-        let step = &self.input.spec.steps[i];
-        let role = self.status.steps[i]
-            .role
-            .clone()
-            .unwrap_or_else(|| "builder".into());
-        let Some(runtime) = self.runtime(step, &role) else {
-            let message = format!(
-                "step {} has no runtime image: set spec.defaults.runtime.image or the step's runtime.image",
-                step.name
-            );
-            if self.condition(
-                conditions::PROGRESSING,
-                false,
-                reasons::MISSING_RUNTIME,
-                &message,
-            ) {
-                self.event(true, reasons::MISSING_RUNTIME, message.clone());
-            }
-            self.status.message = Some(message);
-            return;
-        };
-        let timeout = self.timeout(step);
-        let resources = self.swarm_role(&role).and_then(|r| r.resources.clone());
-        let entry = &mut self.status.steps[i];
-        let new_attempt = entry.attempts < attempt;
-        entry.attempts = attempt;
-        entry.phase = StepPhase::Running;
-        entry.pod_name = Some(pod_name(self.input.name, i, attempt));
-        entry.fingerprint = Some(fingerprint(step));
-        entry.next_retry_time = None;
-        entry.finished_at = None;
-        if new_attempt {
-            entry.started_at = Some(self.now.clone());
-            entry.message = None;
-        }
-        self.actions.push(Action::CreatePod {
-            step: i,
-            attempt,
-            role,
-            runtime,
-            timeout,
-            resources,
-        });
-        if new_attempt {
-            self.step_event(
-                i,
-                false,
-                reasons::STEP_STARTED,
-                format!("step {} attempt {attempt} started", step.name),
-            );
-        }
-        self.requeue_at(duration::later(self.input.now, timeout));
-        self.running(i);
-    }
-
-    fn running(&mut self, i: usize) {
-        if self.status.phase != Some(GoalPhase::Running) {
-            self.status.phase = Some(GoalPhase::Running);
-        }
-        self.status.started_at.get_or_insert(self.now.clone());
-        self.status.message = None;
-        let name = &self.input.spec.steps[i].name;
-        self.condition(
-            conditions::PROGRESSING,
-            true,
-            reasons::STEP_RUNNING,
-            &format!("step {name} is running"),
-        );
-        if self.paused_reason().is_some() && !self.input.spec.paused {
-            self.condition(conditions::PAUSED, false, reasons::RUNNING, "");
-        }
-    }
-
-    /// Records step `i` as done and moves the checkpoint past it, in one status write.
-    fn complete_step(&mut self, i: usize, result: Option<String>) {
-        let name = self.input.spec.steps[i].name.clone();
-        let entry = &mut self.status.steps[i];
-        entry.phase = StepPhase::Succeeded;
-        entry.result = result;
-        entry.finished_at.get_or_insert(self.now.clone());
-        entry.next_retry_time = None;
-        entry.message = None;
-        self.status.completed_steps = i as i32 + 1;
-        self.step_event(
-            i,
-            false,
-            reasons::STEP_SUCCEEDED,
-            format!("step {name} succeeded"),
-        );
-        let next = match self.input.spec.steps.get(i + 1) {
-            Some(step) => format!("step {} starts", step.name),
-            None => "the goal succeeded".into(),
-        };
-        self.wake_overseer(i, "succeeded", next);
-    }
-
-    /// `effort: high` with an overseer: tell it every step outcome.
-    fn wake_overseer(&mut self, i: usize, outcome: &'static str, next: String) {
-        if self.input.spec.effort != Effort::High || self.input.spec.overseer.is_none() {
-            return;
-        }
-        let entry = &self.status.steps[i];
-        self.actions.push(Action::WakeOverseer(StepOutcome {
-            position: i + 1,
-            steps: self.input.spec.steps.len(),
-            step: entry.name.clone(),
-            attempt: entry.attempts,
-            outcome,
-            next,
-        }));
-    }
-
-    fn fail_step(&mut self, i: usize, phase: StepPhase, message: String) {
-        let step = &self.input.spec.steps[i];
-        let max_retries = step
-            .max_retries
-            .unwrap_or(self.input.spec.defaults.max_retries)
-            .max(0);
-        let entry = &mut self.status.steps[i];
-        entry.phase = phase;
-        entry.finished_at = Some(self.now.clone());
-        entry.message = Some(message.clone());
-        let used = entry.attempts.saturating_sub(entry.attempt_base);
-        let attempts = entry.attempts;
-        let name = step.name.clone();
-        let outcome = match phase {
-            StepPhase::TimedOut => "timed out",
-            _ => "failed",
-        };
-        if used <= max_retries {
-            let delay = backoff(&self.input.spec.defaults.backoff, used);
-            let at = duration::later(self.input.now, delay);
-            entry.next_retry_time = Some(Time(at));
-            self.wake_overseer(i, outcome, format!("retry in {}", humanize(delay)));
-            self.step_event(
-                i,
-                true,
-                reasons::STEP_FAILED,
-                format!(
-                    "step {name} attempt {attempts}: {message}; retry in {}",
-                    humanize(delay)
-                ),
-            );
-            self.running(i);
-            self.requeue_at(at);
-            return;
-        }
-        entry.next_retry_time = None;
-        let next = match self.input.spec.on_failure {
-            OnFailure::Pause => "the goal is paused",
-            OnFailure::Fail => "the goal failed",
-        };
-        self.wake_overseer(i, outcome, next.into());
-        let summary = format!("step {name} failed after {used} attempts: {message}");
-        self.status.message = Some(summary.clone());
-        match self.input.spec.on_failure {
-            OnFailure::Pause => {
-                self.status.phase = Some(GoalPhase::Paused);
-                self.condition(conditions::PAUSED, true, reasons::STEP_FAILED, &summary);
-                self.condition(
-                    conditions::PROGRESSING,
-                    false,
-                    reasons::STEP_FAILED,
-                    &summary,
-                );
-                self.step_event(i, true, reasons::STEP_FAILED, summary.clone());
-                self.actions.push(Action::Notify {
-                    reason: NotifyReason::Paused,
-                    message: summary,
-                    step: None,
-                });
-            }
-            OnFailure::Fail => {
-                self.status.phase = Some(GoalPhase::Failed);
-                self.status.finished_at = Some(self.now.clone());
-                self.condition(
-                    conditions::PROGRESSING,
-                    false,
-                    reasons::STEP_FAILED,
-                    &summary,
-                );
-                self.event(true, reasons::GOAL_FAILED, summary.clone());
-                self.actions.push(Action::Notify {
-                    reason: NotifyReason::Failed,
-                    message: summary,
-                    step: None,
-                });
-            }
-        }
-    }
-
-    fn succeed(&mut self) {
-        if self.status.phase == Some(GoalPhase::Succeeded) {
-            return;
-        }
-        self.status.phase = Some(GoalPhase::Succeeded);
-        self.status.started_at.get_or_insert(self.now.clone());
-        self.status.finished_at = Some(self.now.clone());
-        self.status.message = None;
-        let message = format!("all {} steps succeeded", self.input.spec.steps.len());
-        self.condition(conditions::PROGRESSING, false, reasons::SUCCEEDED, &message);
-        self.condition(conditions::PAUSED, false, reasons::SUCCEEDED, "");
-        self.event(false, reasons::GOAL_SUCCEEDED, message.clone());
-        self.actions.push(Action::Notify {
-            reason: NotifyReason::Succeeded,
-            message,
-            step: None,
-        });
-    }
-
     /// The role of that name in the goal's swarm: a step of that role uses its template.
     fn swarm_role(&self, role: &str) -> Option<&crate::swarm::SwarmRole> {
         self.input.swarm?.roles.get(role)
@@ -875,76 +651,6 @@ fn spec_conflict(spec: &GoalSpec, status: &GoalStatus) -> Option<String> {
         })
 }
 
-pub enum DependencyState {
-    Ready,
-    Waiting(String),
-    Deadlock(String),
-    Stalled(String),
-}
-
-/// Whether `name`'s predecessors allow it to start.
-pub fn dependency_state(
-    name: &str,
-    depends_on: &[String],
-    goals: &[GoalSummary],
-) -> DependencyState {
-    if depends_on.is_empty() {
-        return DependencyState::Ready;
-    }
-    let by_name: BTreeMap<&str, &GoalSummary> =
-        goals.iter().map(|g| (g.name.as_str(), g)).collect();
-    if let Some(cycle) = find_cycle(name, depends_on, &by_name) {
-        return DependencyState::Deadlock(format!("dependency cycle: {}", cycle.join(" -> ")));
-    }
-    let mut waiting = Vec::new();
-    for predecessor in depends_on {
-        match by_name.get(predecessor.as_str()).and_then(|g| g.phase) {
-            Some(GoalPhase::Succeeded) => {}
-            Some(phase @ (GoalPhase::Paused | GoalPhase::Failed)) => {
-                return DependencyState::Stalled(format!("predecessor {predecessor} is {phase:?}"));
-            }
-            _ if !by_name.contains_key(predecessor.as_str()) => {
-                waiting.push(format!("{predecessor} (not found)"))
-            }
-            _ => waiting.push(predecessor.clone()),
-        }
-    }
-    if waiting.is_empty() {
-        DependencyState::Ready
-    } else {
-        DependencyState::Waiting(format!("waiting for {}", waiting.join(", ")))
-    }
-}
-
-/// A path from `start` back to itself through `dependsOn`, if any.
-fn find_cycle(
-    start: &str,
-    depends_on: &[String],
-    goals: &BTreeMap<&str, &GoalSummary>,
-) -> Option<Vec<String>> {
-    let mut stack: Vec<(String, Vec<String>)> = depends_on
-        .iter()
-        .map(|d| (d.clone(), vec![start.to_string(), d.clone()]))
-        .collect();
-    let mut seen = std::collections::BTreeSet::new();
-    while let Some((current, path)) = stack.pop() {
-        if current == start {
-            return Some(path);
-        }
-        if !seen.insert(current.clone()) {
-            continue;
-        }
-        if let Some(goal) = goals.get(current.as_str()) {
-            for next in &goal.depends_on {
-                let mut next_path = path.clone();
-                next_path.push(next.clone());
-                stack.push((next.clone(), next_path));
-            }
-        }
-    }
-    None
-}
-
 /// Wait before the attempt after `failed_attempts` failures: initial × factor^(n-1), at most max.
 pub fn backoff(backoff: &Backoff, failed_attempts: i32) -> Duration {
     let initial = duration::parse(&backoff.initial).unwrap_or(Duration::from_secs(10));
@@ -965,36 +671,4 @@ pub fn pod_name(goal: &str, step: usize, attempt: i32) -> String {
 pub fn fingerprint(step: &Step) -> String {
     let json = serde_json::to_string(step).unwrap_or_default();
     format!("{:016x}", crate::api::fnv1a(json.as_bytes()))
-}
-
-fn truncate_result(message: &str) -> String {
-    if message.len() <= MAX_RESULT_BYTES {
-        return message.to_string();
-    }
-    let mut end = MAX_RESULT_BYTES;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    message[..end].to_string()
-}
-
-fn failure_message(pod: &StepPod) -> String {
-    let mut message = format!(
-        "exit code {}",
-        pod.exit_code.map_or("unknown".into(), |c| c.to_string())
-    );
-    if let Some(reason) = &pod.reason {
-        message.push_str(&format!(" ({reason})"));
-    }
-    message
-}
-
-fn humanize(duration: Duration) -> String {
-    let secs = duration.as_secs();
-    match secs {
-        s if s % 3600 == 0 && s > 0 => format!("{}h", s / 3600),
-        s if s % 60 == 0 && s > 0 => format!("{}m", s / 60),
-        s if s > 0 => format!("{s}s"),
-        _ => format!("{}ms", duration.as_millis()),
-    }
 }

@@ -1,0 +1,223 @@
+//! The life of one step attempt in the plan: started, running, succeeded, or failed
+//! and retried after its backoff, paused, or the goal failed.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::{Action, NotifyReason, Planner, StepOutcome, backoff, fingerprint, pod_name};
+use crate::goal::message::humanize;
+use crate::goal::types::*;
+use crate::reasons;
+use crate::{conditions, duration};
+
+impl Planner<'_> {
+    pub(super) fn start_attempt(&mut self, i: usize, attempt: i32) {
+        let step = &self.input.spec.steps[i];
+        let role = self.status.steps[i]
+            .role
+            .clone()
+            .unwrap_or_else(|| "builder".into());
+        let Some(runtime) = self.runtime(step, &role) else {
+            let message = format!(
+                "step {} has no runtime image: set spec.defaults.runtime.image or the step's runtime.image",
+                step.name
+            );
+            if self.condition(
+                conditions::PROGRESSING,
+                false,
+                reasons::MISSING_RUNTIME,
+                &message,
+            ) {
+                self.event(true, reasons::MISSING_RUNTIME, message.clone());
+            }
+            self.status.message = Some(message);
+            return;
+        };
+        let timeout = self.timeout(step);
+        let resources = self.swarm_role(&role).and_then(|r| r.resources.clone());
+        let entry = &mut self.status.steps[i];
+        let new_attempt = entry.attempts < attempt;
+        entry.attempts = attempt;
+        entry.phase = StepPhase::Running;
+        entry.pod_name = Some(pod_name(self.input.name, i, attempt));
+        entry.fingerprint = Some(fingerprint(step));
+        entry.next_retry_time = None;
+        entry.finished_at = None;
+        if new_attempt {
+            entry.started_at = Some(self.now.clone());
+            entry.message = None;
+        }
+        self.actions.push(Action::CreatePod {
+            step: i,
+            attempt,
+            role,
+            runtime,
+            timeout,
+            resources,
+        });
+        if new_attempt {
+            self.step_event(
+                i,
+                false,
+                reasons::STEP_STARTED,
+                format!("step {} attempt {attempt} started", step.name),
+            );
+        }
+        self.requeue_at(duration::later(self.input.now, timeout));
+        self.running(i);
+    }
+
+    pub(super) fn running(&mut self, i: usize) {
+        if self.status.phase != Some(GoalPhase::Running) {
+            self.status.phase = Some(GoalPhase::Running);
+        }
+        self.status.started_at.get_or_insert(self.now.clone());
+        self.status.message = None;
+        let name = &self.input.spec.steps[i].name;
+        self.condition(
+            conditions::PROGRESSING,
+            true,
+            reasons::STEP_RUNNING,
+            &format!("step {name} is running"),
+        );
+        if self.paused_reason().is_some() && !self.input.spec.paused {
+            self.condition(conditions::PAUSED, false, reasons::RUNNING, "");
+        }
+    }
+
+    /// Records step `i` as done and moves the checkpoint past it, in one status write.
+    pub(super) fn complete_step(&mut self, i: usize, result: Option<String>) {
+        let name = self.input.spec.steps[i].name.clone();
+        let entry = &mut self.status.steps[i];
+        entry.phase = StepPhase::Succeeded;
+        entry.result = result;
+        entry.finished_at.get_or_insert(self.now.clone());
+        entry.next_retry_time = None;
+        entry.message = None;
+        self.status.completed_steps = i as i32 + 1;
+        self.step_event(
+            i,
+            false,
+            reasons::STEP_SUCCEEDED,
+            format!("step {name} succeeded"),
+        );
+        let next = match self.input.spec.steps.get(i + 1) {
+            Some(step) => format!("step {} starts", step.name),
+            None => "the goal succeeded".into(),
+        };
+        self.wake_overseer(i, "succeeded", next);
+    }
+
+    /// `effort: high` with an overseer: tell it every step outcome.
+    fn wake_overseer(&mut self, i: usize, outcome: &'static str, next: String) {
+        if self.input.spec.effort != Effort::High || self.input.spec.overseer.is_none() {
+            return;
+        }
+        let entry = &self.status.steps[i];
+        self.actions.push(Action::WakeOverseer(StepOutcome {
+            position: i + 1,
+            steps: self.input.spec.steps.len(),
+            step: entry.name.clone(),
+            attempt: entry.attempts,
+            outcome,
+            next,
+        }));
+    }
+
+    pub(super) fn fail_step(&mut self, i: usize, phase: StepPhase, message: String) {
+        let step = &self.input.spec.steps[i];
+        let max_retries = step
+            .max_retries
+            .unwrap_or(self.input.spec.defaults.max_retries)
+            .max(0);
+        let entry = &mut self.status.steps[i];
+        entry.phase = phase;
+        entry.finished_at = Some(self.now.clone());
+        entry.message = Some(message.clone());
+        let used = entry.attempts.saturating_sub(entry.attempt_base);
+        let attempts = entry.attempts;
+        let name = step.name.clone();
+        let outcome = match phase {
+            StepPhase::TimedOut => "timed out",
+            _ => "failed",
+        };
+        if used <= max_retries {
+            let delay = backoff(&self.input.spec.defaults.backoff, used);
+            let at = duration::later(self.input.now, delay);
+            entry.next_retry_time = Some(Time(at));
+            self.wake_overseer(i, outcome, format!("retry in {}", humanize(delay)));
+            self.step_event(
+                i,
+                true,
+                reasons::STEP_FAILED,
+                format!(
+                    "step {name} attempt {attempts}: {message}; retry in {}",
+                    humanize(delay)
+                ),
+            );
+            self.running(i);
+            self.requeue_at(at);
+            return;
+        }
+        entry.next_retry_time = None;
+        let next = match self.input.spec.on_failure {
+            OnFailure::Pause => "the goal is paused",
+            OnFailure::Fail => "the goal failed",
+        };
+        self.wake_overseer(i, outcome, next.into());
+        let summary = format!("step {name} failed after {used} attempts: {message}");
+        self.status.message = Some(summary.clone());
+        match self.input.spec.on_failure {
+            OnFailure::Pause => {
+                self.status.phase = Some(GoalPhase::Paused);
+                self.condition(conditions::PAUSED, true, reasons::STEP_FAILED, &summary);
+                self.condition(
+                    conditions::PROGRESSING,
+                    false,
+                    reasons::STEP_FAILED,
+                    &summary,
+                );
+                self.step_event(i, true, reasons::STEP_FAILED, summary.clone());
+                self.actions.push(Action::Notify {
+                    reason: NotifyReason::Paused,
+                    message: summary,
+                    step: None,
+                });
+            }
+            OnFailure::Fail => {
+                self.status.phase = Some(GoalPhase::Failed);
+                self.status.finished_at = Some(self.now.clone());
+                self.condition(
+                    conditions::PROGRESSING,
+                    false,
+                    reasons::STEP_FAILED,
+                    &summary,
+                );
+                self.event(true, reasons::GOAL_FAILED, summary.clone());
+                self.actions.push(Action::Notify {
+                    reason: NotifyReason::Failed,
+                    message: summary,
+                    step: None,
+                });
+            }
+        }
+    }
+
+    pub(super) fn succeed(&mut self) {
+        if self.status.phase == Some(GoalPhase::Succeeded) {
+            return;
+        }
+        self.status.phase = Some(GoalPhase::Succeeded);
+        self.status.started_at.get_or_insert(self.now.clone());
+        self.status.finished_at = Some(self.now.clone());
+        self.status.message = None;
+        let message = format!("all {} steps succeeded", self.input.spec.steps.len());
+        self.condition(conditions::PROGRESSING, false, reasons::SUCCEEDED, &message);
+        self.condition(conditions::PAUSED, false, reasons::SUCCEEDED, "");
+        self.event(false, reasons::GOAL_SUCCEEDED, message.clone());
+        self.actions.push(Action::Notify {
+            reason: NotifyReason::Succeeded,
+            message,
+            step: None,
+        });
+    }
+}
