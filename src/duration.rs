@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::controller::Action;
 
 /// The longest duration overseer acts on. The schema accepts up to 32 digits
@@ -48,6 +49,18 @@ pub fn later(at: Timestamp, wait: Duration) -> Timestamp {
         .ok()
         .and_then(|wait| at.checked_add(wait).ok())
         .unwrap_or(Timestamp::MAX)
+}
+
+/// How long ago `then` was at `now`: zero when there is no `then` or it is later.
+pub fn since(now: Timestamp, then: Option<&Time>) -> Duration {
+    then.map_or(Duration::ZERO, |t| {
+        now.duration_since(t.0).try_into().unwrap_or(Duration::ZERO)
+    })
+}
+
+/// When `wait` after `then` is over.
+pub fn after(then: &Time, wait: Duration) -> Timestamp {
+    later(then.0, wait)
 }
 
 /// The controller's answer: look again after `after` (at most `LONGEST_REQUEUE`), or

@@ -13,7 +13,7 @@ use kube::api::{LogParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 use serde_json::json;
 
-use super::decide;
+use super::inbox;
 use super::pod::CONTAINER;
 use super::types::{
     Agent, AgentExit, ExitOutcome, InboxMessage, MAX_SEND_BYTES, SendOutcome, SendResult,
@@ -101,7 +101,7 @@ pub fn enqueue(agent: &Agent, from: &str, text: &str, now: Timestamp) -> Result<
         )));
     }
     let status = agent.status.clone().unwrap_or_default();
-    let pending = decide::pending_messages(&status);
+    let pending = inbox::pending_messages(&status);
     if pending.len() >= INBOX_LIMIT {
         return Err(Error::Invalid(format!(
             "{INBOX_LIMIT} messages are already waiting for this agent; send again once they are delivered"

@@ -20,7 +20,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{info, instrument};
 
-use super::decide::{self, Action, AgentPod, OverseerState, PodPhase};
+use super::candidate::OverseerState;
+use super::decide::{self, Action, AgentPod, PodPhase};
 use super::pod;
 use super::types::{Agent, AgentPhase, AgentStatus, Delivery};
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, label_value};
@@ -341,7 +342,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
                 };
                 if !delivered {
                     // Retried at the next heartbeat; the cooldown has not started.
-                    let interval = decide::LoopTimes::of(&agent.spec.loop_)
+                    let interval = super::candidate::LoopTimes::of(&agent.spec.loop_)
                         .interval
                         .unwrap_or(Duration::from_secs(15));
                     requeue = Some(requeue.map_or(interval, |r| r.min(interval)));

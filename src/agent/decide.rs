@@ -7,6 +7,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::candidate::*;
 use super::types::*;
 use crate::reasons;
 use crate::{conditions, duration};
@@ -30,99 +31,6 @@ pub fn loop_enabled(annotation: Option<&str>, spec_enabled: bool) -> bool {
 }
 /// The longest wait before a lost pod is replaced.
 const MAX_REPLACE_BACKOFF: Duration = Duration::from_secs(300);
-
-/// The agent's overseer, as the candidate rule sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OverseerState {
-    /// No overseer is set.
-    Unset,
-    /// Set, and its pod is ready to take input.
-    Ready,
-    /// Set, but missing or its pod is not ready.
-    Offline,
-}
-
-/// Everything the premature-stop rule looks at.
-#[derive(Debug, Clone, Copy)]
-pub struct CandidateInput {
-    pub loop_enabled: bool,
-    /// An exit (`overseer loop done|block`) is recorded for the current attempt.
-    pub exit_recorded: bool,
-    /// The current attempt's activity (None: nothing reported yet).
-    pub activity: Option<ActivityState>,
-    /// How long the activity has been in its state.
-    pub in_state_for: Duration,
-    pub idle_after: Duration,
-    /// The cooldown since the last delivered nudge or wake has passed (or none was delivered).
-    pub cooldown_over: bool,
-    pub nudges: i32,
-    pub max_nudges: i32,
-    pub overseer: OverseerState,
-    pub auto_nudge_without_overseer: bool,
-}
-
-/// What the premature-stop rule decides for one agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    NotInLoop,
-    /// The agent ended its loop itself.
-    LoopEnded,
-    /// A human or permission prompt is pending: never steamroll it.
-    Waiting,
-    /// Starting, working, or nothing reported yet.
-    Busy,
-    /// Idle or exited, but not for `idleAfter` yet.
-    NotIdleLongEnough,
-    CoolingDown,
-    /// A candidate with no nudges left: the agent is Blocked.
-    NudgesExhausted,
-    /// A candidate: wake its overseer.
-    WakeOverseer,
-    /// A candidate: nudge it directly.
-    Nudge,
-    /// A candidate nobody can act on: observe only.
-    ObserveOnly,
-}
-
-impl Verdict {
-    pub fn is_candidate(self) -> bool {
-        matches!(
-            self,
-            Verdict::WakeOverseer | Verdict::Nudge | Verdict::ObserveOnly
-        )
-    }
-}
-
-/// The premature-stop rule (DESIGN.md, Agent): one row of the truth table.
-pub fn candidate(input: &CandidateInput) -> Verdict {
-    if !input.loop_enabled {
-        return Verdict::NotInLoop;
-    }
-    if input.exit_recorded {
-        return Verdict::LoopEnded;
-    }
-    match input.activity {
-        Some(ActivityState::Waiting) => return Verdict::Waiting,
-        Some(ActivityState::Idle | ActivityState::Exited) => {}
-        Some(ActivityState::Starting | ActivityState::Working) | None => return Verdict::Busy,
-    }
-    if input.in_state_for < input.idle_after {
-        return Verdict::NotIdleLongEnough;
-    }
-    if !input.cooldown_over {
-        return Verdict::CoolingDown;
-    }
-    if input.nudges >= input.max_nudges {
-        return Verdict::NudgesExhausted;
-    }
-    match input.overseer {
-        OverseerState::Ready => Verdict::WakeOverseer,
-        OverseerState::Unset | OverseerState::Offline if input.auto_nudge_without_overseer => {
-            Verdict::Nudge
-        }
-        OverseerState::Unset | OverseerState::Offline => Verdict::ObserveOnly,
-    }
-}
 
 /// The agent's pod as the plan sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -187,151 +95,6 @@ pub struct Plan {
     pub actions: Vec<Action>,
     /// When a time-based rule can fire next (the heartbeat); None: wait for a change.
     pub requeue_after: Option<Duration>,
-}
-
-/// The loop settings as durations (the schema guarantees the patterns).
-pub struct LoopTimes {
-    /// None: `interval: off`, no time-based checks.
-    pub interval: Option<Duration>,
-    pub idle_after: Duration,
-    pub cooldown: Duration,
-    pub stall_after: Duration,
-    pub session_timeout: Option<Duration>,
-}
-
-impl LoopTimes {
-    pub fn of(spec: &LoopSpec) -> LoopTimes {
-        LoopTimes {
-            interval: duration::parse_heartbeat(&spec.interval)
-                .unwrap_or(Some(Duration::from_secs(15))),
-            idle_after: duration::parse(&spec.idle_after).unwrap_or(Duration::from_secs(60)),
-            cooldown: duration::parse(&spec.cooldown).unwrap_or(Duration::from_secs(120)),
-            stall_after: duration::parse(&spec.stall_after).unwrap_or(Duration::from_secs(1800)),
-            session_timeout: spec.session_timeout.as_deref().and_then(duration::parse),
-        }
-    }
-}
-
-fn since(now: Timestamp, then: Option<&Time>) -> Duration {
-    then.map_or(Duration::ZERO, |t| {
-        now.duration_since(t.0).try_into().unwrap_or(Duration::ZERO)
-    })
-}
-
-fn after(then: &Time, wait: Duration) -> Timestamp {
-    duration::later(then.0, wait)
-}
-
-/// The candidate rule's input for an agent as it stands.
-pub fn candidate_input(
-    spec: &AgentSpec,
-    status: &AgentStatus,
-    overseer: OverseerState,
-    now: Timestamp,
-) -> CandidateInput {
-    let times = LoopTimes::of(&spec.loop_);
-    let activity = status.current_activity();
-    let loop_status = status.loop_.clone().unwrap_or_default();
-    let last_delivery = [&loop_status.last_nudge_time, &loop_status.last_wake_time]
-        .into_iter()
-        .flatten()
-        .max_by_key(|t| t.0);
-    CandidateInput {
-        loop_enabled: spec.loop_.enabled,
-        exit_recorded: status.current_exit().is_some(),
-        activity: activity.map(|a| a.state),
-        in_state_for: since(now, activity.and_then(|a| a.since.as_ref())),
-        idle_after: times.idle_after,
-        cooldown_over: last_delivery.is_none_or(|t| since(now, Some(t)) >= times.cooldown),
-        nudges: loop_status.nudges,
-        max_nudges: spec.loop_.max_nudges,
-        overseer,
-        auto_nudge_without_overseer: spec.loop_.auto_nudge_without_overseer,
-    }
-}
-
-/// The loop status after a confirmed delivery: only then does the cooldown start.
-fn record_delivery(
-    status: &AgentStatus,
-    kind: Delivery,
-    reason: &str,
-    now: Timestamp,
-) -> LoopStatus {
-    let mut loop_status = status.loop_.clone().unwrap_or_default();
-    loop_status.nudges = loop_status.nudges.saturating_add(1);
-    match kind {
-        Delivery::Wake => {
-            loop_status.wakes = loop_status.wakes.saturating_add(1);
-            loop_status.last_wake_time = Some(Time(now));
-        }
-        Delivery::Nudge => loop_status.last_nudge_time = Some(Time(now)),
-    }
-    loop_status.last_reason = Some(reason.chars().take(256).collect());
-    loop_status
-}
-
-/// The loop status with `claim` recorded as in flight, written before it is typed.
-pub fn claim_delivery(status: &AgentStatus, claim: InFlightDelivery) -> LoopStatus {
-    let mut loop_status = status.loop_.clone().unwrap_or_default();
-    loop_status.in_flight = Some(claim);
-    loop_status
-}
-
-/// The loop status once delivery `id` about `agent` is settled, or None when nothing
-/// changes. Its claim is released either way; it is counted when `delivered` and not
-/// counted yet (the id is still the next one), so settling it twice (the operator that
-/// typed it and one that asked the shim after a crash) counts it once.
-pub fn settle_delivery(
-    agent: &str,
-    status: &AgentStatus,
-    claim: &InFlightDelivery,
-    delivered: bool,
-    now: Timestamp,
-) -> Option<LoopStatus> {
-    let claimed = status
-        .loop_
-        .as_ref()
-        .and_then(|l| l.in_flight.as_ref())
-        .is_some_and(|c| c.id == claim.id);
-    let count = delivered && delivery_id(agent, status, claim.kind) == claim.id;
-    if !claimed && !count {
-        return None;
-    }
-    let mut loop_status = if count {
-        record_delivery(status, claim.kind, &claim.reason, now)
-    } else {
-        status.loop_.clone().unwrap_or_default()
-    };
-    if claimed {
-        loop_status.in_flight = None;
-    }
-    Some(loop_status)
-}
-
-/// The id of the next nudge or wake delivered about `agent` (the shim confirms a
-/// retried delivery of it without typing it twice). Its count of deliveries only ever
-/// grows, so an id is never reused for a later delivery.
-pub fn delivery_id(agent: &str, status: &AgentStatus, kind: Delivery) -> String {
-    let delivered = status.loop_.as_ref().map_or(0, |l| l.nudges);
-    format!("{}/{agent}/{}", kind.label(), i64::from(delivered) + 1)
-}
-
-/// The id of inbox message `seq` delivered to an agent's pod.
-pub fn send_id(seq: i64) -> String {
-    format!("send/{seq}")
-}
-
-/// Why the agent counts as stopped, in words (no agent output is quoted).
-pub fn stop_reason(input: &CandidateInput) -> String {
-    let state = match input.activity {
-        Some(ActivityState::Exited) => "exited",
-        _ => "idle",
-    };
-    format!(
-        "{state} for {}s (idleAfter {}s) without `overseer loop done|block`",
-        input.in_state_for.as_secs(),
-        input.idle_after.as_secs()
-    )
 }
 
 /// The wait before replacing a lost pod: 2^attempt seconds, at most five minutes.
@@ -524,7 +287,7 @@ fn decide(b: &mut Builder) {
 
     let start = b.status.start_time.clone();
     if let (Some(timeout), Some(start)) = (times.session_timeout, &start) {
-        if after(start, timeout) <= input.now {
+        if duration::after(start, timeout) <= input.now {
             b.delete_pods();
             b.condition(
                 conditions::READY,
@@ -539,7 +302,7 @@ fn decide(b: &mut Builder) {
             b.finish(AgentPhase::Blocked, reasons::SESSION_TIMEOUT, message, true);
             return;
         }
-        b.fire_at(after(start, timeout));
+        b.fire_at(duration::after(start, timeout));
     }
 
     // Pods of earlier attempts go; the current one is observed.
@@ -617,7 +380,7 @@ fn decide(b: &mut Builder) {
             .as_ref()
             .or(activity.since.as_ref());
         if let Some(last) = last {
-            let stalled_at = after(last, times.stall_after);
+            let stalled_at = duration::after(last, times.stall_after);
             if stalled_at <= input.now {
                 stall(b, &pod.name);
                 return;
@@ -674,7 +437,7 @@ fn decide(b: &mut Builder) {
         }
         Verdict::NotIdleLongEnough => {
             if let Some(since) = activity.as_ref().and_then(|a| a.since.as_ref()) {
-                b.fire_at(after(since, times.idle_after));
+                b.fire_at(duration::after(since, times.idle_after));
             }
         }
         Verdict::CoolingDown => {
@@ -684,7 +447,7 @@ fn decide(b: &mut Builder) {
                 .flatten()
                 .max_by_key(|t| t.0)
             {
-                b.fire_at(after(&last, times.cooldown));
+                b.fire_at(duration::after(&last, times.cooldown));
             }
         }
         Verdict::Busy => {
@@ -710,131 +473,6 @@ fn ended_by_exit(status: &AgentStatus) -> bool {
     })
 }
 
-/// Send outcomes kept in `status.sends.results`.
-const SEND_RESULTS_KEPT: usize = 10;
-
-/// What to do about the inbox next.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SendStep {
-    /// Nothing is queued.
-    Idle,
-    /// A claim left by an operator that stopped during delivery, for a pod that is no
-    /// longer the ready pod of the agent's attempt: it may or may not have arrived, so
-    /// it is reported failed and never delivered again.
-    Abandon { seq: i64 },
-    /// A claim left by an operator that stopped during delivery, for the pod that is
-    /// still ready: delivered again under its id (the shim never types it twice).
-    Redeliver(InboxMessage),
-    /// The pod cannot take input yet: look again by then (or when the pod changes).
-    Wait { retry_after: Duration },
-    /// Waited `expiry` for a pod: report it failed.
-    Expire(InboxMessage),
-    /// Claim it, then deliver it.
-    Deliver(InboxMessage),
-}
-
-/// The next inbox step: messages go strictly in `seq` order, one at a time.
-pub fn next_send(
-    status: &AgentStatus,
-    pod_ready: bool,
-    expiry: Duration,
-    now: Timestamp,
-) -> SendStep {
-    let sends = status.sends.clone().unwrap_or_default();
-    if let Some(seq) = sends.in_flight_seq {
-        let claimed = status.inbox.iter().find(|m| m.seq == seq);
-        return match claimed {
-            Some(message)
-                if pod_ready
-                    && sends.in_flight_attempt.is_some()
-                    && sends.in_flight_attempt == status.attempt =>
-            {
-                SendStep::Redeliver(message.clone())
-            }
-            _ => SendStep::Abandon { seq },
-        };
-    }
-    let Some(head) = pending_messages(status).into_iter().next() else {
-        return SendStep::Idle;
-    };
-    if pod_ready {
-        return SendStep::Deliver(head);
-    }
-    let expires = after(&head.sent_time, expiry);
-    if expires <= now {
-        SendStep::Expire(head)
-    } else {
-        SendStep::Wait {
-            retry_after: expires.duration_since(now).try_into().unwrap_or_default(),
-        }
-    }
-}
-
-/// Inbox messages not handled yet, in delivery order.
-pub fn pending_messages(status: &AgentStatus) -> Vec<InboxMessage> {
-    let handled = status.sends.as_ref().map_or(0, |s| s.handled_seq);
-    let mut pending: Vec<InboxMessage> = status
-        .inbox
-        .iter()
-        .filter(|m| m.seq > handled)
-        .cloned()
-        .collect();
-    pending.sort_by_key(|m| m.seq);
-    pending
-}
-
-/// The record before delivering `seq`: handled from now on, and in flight to the pod
-/// of the current attempt.
-pub fn claim_send(status: &AgentStatus, seq: i64) -> SendStatus {
-    let mut sends = status.sends.clone().unwrap_or_default();
-    sends.handled_seq = sends.handled_seq.max(seq);
-    sends.in_flight_seq = Some(seq);
-    sends.in_flight_attempt = status.attempt;
-    sends
-}
-
-/// The record once `seq` is settled (delivered or failed).
-pub fn settle_send(
-    status: &AgentStatus,
-    seq: i64,
-    from: &str,
-    outcome: Result<(), String>,
-    now: Timestamp,
-) -> SendStatus {
-    let mut sends = status.sends.clone().unwrap_or_default();
-    sends.handled_seq = sends.handled_seq.max(seq);
-    sends.in_flight_seq = None;
-    sends.in_flight_attempt = None;
-    let (outcome, reason) = match outcome {
-        Ok(()) => (SendOutcome::Delivered, None),
-        Err(reason) => (
-            SendOutcome::Failed,
-            Some(reason.chars().take(512).collect()),
-        ),
-    };
-    sends.results.push(SendResult {
-        seq,
-        from: from.to_string(),
-        outcome,
-        reason,
-        time: Time(now),
-    });
-    let excess = sends.results.len().saturating_sub(SEND_RESULTS_KEPT);
-    sends.results.drain(..excess);
-    sends
-}
-
-/// The first line of a delivered message, at most 100 characters, for `overseer ps`.
-pub fn excerpt(text: &str) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let line: String = line.trim().chars().filter(|c| !c.is_control()).collect();
-    if line.chars().count() > 100 {
-        format!("{}…", line.chars().take(99).collect::<String>())
-    } else {
-        line
-    }
-}
-
 /// No current pod: create the next attempt, after a backoff when one was lost.
 fn replace_pod(b: &mut Builder, attempt: i64) {
     let resuming = b.status.phase == Some(AgentPhase::Suspended);
@@ -854,10 +492,13 @@ fn replace_pod(b: &mut Builder, attempt: i64) {
             let message = "the agent's pod is gone; it will be replaced";
             b.condition(conditions::READY, false, reasons::POD_LOST, message);
             b.event(true, reasons::POD_LOST, message.into());
-            b.next_replace = Some(after(&b.now_time.clone(), replace_backoff(attempt)));
+            b.next_replace = Some(duration::after(
+                &b.now_time.clone(),
+                replace_backoff(attempt),
+            ));
             return;
         };
-        let at = after(&lost_at, replace_backoff(attempt));
+        let at = duration::after(&lost_at, replace_backoff(attempt));
         if at > b.input.now {
             b.next_replace = Some(at);
             return;
@@ -903,7 +544,7 @@ fn stall(b: &mut Builder, pod: &str) {
         reasons::STALLED,
         format!("{message}: replacing pod {pod}"),
     );
-    b.next_replace = Some(after(
+    b.next_replace = Some(duration::after(
         &b.now_time.clone(),
         replace_backoff(b.status.attempt.unwrap_or(1)),
     ));

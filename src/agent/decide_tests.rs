@@ -4,6 +4,8 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::*;
+use crate::agent::claims::*;
+use crate::agent::inbox::*;
 
 fn base() -> CandidateInput {
     CandidateInput {

@@ -1,8 +1,11 @@
 //! The `Agent` kind: types, pure decisions, the pod it runs in, and its reconciler.
 
+pub mod candidate;
+pub mod claims;
 pub mod commands;
 pub mod controller;
 pub mod decide;
+pub mod inbox;
 pub mod message;
 pub mod pod;
 pub mod preamble;

@@ -14,7 +14,9 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 use tracing::{info, instrument};
 
-use super::plan::{self, Action, GoalSummary, NotifyReason, PodPhase, StepPod};
+use super::dependencies::GoalSummary;
+use super::message::StepOutcome;
+use super::plan::{self, Action, NotifyReason, PodPhase, StepPod};
 use super::pod::{self, StepPodParams};
 use super::types::Goal;
 use crate::agent::Agent;
@@ -328,7 +330,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
 /// `effort: high`: types the step's outcome into the goal's overseer through exec
 /// input. Told once per outcome: a failed delivery is a Warning Event (the outcome
 /// stays in status), never retried into a later, confusing wake.
-async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &plan::StepOutcome) -> Result<()> {
+async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &StepOutcome) -> Result<()> {
     let Some(overseer) = &goal.spec.overseer else {
         return Ok(());
     };

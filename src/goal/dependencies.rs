@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use super::plan::GoalSummary;
 use super::types::GoalPhase;
 
 pub enum DependencyState {
@@ -74,4 +73,12 @@ pub(crate) fn find_cycle(
         }
     }
     None
+}
+
+/// Another goal of the namespace, for `dependsOn`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoalSummary {
+    pub name: String,
+    pub phase: Option<GoalPhase>,
+    pub depends_on: Vec<String>,
 }

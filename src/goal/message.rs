@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use super::plan::{MAX_RESULT_BYTES, StepOutcome, StepPod};
-
 /// The wake an overseer gets for a step outcome (fixed wording, snapshot-tested).
 pub fn outcome_message(namespace: &str, goal: &str, outcome: &StepOutcome) -> String {
     format!(
@@ -21,30 +19,6 @@ pub fn outcome_message(namespace: &str, goal: &str, outcome: &StepOutcome) -> St
     )
 }
 
-/// A step's result cut to `MAX_RESULT_BYTES` at a character boundary.
-pub(crate) fn truncate_result(message: &str) -> String {
-    if message.len() <= MAX_RESULT_BYTES {
-        return message.to_string();
-    }
-    let mut end = MAX_RESULT_BYTES;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    message[..end].to_string()
-}
-
-/// Why a step pod failed, in words: its exit code and the kubelet's reason.
-pub(crate) fn failure_message(pod: &StepPod) -> String {
-    let mut message = format!(
-        "exit code {}",
-        pod.exit_code.map_or("unknown".into(), |c| c.to_string())
-    );
-    if let Some(reason) = &pod.reason {
-        message.push_str(&format!(" ({reason})"));
-    }
-    message
-}
-
 /// A duration as a user wrote it in the spec: `2h`, `5m`, `30s`, `250ms`.
 pub(crate) fn humanize(duration: Duration) -> String {
     let secs = duration.as_secs();
@@ -54,4 +28,19 @@ pub(crate) fn humanize(duration: Duration) -> String {
         s if s > 0 => format!("{s}s"),
         _ => format!("{}ms", duration.as_millis()),
     }
+}
+
+/// A step's outcome as the overseer is told it: names, numbers and what happens
+/// next, never the step's output.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StepOutcome {
+    /// 1-based position and the number of steps.
+    pub position: usize,
+    pub steps: usize,
+    pub step: String,
+    pub attempt: i32,
+    /// `succeeded`, `failed` or `timed out`.
+    pub outcome: &'static str,
+    /// What the goal does next, in words.
+    pub next: String,
 }

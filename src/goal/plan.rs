@@ -6,8 +6,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::dependencies::{DependencyState, dependency_state};
-use super::message::{failure_message, humanize, truncate_result};
+use super::dependencies::{DependencyState, GoalSummary, dependency_state};
+use super::message::{StepOutcome, humanize};
 use super::roles::{Performer, performer};
 use super::types::*;
 use crate::api::RuntimeSpec;
@@ -44,14 +44,6 @@ pub struct StepPod {
     pub message: Option<String>,
     pub exit_code: Option<i32>,
     pub reason: Option<String>,
-}
-
-/// Another goal of the namespace, for `dependsOn`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GoalSummary {
-    pub name: String,
-    pub phase: Option<GoalPhase>,
-    pub depends_on: Vec<String>,
 }
 
 pub struct Input<'a> {
@@ -112,21 +104,6 @@ pub enum Action {
     },
     /// `effort: high`: wake the goal's overseer with a step's outcome.
     WakeOverseer(StepOutcome),
-}
-
-/// A step's outcome as the overseer is told it: names, numbers and what happens
-/// next, never the step's output.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct StepOutcome {
-    /// 1-based position and the number of steps.
-    pub position: usize,
-    pub steps: usize,
-    pub step: String,
-    pub attempt: i32,
-    /// `succeeded`, `failed` or `timed out`.
-    pub outcome: &'static str,
-    /// What the goal does next, in words.
-    pub next: String,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -671,4 +648,28 @@ pub fn pod_name(goal: &str, step: usize, attempt: i32) -> String {
 pub fn fingerprint(step: &Step) -> String {
     let json = serde_json::to_string(step).unwrap_or_default();
     format!("{:016x}", crate::api::fnv1a(json.as_bytes()))
+}
+
+/// A step's result cut to `MAX_RESULT_BYTES` at a character boundary.
+fn truncate_result(message: &str) -> String {
+    if message.len() <= MAX_RESULT_BYTES {
+        return message.to_string();
+    }
+    let mut end = MAX_RESULT_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    message[..end].to_string()
+}
+
+/// Why a step pod failed, in words: its exit code and the kubelet's reason.
+fn failure_message(pod: &StepPod) -> String {
+    let mut message = format!(
+        "exit code {}",
+        pod.exit_code.map_or("unknown".into(), |c| c.to_string())
+    );
+    if let Some(reason) = &pod.reason {
+        message.push_str(&format!(" ({reason})"));
+    }
+    message
 }

@@ -5,7 +5,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::message::outcome_message;
+use super::dependencies::GoalSummary;
+use super::message::{StepOutcome, outcome_message};
 use super::plan::*;
 use super::types::*;
 

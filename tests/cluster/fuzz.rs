@@ -272,7 +272,7 @@ fn operator_reads_and_plans(kind: &str, stored: &Value) -> Result<(), String> {
                     spec: &agent.spec,
                     status: None,
                     pods: &[],
-                    overseer: overseer::agent::decide::OverseerState::Offline,
+                    overseer: overseer::agent::candidate::OverseerState::Offline,
                     now,
                 });
                 reasons_given(&plan.status.conditions)

@@ -12,7 +12,10 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 use tracing::info;
 
-use crate::agent::decide::{self, OverseerState, SendStep, Verdict};
+use crate::agent::candidate::{self, OverseerState, Verdict};
+use crate::agent::claims;
+use crate::agent::decide;
+use crate::agent::inbox::{self, SendStep};
 use crate::agent::message::{self, WakeItem};
 use crate::agent::types::{
     ActivityState, Agent, AgentPhase, AgentStatus, Delivery, InFlightDelivery, InboxMessage,
@@ -51,7 +54,7 @@ pub(super) async fn deliver_inbox(
     loop {
         let status = agent.status.clone().unwrap_or_default();
         let now = jiff::Timestamp::now();
-        let (seq, from, outcome) = match decide::next_send(&status, pod_ready, ctx.send_expiry, now)
+        let (seq, from, outcome) = match inbox::next_send(&status, pod_ready, ctx.send_expiry, now)
         {
             SendStep::Idle => return Ok(None),
             SendStep::Wait { retry_after } => return Ok(Some(retry_after)),
@@ -73,7 +76,7 @@ pub(super) async fn deliver_inbox(
             }
             SendStep::Deliver(message) => {
                 let mut claimed = status.clone();
-                claimed.sends = Some(decide::claim_send(&status, message.seq));
+                claimed.sends = Some(inbox::claim_send(&status, message.seq));
                 apply_status(&ac.versions, agents, &agent.name_any(), &claimed).await?;
                 agent.status = Some(claimed);
                 let outcome = type_send(ctx, agents, pods, agent, &message).await?;
@@ -86,7 +89,7 @@ pub(super) async fn deliver_inbox(
             }
         };
         let mut settled = agent.status.clone().unwrap_or_default();
-        settled.sends = Some(decide::settle_send(
+        settled.sends = Some(inbox::settle_send(
             &settled,
             seq,
             &from,
@@ -119,7 +122,7 @@ pub(super) async fn type_send(
     agent: &Agent,
     message: &InboxMessage,
 ) -> Result<std::result::Result<(), String>> {
-    let ids = [decide::send_id(message.seq)];
+    let ids = [inbox::send_id(message.seq)];
     let outcome = type_input(ctx, pods, agent, &message.text, &ids).await?;
     if outcome.is_ok() {
         apply_last_message(agents, &agent.name_any(), &message.from, &message.text).await?;
@@ -160,7 +163,7 @@ pub(super) async fn apply_last_message(
 ) -> Result<()> {
     let last = LastMessage {
         from: from.to_string(),
-        excerpt: decide::excerpt(text),
+        excerpt: inbox::excerpt(text),
         time: Time(jiff::Timestamp::now()),
     };
     api::apply_status(
@@ -221,7 +224,7 @@ pub(super) async fn update_loop(
 /// Claims a nudge or wake about `name` before it is typed (see `settle_claim`).
 pub(super) async fn claim(agents: &Api<Agent>, name: &str, claim: &InFlightDelivery) -> Result<()> {
     update_loop(agents, name, |status| {
-        Some(decide::claim_delivery(status, claim.clone()))
+        Some(claims::claim_delivery(status, claim.clone()))
     })
     .await
 }
@@ -276,7 +279,7 @@ pub(super) fn in_flight(agent: &Agent) -> Option<InFlightDelivery> {
 /// Time from the agent crossing `idleAfter` to now (the delivery).
 pub(super) fn since_threshold(agent: &Agent, now: jiff::Timestamp) -> f64 {
     let status = agent.status.clone().unwrap_or_default();
-    let input = decide::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
+    let input = candidate::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
     input
         .in_state_for
         .saturating_sub(input.idle_after)
@@ -302,16 +305,16 @@ pub(super) async fn nudge(
     let now = jiff::Timestamp::now();
     let name = agent.name_any();
     let status = agent.status.clone().unwrap_or_default();
-    let input = decide::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
+    let input = candidate::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
     let text = message::nudge(activity_word(agent), input.in_state_for);
     let Some(pod) = crate::input::target(pods, agent).await? else {
         return Ok(false);
     };
     let nudge = InFlightDelivery {
         kind: Delivery::Nudge,
-        id: decide::delivery_id(&name, &status, Delivery::Nudge),
+        id: claims::delivery_id(&name, &status, Delivery::Nudge),
         target: name.clone(),
-        reason: decide::stop_reason(&input),
+        reason: candidate::stop_reason(&input),
     };
     claim(agents, &name, &nudge).await?;
     let ids = [nudge.id.clone()];
@@ -352,7 +355,7 @@ pub(super) async fn wake(
             continue;
         }
         let status = candidate.status.clone().unwrap_or_default();
-        let verdict = decide::candidate(&decide::candidate_input(
+        let verdict = candidate::candidate(&candidate::candidate_input(
             &candidate.spec,
             &status,
             OverseerState::Ready,
@@ -369,7 +372,7 @@ pub(super) async fn wake(
         .iter()
         .map(|a| {
             let status = a.status.clone().unwrap_or_default();
-            let input = decide::candidate_input(&a.spec, &status, OverseerState::Ready, now);
+            let input = candidate::candidate_input(&a.spec, &status, OverseerState::Ready, now);
             WakeItem {
                 agent: a.name_any(),
                 role: a.spec.role.clone(),
@@ -395,14 +398,14 @@ pub(super) async fn wake(
         .iter()
         .map(|a| {
             let status = a.status.clone().unwrap_or_default();
-            let input = decide::candidate_input(&a.spec, &status, OverseerState::Ready, now);
+            let input = candidate::candidate_input(&a.spec, &status, OverseerState::Ready, now);
             InFlightDelivery {
                 kind: Delivery::Wake,
-                id: decide::delivery_id(&a.name_any(), &status, Delivery::Wake),
+                id: claims::delivery_id(&a.name_any(), &status, Delivery::Wake),
                 target: overseer_name.clone(),
                 reason: format!(
                     "overseer {overseer_name} woken: {}",
-                    decide::stop_reason(&input)
+                    candidate::stop_reason(&input)
                 ),
             }
         })
@@ -436,7 +439,7 @@ pub(super) async fn record(
     let name = agent.name_any();
     let delivered = outcome.is_ok();
     update_loop(agents, &name, |status| {
-        decide::settle_delivery(&name, status, claimed, delivered, now)
+        claims::settle_delivery(&name, status, claimed, delivered, now)
     })
     .await?;
     let kind_label = claimed.kind.label();

@@ -3,8 +3,8 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{Action, NotifyReason, Planner, StepOutcome, backoff, fingerprint, pod_name};
-use crate::goal::message::humanize;
+use super::{Action, NotifyReason, Planner, backoff, fingerprint, pod_name};
+use crate::goal::message::{StepOutcome, humanize};
 use crate::goal::types::*;
 use crate::reasons;
 use crate::{conditions, duration};

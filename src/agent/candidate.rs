@@ -1,0 +1,168 @@
+//! The premature-stop rule of DESIGN.md as one pure function: whether an agent in the
+//! loop stopped too early (a candidate), and whether its overseer is woken or the
+//! agent nudged.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::types::*;
+use crate::duration;
+
+/// The agent's overseer, as the candidate rule sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverseerState {
+    /// No overseer is set.
+    Unset,
+    /// Set, and its pod is ready to take input.
+    Ready,
+    /// Set, but missing or its pod is not ready.
+    Offline,
+}
+
+/// Everything the premature-stop rule looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct CandidateInput {
+    pub loop_enabled: bool,
+    /// An exit (`overseer loop done|block`) is recorded for the current attempt.
+    pub exit_recorded: bool,
+    /// The current attempt's activity (None: nothing reported yet).
+    pub activity: Option<ActivityState>,
+    /// How long the activity has been in its state.
+    pub in_state_for: Duration,
+    pub idle_after: Duration,
+    /// The cooldown since the last delivered nudge or wake has passed (or none was delivered).
+    pub cooldown_over: bool,
+    pub nudges: i32,
+    pub max_nudges: i32,
+    pub overseer: OverseerState,
+    pub auto_nudge_without_overseer: bool,
+}
+
+/// What the premature-stop rule decides for one agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    NotInLoop,
+    /// The agent ended its loop itself.
+    LoopEnded,
+    /// A human or permission prompt is pending: never steamroll it.
+    Waiting,
+    /// Starting, working, or nothing reported yet.
+    Busy,
+    /// Idle or exited, but not for `idleAfter` yet.
+    NotIdleLongEnough,
+    CoolingDown,
+    /// A candidate with no nudges left: the agent is Blocked.
+    NudgesExhausted,
+    /// A candidate: wake its overseer.
+    WakeOverseer,
+    /// A candidate: nudge it directly.
+    Nudge,
+    /// A candidate nobody can act on: observe only.
+    ObserveOnly,
+}
+
+impl Verdict {
+    pub fn is_candidate(self) -> bool {
+        matches!(
+            self,
+            Verdict::WakeOverseer | Verdict::Nudge | Verdict::ObserveOnly
+        )
+    }
+}
+
+/// The premature-stop rule (DESIGN.md, Agent): one row of the truth table.
+pub fn candidate(input: &CandidateInput) -> Verdict {
+    if !input.loop_enabled {
+        return Verdict::NotInLoop;
+    }
+    if input.exit_recorded {
+        return Verdict::LoopEnded;
+    }
+    match input.activity {
+        Some(ActivityState::Waiting) => return Verdict::Waiting,
+        Some(ActivityState::Idle | ActivityState::Exited) => {}
+        Some(ActivityState::Starting | ActivityState::Working) | None => return Verdict::Busy,
+    }
+    if input.in_state_for < input.idle_after {
+        return Verdict::NotIdleLongEnough;
+    }
+    if !input.cooldown_over {
+        return Verdict::CoolingDown;
+    }
+    if input.nudges >= input.max_nudges {
+        return Verdict::NudgesExhausted;
+    }
+    match input.overseer {
+        OverseerState::Ready => Verdict::WakeOverseer,
+        OverseerState::Unset | OverseerState::Offline if input.auto_nudge_without_overseer => {
+            Verdict::Nudge
+        }
+        OverseerState::Unset | OverseerState::Offline => Verdict::ObserveOnly,
+    }
+}
+
+/// The candidate rule's input for an agent as it stands.
+pub fn candidate_input(
+    spec: &AgentSpec,
+    status: &AgentStatus,
+    overseer: OverseerState,
+    now: Timestamp,
+) -> CandidateInput {
+    let times = LoopTimes::of(&spec.loop_);
+    let activity = status.current_activity();
+    let loop_status = status.loop_.clone().unwrap_or_default();
+    let last_delivery = [&loop_status.last_nudge_time, &loop_status.last_wake_time]
+        .into_iter()
+        .flatten()
+        .max_by_key(|t| t.0);
+    CandidateInput {
+        loop_enabled: spec.loop_.enabled,
+        exit_recorded: status.current_exit().is_some(),
+        activity: activity.map(|a| a.state),
+        in_state_for: duration::since(now, activity.and_then(|a| a.since.as_ref())),
+        idle_after: times.idle_after,
+        cooldown_over: last_delivery
+            .is_none_or(|t| duration::since(now, Some(t)) >= times.cooldown),
+        nudges: loop_status.nudges,
+        max_nudges: spec.loop_.max_nudges,
+        overseer,
+        auto_nudge_without_overseer: spec.loop_.auto_nudge_without_overseer,
+    }
+}
+
+/// Why the agent counts as stopped, in words (no agent output is quoted).
+pub fn stop_reason(input: &CandidateInput) -> String {
+    let state = match input.activity {
+        Some(ActivityState::Exited) => "exited",
+        _ => "idle",
+    };
+    format!(
+        "{state} for {}s (idleAfter {}s) without `overseer loop done|block`",
+        input.in_state_for.as_secs(),
+        input.idle_after.as_secs()
+    )
+}
+
+/// The loop settings as durations (the schema guarantees the patterns).
+pub struct LoopTimes {
+    /// None: `interval: off`, no time-based checks.
+    pub interval: Option<Duration>,
+    pub idle_after: Duration,
+    pub cooldown: Duration,
+    pub stall_after: Duration,
+    pub session_timeout: Option<Duration>,
+}
+
+impl LoopTimes {
+    pub fn of(spec: &LoopSpec) -> LoopTimes {
+        LoopTimes {
+            interval: duration::parse_heartbeat(&spec.interval)
+                .unwrap_or(Some(Duration::from_secs(15))),
+            idle_after: duration::parse(&spec.idle_after).unwrap_or(Duration::from_secs(60)),
+            cooldown: duration::parse(&spec.cooldown).unwrap_or(Duration::from_secs(120)),
+            stall_after: duration::parse(&spec.stall_after).unwrap_or(Duration::from_secs(1800)),
+            session_timeout: spec.session_timeout.as_deref().and_then(duration::parse),
+        }
+    }
+}
