@@ -1,0 +1,199 @@
+//! The source files import each other without cycles: each kind's types, its pure
+//! plan and its thin controller read downwards, and the shared layers (controller.rs,
+//! input.rs, labels.rs, reasons.rs) never import a kind's controller or the operator.
+//! A cycle here is how a shape erodes (operator.rs and the four controllers once
+//! imported each other), so it fails the build.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Module path (`agent::controller::delivery`) → the file's source, tests left out.
+fn modules() -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    collect(Path::new("src"), &mut found);
+    found
+}
+
+fn collect(dir: &Path, found: &mut BTreeMap<String, String>) {
+    for entry in std::fs::read_dir(dir).expect("reading src") {
+        let path = entry.expect("reading src").path();
+        if path.is_dir() {
+            collect(&path, found);
+            continue;
+        }
+        let name = path.to_string_lossy().into_owned();
+        if !name.ends_with(".rs") || name.ends_with("_tests.rs") || name.contains("/bin/") {
+            continue;
+        }
+        let module = name
+            .trim_start_matches("src/")
+            .trim_end_matches(".rs")
+            .trim_end_matches("/mod")
+            .replace('/', "::");
+        let source = std::fs::read_to_string(&path).expect("reading a source file");
+        let without_tests = match source.find("#[cfg(test)]\nmod tests {") {
+            Some(at) => source[..at].to_string(),
+            None => source,
+        };
+        found.insert(module, without_tests);
+    }
+}
+
+/// Every path the source names from `crate::` or `super::`, groups expanded, made
+/// absolute (`a::b::c`).
+fn named_paths(module: &str, is_mod_rs: bool, source: &str) -> Vec<String> {
+    let parent: Vec<&str> = {
+        let mut parts: Vec<&str> = module.split("::").collect();
+        if !is_mod_rs {
+            parts.pop();
+        }
+        parts
+    };
+    let mut paths = Vec::new();
+    for (prefix, base) in [("crate::", Vec::new()), ("super::", parent)] {
+        let mut rest = source;
+        while let Some(at) = rest.find(prefix) {
+            let before = rest[..at].chars().last();
+            rest = &rest[at + prefix.len()..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            expand(&base.join("::"), rest, &mut paths);
+        }
+    }
+    paths
+}
+
+/// Expands the path that starts `text` under `base`: `a::b`, or `a::{b, c::d}`.
+fn expand(base: &str, text: &str, out: &mut Vec<String>) {
+    let end = text
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+        .unwrap_or(text.len());
+    let path = text[..end].trim_end_matches(':');
+    let joined = [base, path]
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("::");
+    if text[end..].starts_with('{') {
+        let group = &text[end + 1..];
+        let close = group.find('}').unwrap_or(group.len());
+        for item in group[..close].split(',') {
+            expand(&joined, item.trim(), out);
+        }
+    } else {
+        out.push(joined);
+    }
+}
+
+/// The module a path lands in: its longest prefix that is a module. A kind's own
+/// name (`crate::agent::Agent`) means its types, which `mod.rs` re-exports.
+fn resolve(path: &str, modules: &BTreeMap<String, String>) -> Option<String> {
+    let parts: Vec<&str> = path.split("::").collect();
+    (1..=parts.len()).rev().find_map(|n| {
+        let candidate = parts[..n].join("::");
+        if !modules.contains_key(&candidate) {
+            return None;
+        }
+        let types = format!("{candidate}::types");
+        let names_an_item = n < parts.len();
+        Some(if names_an_item && modules.contains_key(&types) {
+            types
+        } else {
+            candidate
+        })
+    })
+}
+
+fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let modules = modules();
+    let mut graph = BTreeMap::new();
+    for (module, source) in &modules {
+        let is_mod_rs = Path::new(&format!("src/{}/mod.rs", module.replace("::", "/"))).exists()
+            || module == "lib";
+        let imports: BTreeSet<String> = named_paths(module, is_mod_rs, source)
+            .iter()
+            .filter_map(|p| resolve(p, &modules))
+            .filter(|target| target != module)
+            .collect();
+        graph.insert(module.clone(), imports);
+    }
+    graph
+}
+
+/// A cycle through `start`, if there is one: the modules along it.
+fn cycle_through(start: &str, graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    let mut stack = vec![vec![start.to_string()]];
+    let mut seen = BTreeSet::new();
+    while let Some(path) = stack.pop() {
+        let last = path.last().expect("a path is never empty");
+        for next in graph.get(last).into_iter().flatten() {
+            if next == start {
+                let mut cycle = path.clone();
+                cycle.push(next.clone());
+                return Some(cycle);
+            }
+            if seen.insert(next.clone()) {
+                let mut longer = path.clone();
+                longer.push(next.clone());
+                stack.push(longer);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_source_file_imports_one_that_imports_it_back() {
+    let graph = import_graph();
+    assert!(
+        graph.len() > 40 && graph["cli"].contains("operator"),
+        "the graph was not read: {graph:?}"
+    );
+    let cycles: Vec<String> = graph
+        .keys()
+        .filter(|m| m.as_str() != "lib")
+        .filter_map(|m| cycle_through(m, &graph))
+        .map(|cycle| cycle.join(" -> "))
+        .collect();
+    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn the_shared_layers_never_import_a_controller_or_the_operator() {
+    let graph = import_graph();
+    for shared in [
+        "controller",
+        "input",
+        "labels",
+        "reasons",
+        "conditions",
+        "api",
+    ] {
+        let imports = &graph[shared];
+        let upward: Vec<&String> = imports
+            .iter()
+            .filter(|m| m.ends_with("::controller") || *m == "operator" || *m == "cli")
+            .collect();
+        assert!(upward.is_empty(), "{shared} imports {upward:?}");
+    }
+}
+
+#[test]
+fn paths_are_read_as_the_compiler_reads_them() {
+    let mut paths = Vec::new();
+    expand("", "agent::{self, pod::CONTAINER, Agent};", &mut paths);
+    assert_eq!(
+        paths,
+        ["agent::self", "agent::pod::CONTAINER", "agent::Agent"]
+    );
+    let source = "use super::{AgentContext, publish};\nlet x = crate::duration::parse(y);";
+    assert_eq!(
+        named_paths("agent::controller::delivery", false, source),
+        [
+            "duration::parse",
+            "agent::controller::AgentContext",
+            "agent::controller::publish"
+        ]
+    );
+}
