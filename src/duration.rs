@@ -77,7 +77,12 @@ pub const SHORTEST_HEARTBEAT: Duration = Duration::from_secs(1);
 
 /// Parses a heartbeat interval, `off` or at least `SHORTEST_HEARTBEAT`.
 pub fn parse_heartbeat(text: &str) -> Option<Option<Duration>> {
-    parse_or_off(text).map(|interval| interval.map(|i| i.max(SHORTEST_HEARTBEAT)))
+    parse_or_off(text).map(heartbeat)
+}
+
+/// A heartbeat interval as acted on: `off`, or at least `SHORTEST_HEARTBEAT`.
+pub fn heartbeat(interval: Option<Duration>) -> Option<Duration> {
+    interval.map(|i| i.max(SHORTEST_HEARTBEAT))
 }
 
 /// Parses a duration that may be `off`: `Some(None)` for off.
@@ -89,9 +94,139 @@ pub fn parse_or_off(text: &str) -> Option<Option<Duration>> {
     }
 }
 
+/// A Go-style duration as a spec writes it (`15s`, `1h30m`): parsed once, when the
+/// object is read, so every reader gets the same value and none falls back to a default
+/// of its own; written back as the user wrote it, so an apply round-trips unchanged.
+/// Its schema (pattern, length) is given at each field by `api::duration_schema`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpecDuration {
+    written: String,
+    value: Duration,
+}
+
+impl SpecDuration {
+    /// The duration, capped at `LONGEST`.
+    pub fn get(&self) -> Duration {
+        self.value
+    }
+
+    /// The text as written.
+    pub fn as_str(&self) -> &str {
+        &self.written
+    }
+}
+
+impl std::str::FromStr for SpecDuration {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Ok(SpecDuration {
+            written: text.to_string(),
+            value: parse_arg(text)?,
+        })
+    }
+}
+
+/// A duration that may be `off`, such as `loop.interval`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DurationOrOff {
+    written: String,
+    value: Option<Duration>,
+}
+
+impl DurationOrOff {
+    /// The duration, or `None` when `off`.
+    pub fn get(&self) -> Option<Duration> {
+        self.value
+    }
+
+    /// The text as written.
+    pub fn as_str(&self) -> &str {
+        &self.written
+    }
+}
+
+impl std::str::FromStr for DurationOrOff {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let value = parse_or_off(text)
+            .ok_or_else(|| format!("{text:?} is neither off nor a duration such as 90s"))?;
+        Ok(DurationOrOff {
+            written: text.to_string(),
+            value,
+        })
+    }
+}
+
+/// Serde for both: a string in, the same string out.
+macro_rules! as_written {
+    ($type:ty) => {
+        impl serde::Serialize for $type {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.written)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $type {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(deserializer)?;
+                text.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+as_written!(SpecDuration);
+as_written!(DurationOrOff);
+
+/// A spec default, written as the schema shows it. Only for the literal defaults of the
+/// types, every one of which a unit test reads (`an_empty_spec_takes_every_default`).
+pub fn default_of<T: std::str::FromStr<Err = String>>(text: &'static str) -> T {
+    match text.parse() {
+        Ok(value) => value,
+        Err(error) => unreachable!("the default {text:?} does not parse: {error}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_spec_takes_every_default() {
+        use serde_json::json;
+        let secs = Duration::from_secs;
+        let loop_: crate::agent::LoopSpec = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(loop_.interval.get(), Some(secs(15)));
+        assert_eq!(loop_.idle_after.get(), secs(60));
+        assert_eq!(loop_.cooldown.get(), secs(120));
+        assert_eq!(loop_.stall_after.get(), secs(1800));
+        let defaults: crate::goal::GoalDefaults = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(defaults.timeout.get(), secs(3600));
+        assert_eq!(defaults.backoff.initial.get(), secs(10));
+        assert_eq!(defaults.backoff.max.get(), secs(300));
+        let watch: crate::prwatch::PRWatchSpec = serde_json::from_value(json!({
+            "url": "https://github.com/o/r/pull/1", "agent": "a",
+            "github": {"tokenSecretRef": {"name": "t", "key": "k"}}}))
+        .unwrap();
+        assert_eq!(watch.poll_interval.get(), secs(60));
+        assert_eq!(watch.quiet_period.get(), secs(90));
+    }
+
+    #[test]
+    fn a_spec_duration_is_written_back_as_written_and_a_bad_one_is_named() {
+        let read: SpecDuration = serde_json::from_str("\"1h30m\"").unwrap();
+        assert_eq!(read.get(), Duration::from_secs(5400));
+        assert_eq!(serde_json::to_string(&read).unwrap(), "\"1h30m\"");
+        let off: DurationOrOff = serde_json::from_str("\"off\"").unwrap();
+        assert_eq!((off.get(), off.as_str()), (None, "off"));
+        let bad = serde_json::from_str::<SpecDuration>("\"soon\"").unwrap_err();
+        assert!(
+            bad.to_string().contains("\"soon\" is not a duration"),
+            "{bad}"
+        );
+        assert!(serde_json::from_str::<SpecDuration>("\"off\"").is_err());
+    }
 
     #[test]
     fn parses_what_the_schema_accepts() {

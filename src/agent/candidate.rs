@@ -7,7 +7,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::types::*;
-use crate::duration;
+use crate::duration::{self, SpecDuration};
 
 /// The agent's overseer, as the candidate rule sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,12 +157,11 @@ pub struct LoopTimes {
 impl LoopTimes {
     pub fn of(spec: &LoopSpec) -> LoopTimes {
         LoopTimes {
-            interval: duration::parse_heartbeat(&spec.interval)
-                .unwrap_or(Some(Duration::from_secs(15))),
-            idle_after: duration::parse(&spec.idle_after).unwrap_or(Duration::from_secs(60)),
-            cooldown: duration::parse(&spec.cooldown).unwrap_or(Duration::from_secs(120)),
-            stall_after: duration::parse(&spec.stall_after).unwrap_or(Duration::from_secs(1800)),
-            session_timeout: spec.session_timeout.as_deref().and_then(duration::parse),
+            interval: duration::heartbeat(spec.interval.get()),
+            idle_after: spec.idle_after.get(),
+            cooldown: spec.cooldown.get(),
+            stall_after: spec.stall_after.get(),
+            session_timeout: spec.session_timeout.as_ref().map(SpecDuration::get),
         }
     }
 }

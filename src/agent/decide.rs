@@ -297,7 +297,10 @@ fn decide(b: &mut Builder) {
             );
             let message = format!(
                 "loop.sessionTimeout ({}) passed: pod stopped, state kept",
-                spec.loop_.session_timeout.as_deref().unwrap_or_default()
+                spec.loop_
+                    .session_timeout
+                    .as_ref()
+                    .map_or("", |t| t.as_str())
             );
             b.finish(AgentPhase::Blocked, reasons::SESSION_TIMEOUT, message, true);
             return;

@@ -246,7 +246,7 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
         env("OVERSEER_ATTEMPT", attempt.to_string()),
         env("OVERSEER_RUNTIME", name_of(serde_json::json!(runtime_name))),
         env("OVERSEER_MODE", name_of(serde_json::json!(mode))),
-        env("OVERSEER_INTERVAL", spec.loop_.interval.clone()),
+        env("OVERSEER_INTERVAL", spec.loop_.interval.as_str()),
     ];
     let prompt = match shape.overseer {
         true => Some(preamble::overseer_prompt(spec.prompt.as_deref())),

@@ -16,6 +16,7 @@ use crate::api::{
     role_schema,
 };
 use crate::conditions;
+use crate::duration::{self, DurationOrOff, SpecDuration};
 
 /// An agent CLI running in a pod; in the loop it must keep working until it
 /// declares itself done or blocked.
@@ -130,15 +131,15 @@ pub struct LoopSpec {
     /// Heartbeat of the time-based checks (shorter than 1s reads as 1s); `off` disables them.
     #[serde(default = "default_interval")]
     #[schemars(schema_with = "duration_or_off_schema")]
-    pub interval: String,
+    pub interval: DurationOrOff,
     /// How long an agent must be idle or exited before it counts as stopped.
     #[serde(default = "default_idle_after")]
     #[schemars(schema_with = "duration_schema")]
-    pub idle_after: String,
+    pub idle_after: SpecDuration,
     /// Minimum time between two nudges or wakes for the same agent.
     #[serde(default = "default_cooldown")]
     #[schemars(schema_with = "duration_schema")]
-    pub cooldown: String,
+    pub cooldown: SpecDuration,
     /// Nudges and wakes before the agent is marked Blocked.
     #[serde(default = "default_max_nudges")]
     #[schemars(range(min = 1, max = 10000))]
@@ -149,27 +150,27 @@ pub struct LoopSpec {
     /// Working with no activity change this long counts as stalled.
     #[serde(default = "default_stall_after")]
     #[schemars(schema_with = "duration_schema")]
-    pub stall_after: String,
+    pub stall_after: SpecDuration,
     /// Stop the agent gracefully, keeping its state, after this long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "duration_schema")]
-    pub session_timeout: Option<String>,
+    pub session_timeout: Option<SpecDuration>,
 }
 
-fn default_interval() -> String {
-    "15s".into()
+fn default_interval() -> DurationOrOff {
+    duration::default_of("15s")
 }
-fn default_idle_after() -> String {
-    "60s".into()
+fn default_idle_after() -> SpecDuration {
+    duration::default_of("60s")
 }
-fn default_cooldown() -> String {
-    "2m".into()
+fn default_cooldown() -> SpecDuration {
+    duration::default_of("2m")
 }
 fn default_max_nudges() -> i32 {
     20
 }
-fn default_stall_after() -> String {
-    "30m".into()
+fn default_stall_after() -> SpecDuration {
+    duration::default_of("30m")
 }
 
 impl Default for LoopSpec {

@@ -521,11 +521,10 @@ impl Planner<'_> {
     }
 
     fn timeout(&self, step: &Step) -> Duration {
-        let text = step
-            .timeout
-            .as_deref()
-            .unwrap_or(&self.input.spec.defaults.timeout);
-        duration::parse(text).unwrap_or(Duration::from_secs(3600))
+        step.timeout
+            .as_ref()
+            .unwrap_or(&self.input.spec.defaults.timeout)
+            .get()
     }
 
     fn requeue_at(&mut self, at: Timestamp) {
@@ -630,8 +629,8 @@ fn spec_conflict(spec: &GoalSpec, status: &GoalStatus) -> Option<String> {
 
 /// Wait before the attempt after `failed_attempts` failures: initial × factor^(n-1), at most max.
 pub fn backoff(backoff: &Backoff, failed_attempts: i32) -> Duration {
-    let initial = duration::parse(&backoff.initial).unwrap_or(Duration::from_secs(10));
-    let max = duration::parse(&backoff.max).unwrap_or(Duration::from_secs(300));
+    let initial = backoff.initial.get();
+    let max = backoff.max.get();
     let exponent = failed_attempts.saturating_sub(1).clamp(0, 30) as u32;
     let factor = (backoff.factor.max(1) as u32).saturating_pow(exponent);
     initial.saturating_mul(factor).min(max)

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{RuntimeSpec, SecretKeyRef, duration_schema, object_name_schema, role_schema};
+use crate::duration::{self, SpecDuration};
 
 /// An ordered list of steps; each step runs as a pod and is checkpointed in status.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -82,7 +83,7 @@ pub struct Step {
     /// Deadline of one attempt; defaults to the goal's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "duration_schema")]
-    pub timeout: Option<String>,
+    pub timeout: Option<SpecDuration>,
     /// Retries after the first attempt; defaults to the goal's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 100))]
@@ -103,7 +104,7 @@ pub struct GoalDefaults {
     /// Deadline of one attempt of a step.
     #[serde(default = "default_timeout")]
     #[schemars(schema_with = "duration_schema")]
-    pub timeout: String,
+    pub timeout: SpecDuration,
     /// Retries after the first attempt of a step.
     #[serde(default = "default_max_retries")]
     #[schemars(range(min = 0, max = 100))]
@@ -113,8 +114,8 @@ pub struct GoalDefaults {
     pub backoff: Backoff,
 }
 
-fn default_timeout() -> String {
-    "1h".into()
+fn default_timeout() -> SpecDuration {
+    duration::default_of("1h")
 }
 fn default_max_retries() -> i32 {
     2
@@ -138,23 +139,23 @@ impl Default for GoalDefaults {
 pub struct Backoff {
     #[serde(default = "default_backoff_initial")]
     #[schemars(schema_with = "duration_schema")]
-    pub initial: String,
+    pub initial: SpecDuration,
     #[serde(default = "default_backoff_factor")]
     #[schemars(range(min = 1, max = 10))]
     pub factor: i32,
     #[serde(default = "default_backoff_max")]
     #[schemars(schema_with = "duration_schema")]
-    pub max: String,
+    pub max: SpecDuration,
 }
 
-fn default_backoff_initial() -> String {
-    "10s".into()
+fn default_backoff_initial() -> SpecDuration {
+    duration::default_of("10s")
 }
 fn default_backoff_factor() -> i32 {
     2
 }
-fn default_backoff_max() -> String {
-    "5m".into()
+fn default_backoff_max() -> SpecDuration {
+    duration::default_of("5m")
 }
 
 impl Default for Backoff {

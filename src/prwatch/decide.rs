@@ -228,7 +228,7 @@ fn decide(b: &mut Builder) -> Option<String> {
         );
         return None;
     }
-    let interval = duration::parse(&spec.poll_interval).unwrap_or(Duration::from_secs(60));
+    let interval = spec.poll_interval.get();
     b.status.phase = Some(PRWatchPhase::Watching);
     let snapshot = match b.input.poll {
         Poll::NotDue => return None,
@@ -342,7 +342,7 @@ fn decide(b: &mut Builder) -> Option<String> {
         }),
         _ => None,
     };
-    let quiet = duration::parse(&spec.quiet_period).unwrap_or(Duration::from_secs(90));
+    let quiet = spec.quiet_period.get();
     let feedback_due = feedback
         .last()
         .is_some_and(|last| duration::later(last.time, quiet) <= now);

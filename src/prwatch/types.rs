@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{SecretKeyRef, duration_schema, object_name_schema};
+use crate::duration::{self, SpecDuration};
 
 /// CEL rule accepting a GitHub pull request URL: `https://github.com/OWNER/REPO/pull/N`.
 const PR_URL_RULE: &str = r"self.matches('^https://github\\.com/[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}/pull/[1-9][0-9]{0,9}$')";
@@ -46,11 +47,11 @@ pub struct PRWatchSpec {
     #[serde(default = "default_poll_interval")]
     #[schemars(schema_with = "duration_schema")]
     #[x_kube(validation = Rule::new("duration(self) >= duration('10s')").message("pollInterval must be at least 10s"))]
-    pub poll_interval: String,
+    pub poll_interval: SpecDuration,
     /// New feedback is batched until this long passes with nothing new.
     #[serde(default = "default_quiet_period")]
     #[schemars(schema_with = "duration_schema")]
-    pub quiet_period: String,
+    pub quiet_period: SpecDuration,
     /// Wakes before the watch ends as Exhausted.
     #[serde(default = "default_max_wakes")]
     #[schemars(range(min = 1, max = 1000))]
@@ -66,11 +67,11 @@ pub struct PRWatchSpec {
     pub github: GitHubAccess,
 }
 
-fn default_poll_interval() -> String {
-    "60s".into()
+fn default_poll_interval() -> SpecDuration {
+    duration::default_of("60s")
 }
-fn default_quiet_period() -> String {
-    "90s".into()
+fn default_quiet_period() -> SpecDuration {
+    duration::default_of("90s")
 }
 fn default_max_wakes() -> i32 {
     20

@@ -114,7 +114,7 @@ fn an_agent_inherits_what_it_leaves_unset() {
         assert_eq!(name.as_str(), Some(*runtime), "{case}");
         assert_eq!(effective.runtime.image.as_deref(), Some(*image), "{case}");
         assert_eq!(effective.loop_.enabled, *enabled, "{case}");
-        assert_eq!(effective.loop_.idle_after, *idle_after, "{case}");
+        assert_eq!(effective.loop_.idle_after.as_str(), *idle_after, "{case}");
         let limit = effective
             .pod_template
             .and_then(|p| p.resources)
