@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::core::DeserializeGuard;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Api, Client, Resource};
-use tracing::warn;
+use tracing::{debug, warn};
 
 use crate::metrics::Metrics;
 use crate::reasons;
@@ -244,6 +244,30 @@ pub fn retry_after_error<K: Resource<DynamicType = ()>>(
     warn!(controller, object = %key, %error, "reconcile failed");
     ctx.metrics.observe_failure(controller, error);
     crate::duration::requeue(Some(ctx.failures.failed(key)))
+}
+
+/// What each controller's stream says of one reconcile: failed reconciles are logged
+/// and counted by `retry_after_error`; a watch error is logged here instead of
+/// dropped (an object deleted after it was queued only at debug).
+pub fn log_outcome<K, E: std::fmt::Display>(
+    controller: &'static str,
+    outcome: std::result::Result<
+        (kube::runtime::reflector::ObjectRef<K>, kube::runtime::controller::Action),
+        kube::runtime::controller::Error<Error, E>,
+    >,
+) -> futures::future::Ready<()>
+where
+    K: kube::runtime::reflector::Lookup,
+    K::DynamicType: Eq + std::hash::Hash,
+{
+    use kube::runtime::controller::Error as Outcome;
+    match outcome {
+        Ok(_) | Err(Outcome::ReconcilerFailed(..)) => {}
+        // Deleted after it was queued: nothing is wrong.
+        Err(error @ Outcome::ObjectNotFound(_)) => debug!(controller, %error, "object gone"),
+        Err(error) => warn!(controller, %error, "controller stream error"),
+    }
+    futures::future::ready(())
 }
 
 #[cfg(test)]

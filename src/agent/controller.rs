@@ -25,7 +25,7 @@ use super::decide::{self, Action, AgentPod, PodPhase};
 use super::pod;
 use super::types::{Agent, AgentPhase, AgentStatus, Delivery};
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, label_value};
-use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable};
+use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable, log_outcome};
 use crate::fresh::{Applied, Versions};
 use crate::index::Index;
 use crate::labels;
@@ -131,7 +131,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 wake_locks: Mutex::default(),
             }),
         )
-        .for_each(|_| futures::future::ready(()))
+        .for_each(|outcome| log_outcome(CONTROLLER, outcome))
         .await;
 }
 

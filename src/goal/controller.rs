@@ -24,7 +24,7 @@ use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
 };
 use crate::conditions;
-use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable};
+use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable, log_outcome};
 use crate::fresh::Versions;
 use crate::labels;
 use crate::reasons;
@@ -82,7 +82,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 versions: Versions::default(),
             }),
         )
-        .for_each(|_| futures::future::ready(()))
+        .for_each(|outcome| log_outcome(CONTROLLER, outcome))
         .await;
 }
 

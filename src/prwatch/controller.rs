@@ -21,7 +21,7 @@ use super::github::{self, PollError, PullRequest};
 use super::types::{PRWatch, WakeInFlight};
 use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status};
-use crate::controller::{Context, Shutdown, readable};
+use crate::controller::{Context, Shutdown, readable, log_outcome};
 use crate::metrics::PollLabels;
 use crate::reasons;
 use crate::{Error, Result, duration};
@@ -62,7 +62,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             error_policy,
             ctx,
         )
-        .for_each(|_| futures::future::ready(()))
+        .for_each(|outcome| log_outcome(CONTROLLER, outcome))
         .await;
 }
 

@@ -20,7 +20,7 @@ use super::types::Swarm;
 use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status, label_value};
 use crate::conditions;
-use crate::controller::{Context, Shutdown};
+use crate::controller::{Context, Shutdown, log_outcome};
 use crate::goal::Goal;
 use crate::labels;
 use crate::reasons;
@@ -60,7 +60,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             error_policy,
             ctx,
         )
-        .for_each(|_| futures::future::ready(()))
+        .for_each(|outcome| log_outcome(CONTROLLER, outcome))
         .await;
 }
 
