@@ -252,7 +252,10 @@ pub fn retry_after_error<K: Resource<DynamicType = ()>>(
 pub fn log_outcome<K, E: std::fmt::Display>(
     controller: &'static str,
     outcome: std::result::Result<
-        (kube::runtime::reflector::ObjectRef<K>, kube::runtime::controller::Action),
+        (
+            kube::runtime::reflector::ObjectRef<K>,
+            kube::runtime::controller::Action,
+        ),
         kube::runtime::controller::Error<Error, E>,
     >,
 ) -> futures::future::Ready<()>

@@ -14,18 +14,18 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams};
-use kube::runtime::controller::{Action as Requeue, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{info, instrument};
 
 use super::candidate::OverseerState;
-use super::decide::{self, Action, AgentPod, PodPhase};
+use super::decide::{self, AgentPod, PodPhase};
 use super::pod;
 use super::types::{Agent, AgentPhase, AgentStatus, Delivery};
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, label_value};
-use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable, log_outcome};
+use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, log_outcome, readable};
 use crate::fresh::{Applied, Versions};
 use crate::index::Index;
 use crate::labels;
@@ -226,17 +226,17 @@ fn overseen_by(
         .collect()
 }
 
-fn error_policy(agent: Arc<Guarded<Agent>>, error: &Error, ac: Arc<AgentContext>) -> Requeue {
+fn error_policy(agent: Arc<Guarded<Agent>>, error: &Error, ac: Arc<AgentContext>) -> Action {
     crate::controller::retry_after_error(&ac.ctx, CONTROLLER, &*agent, error)
 }
 
 #[instrument(skip_all, fields(agent = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
-async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue> {
+async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Action> {
     let ctx = &ac.ctx;
     // Decisions read the pod and swarm caches: never before their first full list,
     // or a restarted operator would take every pod for lost and every swarm for gone.
     if !listed(&ac.pods) || !listed(&ac.swarms) {
-        return Ok(Requeue::requeue(CACHE_NOT_LISTED_RETRY));
+        return Ok(Action::requeue(CACHE_NOT_LISTED_RETRY));
     }
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
@@ -248,19 +248,19 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
         (*cached).clone()
     } else {
         let Some(fresh) = read_fresh(&ac, &agents, &name).await? else {
-            return Ok(Requeue::await_change());
+            return Ok(Action::await_change());
         };
         fresh
     };
     if agent.meta().deletion_timestamp.is_some() {
         ac.versions.forget(&namespace, &name);
-        return Ok(Requeue::await_change());
+        return Ok(Action::await_change());
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     if in_flight(&agent).is_some() {
         settle_claim(&ac, &agents, &pods, &agent).await?;
         let Some(settled) = read_fresh(&ac, &agents, &name).await? else {
-            return Ok(Requeue::await_change());
+            return Ok(Action::await_change());
         };
         agent = settled;
     }
@@ -268,7 +268,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
         Resolved::Ready(swarm) => swarm,
         Resolved::Unusable { reason, message } => {
             report_unusable(&ac, &agents, &agent, reason, &message).await?;
-            return Ok(Requeue::await_change());
+            return Ok(Action::await_change());
         }
     };
     let observed = observe_pods(&ac, &pods, &agent).await?;
@@ -291,7 +291,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
     // leaves a pod that the next reconcile adopts, never a recorded attempt without
     // one (which would pass for a lost pod), and a refused pod changes no attempt.
     for action in &plan.actions {
-        if let Action::CreatePod { attempt } = action {
+        if let decide::Action::CreatePod { attempt } = action {
             ensure_identity(&ac, &agent, &overseen).await?;
             let shape = pod::PodShape {
                 overseer: pod::acts_as_overseer(&agent, &overseen),
@@ -307,7 +307,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
                         return Err(error.into());
                     };
                     report_unusable(&ac, &agents, &agent, reasons::POD_REFUSED, &message).await?;
-                    return Ok(Requeue::await_change());
+                    return Ok(Action::await_change());
                 }
             }
         }
@@ -319,13 +319,15 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
     let mut requeue = plan.requeue_after;
     for action in &plan.actions {
         match action {
-            Action::CreatePod { .. } => {}
-            Action::DeletePod { name } => match pods.delete(name, &DeleteParams::default()).await {
-                Ok(_) => info!(pod = %name, "deleted agent pod"),
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
-                Err(error) => return Err(error.into()),
-            },
-            Action::Event {
+            decide::Action::CreatePod { .. } => {}
+            decide::Action::DeletePod { name } => {
+                match pods.delete(name, &DeleteParams::default()).await {
+                    Ok(_) => info!(pod = %name, "deleted agent pod"),
+                    Err(kube::Error::Api(status)) if status.code == 404 => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            decide::Action::Event {
                 warning,
                 reason,
                 message,
@@ -335,7 +337,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Requeue>
                 }
                 publish(ctx, &agent, *warning, reason, message).await;
             }
-            Action::Deliver(kind) => {
+            decide::Action::Deliver(kind) => {
                 let delivered = match kind {
                     Delivery::Nudge => nudge(ctx, &agents, &pods, &agent).await?,
                     Delivery::Wake => wake(&ac, &agents, &pods, &agent).await?,

@@ -7,7 +7,7 @@ use std::time::Instant;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod, Secret};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action as Requeue, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
@@ -16,7 +16,7 @@ use tracing::{info, instrument};
 
 use super::dependencies::GoalSummary;
 use super::message::StepOutcome;
-use super::plan::{self, Action, NotifyReason, PodPhase, StepPod};
+use super::plan::{self, NotifyReason, PodPhase, StepPod};
 use super::pod::{self, StepPodParams};
 use super::types::Goal;
 use crate::agent::Agent;
@@ -24,7 +24,7 @@ use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
 };
 use crate::conditions;
-use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, readable, log_outcome};
+use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, log_outcome, readable};
 use crate::fresh::Versions;
 use crate::labels;
 use crate::reasons;
@@ -103,17 +103,17 @@ fn dependents(store: &Store<Guarded<Goal>>, changed: &Goal) -> Vec<ObjectRef<Gua
         .collect()
 }
 
-fn error_policy(goal: Arc<Guarded<Goal>>, error: &Error, gc: Arc<GoalContext>) -> Requeue {
+fn error_policy(goal: Arc<Guarded<Goal>>, error: &Error, gc: Arc<GoalContext>) -> Action {
     crate::controller::retry_after_error(&gc.ctx, CONTROLLER, &*goal, error)
 }
 
 #[instrument(skip_all, fields(goal = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
-async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
+async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
     let started = Instant::now();
     let ctx = &gc.ctx;
     // Step pods are read from the cache: never before its first full list.
     if !listed(&gc.pods) {
-        return Ok(Requeue::requeue(CACHE_NOT_LISTED_RETRY));
+        return Ok(Action::requeue(CACHE_NOT_LISTED_RETRY));
     }
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
@@ -126,14 +126,14 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
     } else {
         let Some(fresh) = goals_api.get_opt(&name).await? else {
             gc.versions.forget(&namespace, &name);
-            return Ok(Requeue::await_change());
+            return Ok(Action::await_change());
         };
         gc.versions.saw(&fresh);
         Arc::new(fresh)
     };
     if goal.meta().deletion_timestamp.is_some() {
         gc.versions.forget(&namespace, &name);
-        return Ok(Requeue::await_change());
+        return Ok(Action::await_change());
     }
 
     // Observe the step pods from the cache. A pod we just created and the cache has not
@@ -195,7 +195,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
     // in between sends it again (the payload's `delivery` id lets a receiver see that),
     // and never records as sent a notification that was not.
     if let Some((step, message)) = plan.actions.iter().find_map(|a| match a {
-        Action::Notify {
+        plan::Action::Notify {
             step: Some(step),
             message,
             ..
@@ -219,13 +219,16 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
     let recorded_success =
         plan.status.completed_steps > goal.status.as_ref().map_or(0, |s| s.completed_steps);
     // Pods first: Events and notifications must not delay the next step.
-    let (pod_actions, other_actions): (Vec<&Action>, Vec<&Action>) = plan
-        .actions
-        .iter()
-        .partition(|a| matches!(a, Action::CreatePod { .. } | Action::DeletePod { .. }));
+    let (pod_actions, other_actions): (Vec<&plan::Action>, Vec<&plan::Action>) =
+        plan.actions.iter().partition(|a| {
+            matches!(
+                a,
+                plan::Action::CreatePod { .. } | plan::Action::DeletePod { .. }
+            )
+        });
     for action in pod_actions.into_iter().chain(other_actions) {
         match action {
-            Action::CreatePod {
+            plan::Action::CreatePod {
                 step,
                 attempt,
                 role,
@@ -279,7 +282,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                             apply_status(&goals_api, &name, CONTROLLER_MANAGER, &refused).await?;
                             publish(ctx, &goal, true, reasons::POD_REFUSED, &message, None).await;
                         }
-                        return Ok(Requeue::await_change());
+                        return Ok(Action::await_change());
                     }
                 }
                 if recorded_success {
@@ -288,14 +291,14 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                         .observe(started.elapsed().as_secs_f64());
                 }
             }
-            Action::DeletePod { name } => {
+            plan::Action::DeletePod { name } => {
                 match pods.delete(name, &DeleteParams::background()).await {
                     Ok(_) => {}
                     Err(kube::Error::Api(status)) if status.code == 404 => {}
                     Err(error) => return Err(error.into()),
                 }
             }
-            Action::Event {
+            plan::Action::Event {
                 warning,
                 reason,
                 message,
@@ -318,10 +321,10 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Requeue> {
                         .inc();
                 }
             }
-            Action::Notify {
+            plan::Action::Notify {
                 reason, message, ..
             } => notify(ctx, &goal, *reason, message, None).await,
-            Action::WakeOverseer(outcome) => wake_overseer(ctx, &goal, outcome).await?,
+            plan::Action::WakeOverseer(outcome) => wake_overseer(ctx, &goal, outcome).await?,
         }
     }
     Ok(duration::requeue(plan.requeue_after))

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::runtime::controller::{Action as Requeue, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
@@ -21,7 +21,7 @@ use super::github::{self, PollError, PullRequest};
 use super::types::{PRWatch, WakeInFlight};
 use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status};
-use crate::controller::{Context, Shutdown, readable, log_outcome};
+use crate::controller::{Context, Shutdown, log_outcome, readable};
 use crate::metrics::PollLabels;
 use crate::reasons;
 use crate::{Error, Result, duration};
@@ -74,7 +74,7 @@ fn watching(store: &Store<Guarded<PRWatch>>, agent: &Agent) -> Vec<ObjectRef<Gua
         .collect()
 }
 
-fn error_policy(watch: Arc<Guarded<PRWatch>>, error: &Error, ctx: Arc<Context>) -> Requeue {
+fn error_policy(watch: Arc<Guarded<PRWatch>>, error: &Error, ctx: Arc<Context>) -> Action {
     crate::controller::retry_after_error(&ctx, CONTROLLER, &*watch, error)
 }
 
@@ -118,27 +118,27 @@ async fn poll(ctx: &Context, watch: &PRWatch) -> std::result::Result<github::Sna
 }
 
 #[instrument(skip_all, fields(prwatch = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
-async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Requeue> {
+async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Action> {
     let started = Instant::now();
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let watches: Api<PRWatch> = Api::namespaced(ctx.client.clone(), &namespace);
     // Decide on the latest status (what was reported), never on a stale cache.
     let Some(mut watch) = watches.get_opt(&name).await? else {
-        return Ok(Requeue::await_change());
+        return Ok(Action::await_change());
     };
     if watch.meta().deletion_timestamp.is_some() {
-        return Ok(Requeue::await_change());
+        return Ok(Action::await_change());
     }
     if let Some(claimed) = watch.status.as_ref().and_then(|s| s.wake_in_flight.clone()) {
         deliver_claimed(&ctx, &watches, &watch, &claimed).await?;
         let Some(settled) = watches.get_opt(&name).await? else {
-            return Ok(Requeue::await_change());
+            return Ok(Action::await_change());
         };
         watch = settled;
     }
     if decide::ended(watch.status.as_ref().and_then(|s| s.phase)) {
-        return Ok(Requeue::await_change());
+        return Ok(Action::await_change());
     }
     let now = jiff::Timestamp::now();
     let due = !watch.spec.stop && decide::poll_due(watch.status.as_ref(), now);

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use kube::runtime::controller::{Action as Requeue, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
@@ -71,7 +71,7 @@ fn swarm_of(store: &Store<Guarded<Swarm>>, goal: &Goal) -> Option<ObjectRef<Guar
     store.get(&found).map(|_| found)
 }
 
-fn error_policy(swarm: Arc<Guarded<Swarm>>, error: &Error, ctx: Arc<Context>) -> Requeue {
+fn error_policy(swarm: Arc<Guarded<Swarm>>, error: &Error, ctx: Arc<Context>) -> Action {
     crate::controller::retry_after_error(&ctx, CONTROLLER, &*swarm, error)
 }
 
@@ -87,16 +87,16 @@ fn controlled_by(agent: &Agent, swarm: &Swarm) -> bool {
 /// The agent already has the wanted spec and labels (members' status changes bring
 /// the swarm back often: nothing is written then).
 #[instrument(skip_all, fields(swarm = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
-async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
+async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Action> {
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let swarms: Api<Swarm> = Api::namespaced(ctx.client.clone(), &namespace);
     let Some(swarm) = swarms.get_opt(&name).await? else {
-        return Ok(Requeue::await_change());
+        return Ok(Action::await_change());
     };
     if swarm.meta().deletion_timestamp.is_some() {
         // Everything it made is owned by it: the garbage collector removes it.
-        return Ok(Requeue::await_change());
+        return Ok(Action::await_change());
     }
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let selector = format!("{}={}", labels::SWARM, label_value(&name));
@@ -183,7 +183,7 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Requeue> {
             publish(&ctx, &swarm, true, reasons::INVALID_SPEC, problem).await;
         }
     }
-    Ok(Requeue::await_change())
+    Ok(Action::await_change())
 }
 
 /// Keeps the NetworkPolicy when `spec.networkPolicy` is on, removes it when off.
