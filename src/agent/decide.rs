@@ -2,6 +2,7 @@
 //! truth table of DESIGN.md) and the plan (agent, its pod, its overseer, now → new
 //! status, actions, when to look again). The reconciler only executes them.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -222,93 +223,133 @@ pub fn plan(input: &Input) -> Plan {
 }
 
 fn decide(b: &mut Builder) {
-    let input = b.input;
-    let spec = input.spec;
-    let times = LoopTimes::of(&spec.loop_);
-    // A pod is created before the status that records its attempt, so a pod of a later
-    // attempt than recorded is ours from before a crash: adopt it, never make a twin.
-    let newest = input.pods.iter().map(|p| p.attempt).max().unwrap_or(0);
+    // Each step either decides (Break) or hands on to the next.
+    let _ = decide_in_order(b);
+}
+
+/// The rules in order: the first that applies decides the agent's state.
+fn decide_in_order(b: &mut Builder) -> ControlFlow<()> {
+    let times = LoopTimes::of(&b.input.spec.loop_);
+    adopt_newer_attempt(b);
+    suspended(b)?;
+    exited(b)?;
+    ended_by_operator(b)?;
+    session_timed_out(b, &times)?;
+    let pod = current_pod(b)?;
+    pod_ready(b, pod)?;
+    stalled(b, pod, &times)?;
+    act_on_verdict(b, &times);
+    ControlFlow::Continue(())
+}
+
+/// A pod is created before the status that records its attempt, so a pod of a later
+/// attempt than recorded is ours from before a crash: adopt it, never make a twin.
+fn adopt_newer_attempt(b: &mut Builder) {
+    let newest = b.input.pods.iter().map(|p| p.attempt).max().unwrap_or(0);
     if newest > b.status.attempt.unwrap_or(0) {
         b.record_attempt(newest);
     }
-    let attempt = b.status.attempt.unwrap_or(0);
+}
 
-    if spec.suspend {
+/// `spec.suspend`: the pod goes, the state stays.
+fn suspended(b: &mut Builder) -> ControlFlow<()> {
+    if !b.input.spec.suspend {
+        return ControlFlow::Continue(());
+    }
+    b.delete_pods();
+    if b.status.phase != Some(AgentPhase::Suspended) {
+        b.event(
+            false,
+            reasons::SUSPENDED,
+            "spec.suspend is true: pod stopped".into(),
+        );
+    }
+    b.status.phase = Some(AgentPhase::Suspended);
+    b.condition(
+        conditions::READY,
+        false,
+        reasons::SUSPENDED,
+        "spec.suspend is true",
+    );
+    b.set_loop_active(false, reasons::SUSPENDED, "spec.suspend is true");
+    ControlFlow::Break(())
+}
+
+/// The agent ran `overseer loop done` or `block`, or its overseer released it.
+fn exited(b: &mut Builder) -> ControlFlow<()> {
+    let Some(exit) = b.status.current_exit().cloned() else {
+        return ControlFlow::Continue(());
+    };
+    let reason = exit.reason.clone().unwrap_or_default();
+    let (phase, why, message) = match exit.outcome {
+        ExitOutcome::Done => (
+            AgentPhase::Done,
+            reasons::DONE,
+            format!("the agent ran `overseer loop done`: {reason}"),
+        ),
+        ExitOutcome::Blocked => (
+            AgentPhase::Blocked,
+            reasons::BLOCKED,
+            format!("the agent ran `overseer loop block`: {reason}"),
+        ),
+        ExitOutcome::Released => (
+            AgentPhase::Done,
+            reasons::RELEASED,
+            format!("its overseer ran `overseer loop release`: {reason}"),
+        ),
+    };
+    b.finish(phase, why, message, false);
+    ControlFlow::Break(())
+}
+
+/// Blocked or Failed by the operator stays so: the pod is kept for a person to look
+/// at. A phase that came from an exit ends with the exit (`overseer loop add`).
+fn ended_by_operator(b: &mut Builder) -> ControlFlow<()> {
+    let ended = matches!(
+        b.status.phase,
+        Some(AgentPhase::Blocked | AgentPhase::Failed | AgentPhase::Done)
+    ) && !ended_by_exit(&b.status);
+    if ended {
+        ControlFlow::Break(())
+    } else {
+        ControlFlow::Continue(())
+    }
+}
+
+/// `loop.sessionTimeout` after the session's start: the pod goes, the agent is Blocked.
+fn session_timed_out(b: &mut Builder, times: &LoopTimes) -> ControlFlow<()> {
+    let (Some(timeout), Some(start)) = (times.session_timeout, b.status.start_time.clone()) else {
+        return ControlFlow::Continue(());
+    };
+    let start = &start;
+    let spec = b.input.spec;
+    if duration::after(start, timeout) <= b.input.now {
         b.delete_pods();
-        if b.status.phase != Some(AgentPhase::Suspended) {
-            b.event(
-                false,
-                reasons::SUSPENDED,
-                "spec.suspend is true: pod stopped".into(),
-            );
-        }
-        b.status.phase = Some(AgentPhase::Suspended);
         b.condition(
             conditions::READY,
             false,
-            reasons::SUSPENDED,
-            "spec.suspend is true",
+            reasons::SESSION_TIMEOUT,
+            "loop.sessionTimeout passed",
         );
-        b.set_loop_active(false, reasons::SUSPENDED, "spec.suspend is true");
-        return;
+        let message = format!(
+            "loop.sessionTimeout ({}) passed: pod stopped, state kept",
+            spec.loop_
+                .session_timeout
+                .as_ref()
+                .map_or("", |t| t.as_str())
+        );
+        b.finish(AgentPhase::Blocked, reasons::SESSION_TIMEOUT, message, true);
+        return ControlFlow::Break(());
     }
+    b.fire_at(duration::after(start, timeout));
+    ControlFlow::Continue(())
+}
 
-    if let Some(exit) = b.status.current_exit().cloned() {
-        let reason = exit.reason.clone().unwrap_or_default();
-        let (phase, why, message) = match exit.outcome {
-            ExitOutcome::Done => (
-                AgentPhase::Done,
-                reasons::DONE,
-                format!("the agent ran `overseer loop done`: {reason}"),
-            ),
-            ExitOutcome::Blocked => (
-                AgentPhase::Blocked,
-                reasons::BLOCKED,
-                format!("the agent ran `overseer loop block`: {reason}"),
-            ),
-            ExitOutcome::Released => (
-                AgentPhase::Done,
-                reasons::RELEASED,
-                format!("its overseer ran `overseer loop release`: {reason}"),
-            ),
-        };
-        b.finish(phase, why, message, false);
-        return;
-    }
-    // Blocked or Failed by the operator stays so: the pod is kept for a person to look
-    // at. A phase that came from an exit ends with the exit (`overseer loop add`).
-    if matches!(
-        b.status.phase,
-        Some(AgentPhase::Blocked | AgentPhase::Failed | AgentPhase::Done)
-    ) && !ended_by_exit(&b.status)
-    {
-        return;
-    }
-
-    let start = b.status.start_time.clone();
-    if let (Some(timeout), Some(start)) = (times.session_timeout, &start) {
-        if duration::after(start, timeout) <= input.now {
-            b.delete_pods();
-            b.condition(
-                conditions::READY,
-                false,
-                reasons::SESSION_TIMEOUT,
-                "loop.sessionTimeout passed",
-            );
-            let message = format!(
-                "loop.sessionTimeout ({}) passed: pod stopped, state kept",
-                spec.loop_
-                    .session_timeout
-                    .as_ref()
-                    .map_or("", |t| t.as_str())
-            );
-            b.finish(AgentPhase::Blocked, reasons::SESSION_TIMEOUT, message, true);
-            return;
-        }
-        b.fire_at(duration::after(start, timeout));
-    }
-
-    // Pods of earlier attempts go; the current one is observed.
+/// The pod of the current attempt, when it runs: pods of earlier attempts go, and an
+/// ended or missing pod is replaced.
+fn current_pod<'a>(b: &mut Builder<'a>) -> ControlFlow<(), &'a AgentPod> {
+    let input = b.input;
+    let attempt = b.status.attempt.unwrap_or(0);
     let mut current = None;
     for pod in input.pods {
         if pod.attempt == attempt && attempt > 0 && current.is_none() {
@@ -339,11 +380,18 @@ fn decide(b: &mut Builder) {
         }
         other => other,
     };
-    let Some(pod) = pod else {
-        replace_pod(b, attempt);
-        return;
-    };
+    match pod {
+        Some(pod) => ControlFlow::Continue(pod),
+        None => {
+            replace_pod(b, attempt);
+            ControlFlow::Break(())
+        }
+    }
+}
 
+/// Running and Ready, or Pending until it is.
+fn pod_ready(b: &mut Builder, pod: &AgentPod) -> ControlFlow<()> {
+    let spec = b.input.spec;
     if !pod.ready || pod.phase != PodPhase::Running {
         b.status.phase = Some(AgentPhase::Pending);
         b.condition(
@@ -357,7 +405,7 @@ fn decide(b: &mut Builder) {
             reasons::POD_NOT_READY,
             "waiting for the pod",
         );
-        return;
+        return ControlFlow::Break(());
     }
     b.status.phase = Some(AgentPhase::Running);
     b.condition(
@@ -371,8 +419,13 @@ fn decide(b: &mut Builder) {
         reasons::RUNNING,
         "the agent must declare done or blocked",
     );
+    ControlFlow::Continue(())
+}
 
-    // Stall: working, but nothing changed for `stallAfter`.
+/// Stall: working, but nothing changed for `stallAfter`. Activity after a stall
+/// clears the condition.
+fn stalled(b: &mut Builder, pod: &AgentPod, times: &LoopTimes) -> ControlFlow<()> {
+    let now = b.input.now;
     let activity = b.status.current_activity().cloned();
     if let Some(activity) = activity
         .as_ref()
@@ -384,9 +437,9 @@ fn decide(b: &mut Builder) {
             .or(activity.since.as_ref());
         if let Some(last) = last {
             let stalled_at = duration::after(last, times.stall_after);
-            if stalled_at <= input.now {
+            if stalled_at <= now {
                 stall(b, &pod.name);
-                return;
+                return ControlFlow::Break(());
             }
             b.fire_at(stalled_at);
         }
@@ -399,7 +452,15 @@ fn decide(b: &mut Builder) {
             "the new pod reports activity",
         );
     }
+    ControlFlow::Continue(())
+}
 
+/// The premature-stop rule's verdict, acted on: a delivery, a condition, or when to
+/// look again.
+fn act_on_verdict(b: &mut Builder, times: &LoopTimes) {
+    let input = b.input;
+    let spec = input.spec;
+    let activity = b.status.current_activity().cloned();
     let status = b.status.clone();
     let verdict_input = candidate_input(spec, &status, input.overseer, input.now);
     let verdict = candidate(&verdict_input);
