@@ -214,12 +214,10 @@ pub fn plan(input: &Input) -> Plan {
 }
 
 fn decide(b: &mut Builder) -> Option<String> {
-    let spec = b.input.spec;
-    let now = b.input.now;
     if ended(b.status.phase) {
         return None;
     }
-    if spec.stop {
+    if b.input.spec.stop {
         b.end(
             PRWatchPhase::Stopped,
             reasons::STOPPED,
@@ -228,61 +226,101 @@ fn decide(b: &mut Builder) -> Option<String> {
         );
         return None;
     }
-    let interval = spec.poll_interval.get();
     b.status.phase = Some(PRWatchPhase::Watching);
-    let snapshot = match b.input.poll {
+    let input = b.input;
+    let snapshot = match input.poll {
         Poll::NotDue => return None,
         Poll::Error(PollError::RateLimited { until, why }) => {
-            // A rate limit further ahead than the longest wait is not believed.
-            let next = (*until)
-                .min(duration::later(now, LONGEST_RATE_LIMIT))
-                .max(duration::later(now, interval));
-            b.status.next_poll_time = Some(Time(next));
-            let message = format!("{why}: the next poll waits until {next}");
-            if b.condition(
-                conditions::RATE_LIMITED,
-                true,
-                reasons::RATE_LIMITED,
-                &message,
-            ) {
-                b.event(true, reasons::RATE_LIMITED, message);
-            }
+            rate_limited(b, *until, why);
             return None;
         }
-        Poll::Error(PollError::Failed(error)) => {
-            b.status.failed_polls = b.status.failed_polls.saturating_add(1);
-            b.status.last_poll_time = Some(b.now.clone());
-            b.status.next_poll_time = Some(Time(duration::later(now, interval)));
-            let message = format!(
-                "poll {} of {} in a row failed: {error}",
-                b.status.failed_polls, spec.max_failed_polls
-            );
-            b.condition(conditions::POLLING, false, reasons::POLL_FAILED, &message);
-            b.event(true, reasons::POLL_FAILED, message);
-            if b.status.failed_polls >= spec.max_failed_polls {
-                let told = b.input.agent_ready;
-                let message = format!(
-                    "{} polls failed in a row; the watch stopped{}",
-                    b.status.failed_polls,
-                    if told {
-                        " and the agent is told"
-                    } else {
-                        "; the agent's pod is not ready, so it is not told"
-                    }
-                );
-                b.end(PRWatchPhase::Failing, reasons::FAILING, message, true);
-                return told.then(|| message::failing(&spec.url, b.status.failed_polls));
-            }
-            return None;
-        }
+        Poll::Error(PollError::Failed(error)) => return poll_failed(b, error),
         Poll::Done(snapshot) => snapshot,
     };
     // The first poll that *succeeded* sets the baseline: `headSha` is written only by
     // one, while a failed poll already records `lastPollTime`.
     let first_poll = b.status.head_sha.is_none();
+    let failed_checks = record_poll(b, snapshot);
+    if pull_request_ended(b, snapshot) {
+        return None;
+    }
+    if first_poll {
+        // What is already there when the watch begins is not news.
+        mark_reported(&mut b.status, snapshot, &snapshot.feedback);
+    }
+    let news = news(b, snapshot, failed_checks)?;
+    if !agent_takes_input(b) {
+        return None;
+    }
+    Some(wake(b, snapshot, news))
+}
+
+/// What a poll found that the agent has not been told: CI settled on the head commit
+/// (once per sha and result), and feedback past its quiet period.
+struct News {
+    ci: Option<CiNews>,
+    feedback: Vec<Feedback>,
+    feedback_due: bool,
+}
+
+/// GitHub asked to wait: the next poll waits until then (believed up to
+/// `LONGEST_RATE_LIMIT`, and never sooner than the interval).
+fn rate_limited(b: &mut Builder, until: Timestamp, why: &str) {
+    let now = b.input.now;
+    let next = until
+        .min(duration::later(now, LONGEST_RATE_LIMIT))
+        .max(duration::later(now, b.input.spec.poll_interval.get()));
+    b.status.next_poll_time = Some(Time(next));
+    let message = format!("{why}: the next poll waits until {next}");
+    if b.condition(
+        conditions::RATE_LIMITED,
+        true,
+        reasons::RATE_LIMITED,
+        &message,
+    ) {
+        b.event(true, reasons::RATE_LIMITED, message);
+    }
+}
+
+/// A failed poll is counted; `maxFailedPolls` in a row end the watch, and the agent is
+/// told when its pod takes input (the returned text).
+fn poll_failed(b: &mut Builder, error: &str) -> Option<String> {
+    let spec = b.input.spec;
+    b.status.failed_polls = b.status.failed_polls.saturating_add(1);
+    b.status.last_poll_time = Some(b.now.clone());
+    b.status.next_poll_time = Some(Time(duration::later(b.input.now, spec.poll_interval.get())));
+    let message = format!(
+        "poll {} of {} in a row failed: {error}",
+        b.status.failed_polls, spec.max_failed_polls
+    );
+    b.condition(conditions::POLLING, false, reasons::POLL_FAILED, &message);
+    b.event(true, reasons::POLL_FAILED, message);
+    if b.status.failed_polls < spec.max_failed_polls {
+        return None;
+    }
+    let told = b.input.agent_ready;
+    let message = format!(
+        "{} polls failed in a row; the watch stopped{}",
+        b.status.failed_polls,
+        if told {
+            " and the agent is told"
+        } else {
+            "; the agent's pod is not ready, so it is not told"
+        }
+    );
+    b.end(PRWatchPhase::Failing, reasons::FAILING, message, true);
+    told.then(|| message::failing(&spec.url, b.status.failed_polls))
+}
+
+/// Records a successful poll: its time, the head commit and its checks; returns the
+/// names of the failed checks.
+fn record_poll(b: &mut Builder, snapshot: &Snapshot) -> Vec<String> {
     b.status.failed_polls = 0;
     b.status.last_poll_time = Some(b.now.clone());
-    b.status.next_poll_time = Some(Time(duration::later(now, interval)));
+    b.status.next_poll_time = Some(Time(duration::later(
+        b.input.now,
+        b.input.spec.poll_interval.get(),
+    )));
     b.condition(
         conditions::POLLING,
         true,
@@ -307,32 +345,31 @@ fn decide(b: &mut Builder) -> Option<String> {
         sha: Some(snapshot.head_sha.clone()),
         failed: message::failed_checks_for_status(&failed),
     });
-    match snapshot.state.as_str() {
-        "MERGED" => {
-            b.end(
-                PRWatchPhase::Merged,
-                reasons::MERGED,
-                "the pull request was merged".into(),
-                false,
-            );
-            return None;
-        }
-        "CLOSED" => {
-            b.end(
-                PRWatchPhase::Closed,
-                reasons::CLOSED,
-                "the pull request was closed".into(),
-                false,
-            );
-            return None;
-        }
-        _ => {}
-    }
-    if first_poll {
-        // What is already there when the watch begins is not news.
-        let existing: Vec<Feedback> = snapshot.feedback.clone();
-        mark_reported(&mut b.status, snapshot, &existing);
-    }
+    failed
+}
+
+/// A merged or closed pull request ends the watch.
+fn pull_request_ended(b: &mut Builder, snapshot: &Snapshot) -> bool {
+    let (phase, reason, message) = match snapshot.state.as_str() {
+        "MERGED" => (
+            PRWatchPhase::Merged,
+            reasons::MERGED,
+            "the pull request was merged",
+        ),
+        "CLOSED" => (
+            PRWatchPhase::Closed,
+            reasons::CLOSED,
+            "the pull request was closed",
+        ),
+        _ => return false,
+    };
+    b.end(phase, reason, message.into(), false);
+    true
+}
+
+/// The news in `snapshot`, if any; feedback still inside its quiet period is kept
+/// pending in status.
+fn news(b: &mut Builder, snapshot: &Snapshot, failed_checks: Vec<String>) -> Option<News> {
     let feedback = new_feedback(snapshot, &b.status);
     b.status.pending = match (feedback.first(), feedback.last()) {
         (Some(first), Some(last)) => Some(PendingFeedback {
@@ -342,26 +379,33 @@ fn decide(b: &mut Builder) -> Option<String> {
         }),
         _ => None,
     };
-    let quiet = spec.quiet_period.get();
+    let quiet = b.input.spec.quiet_period.get();
     let feedback_due = feedback
         .last()
-        .is_some_and(|last| duration::later(last.time, quiet) <= now);
+        .is_some_and(|last| duration::later(last.time, quiet) <= b.input.now);
     let ci = ci_result(snapshot).and_then(|result| {
         let key = format!("{}:{result}", snapshot.head_sha);
         (!b.status.reported.contains(&key)).then(|| CiNews {
             sha: snapshot.head_sha.clone(),
             result,
-            failed,
+            failed: failed_checks,
             total: snapshot.checks.len(),
         })
     });
-    if ci.is_none() && !feedback_due {
-        return None;
-    }
+    (ci.is_some() || feedback_due).then_some(News {
+        ci,
+        feedback,
+        feedback_due,
+    })
+}
+
+/// Whether the agent's pod takes input now; news for one that does not is kept for
+/// the next poll.
+fn agent_takes_input(b: &mut Builder) -> bool {
     if !b.input.agent_ready {
         let message = format!(
             "news for agent {}, whose pod does not take input now: kept for the next poll",
-            spec.agent
+            b.input.spec.agent
         );
         if b.condition(
             conditions::AGENT_READY,
@@ -371,7 +415,7 @@ fn decide(b: &mut Builder) -> Option<String> {
         ) {
             b.event(true, reasons::AGENT_NOT_READY, message);
         }
-        return None;
+        return false;
     }
     b.condition(
         conditions::AGENT_READY,
@@ -379,6 +423,18 @@ fn decide(b: &mut Builder) -> Option<String> {
         reasons::AGENT_READY,
         "the agent's pod takes input",
     );
+    true
+}
+
+/// The wake's text, with its news counted as reported and the wake counted;
+/// `maxWakes` wakes end the watch.
+fn wake(b: &mut Builder, snapshot: &Snapshot, news: News) -> String {
+    let spec = b.input.spec;
+    let News {
+        ci,
+        feedback,
+        feedback_due,
+    } = news;
     let reported_feedback: &[Feedback] = if feedback_due { &feedback } else { &[] };
     let text = message::wake(&spec.url, ci.as_ref(), reported_feedback);
     if let Some(ci) = &ci {
@@ -406,7 +462,7 @@ fn decide(b: &mut Builder) -> Option<String> {
         let message = format!("{} wakes (maxWakes): the watch ended", b.status.wakes);
         b.end(PRWatchPhase::Exhausted, reasons::EXHAUSTED, message, false);
     }
-    Some(text)
+    text
 }
 
 /// The delivery id of watch `name`'s wake number `wake`.
