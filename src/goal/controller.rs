@@ -18,7 +18,7 @@ use super::dependencies::GoalSummary;
 use super::message::StepOutcome;
 use super::plan::{self, NotifyReason, PodPhase, StepPod};
 use super::pod::{self, StepPodParams};
-use super::types::Goal;
+use super::types::{Goal, GoalStatus};
 use crate::agent::Agent;
 use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
@@ -110,39 +110,61 @@ fn error_policy(goal: Arc<Guarded<Goal>>, error: &Error, gc: Arc<GoalContext>) -
 #[instrument(skip_all, fields(goal = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
 async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
     let started = Instant::now();
-    let ctx = &gc.ctx;
     // Step pods are read from the cache: never before its first full list.
     if !listed(&gc.pods) {
         return Ok(Action::requeue(CACHE_NOT_LISTED_RETRY));
     }
+    let Some(goal) = current_goal(&gc, cached).await? else {
+        return Ok(Action::await_change());
+    };
+    let observed = observe(&gc, &goal).await?;
+    let plan = decide(&gc.ctx, &goal, &observed).await;
+    apply(&gc, &goal, &plan, started).await
+}
+
+/// The goal to decide on: the cached one when it holds this operator's last write,
+/// else read fresh; None when it is gone or being deleted.
+async fn current_goal(gc: &GoalContext, cached: Arc<Goal>) -> Result<Option<Arc<Goal>>> {
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
-    let goals_api: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
     // Status is the checkpoint: decide on a cached Goal only when it holds our last
     // write (src/fresh.rs); deciding on one that does not would repeat its Events and
     // notifications.
     let goal = if gc.versions.is_current(&*cached) {
         cached
     } else {
-        let Some(fresh) = goals_api.get_opt(&name).await? else {
+        let goals: Api<Goal> = Api::namespaced(gc.ctx.client.clone(), &namespace);
+        let Some(fresh) = goals.get_opt(&name).await? else {
             gc.versions.forget(&namespace, &name);
-            return Ok(Action::await_change());
+            return Ok(None);
         };
         gc.versions.saw(&fresh);
         Arc::new(fresh)
     };
     if goal.meta().deletion_timestamp.is_some() {
         gc.versions.forget(&namespace, &name);
-        return Ok(Action::await_change());
+        return Ok(None);
     }
+    Ok(Some(goal))
+}
 
+/// What the plan reads besides the goal: its step pods, the namespace's goals (for
+/// `dependsOn`) and its swarm.
+struct Observed {
+    pods: Vec<StepPod>,
+    goals: Vec<GoalSummary>,
+    swarm: Option<Swarm>,
+}
+
+async fn observe(gc: &GoalContext, goal: &Goal) -> Result<Observed> {
+    let namespace = goal.namespace().unwrap_or_default();
+    let name = goal.name_any();
     // Observe the step pods from the cache. A pod we just created and the cache has not
     // seen yet is created again under its deterministic name, which the API server
     // refuses as existing (see plan: Running with no pod).
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let label = label_value(&name);
     let uid = goal.uid();
-    let observed: Vec<StepPod> = gc
+    let pods: Vec<StepPod> = gc
         .pods
         .state()
         .into_iter()
@@ -154,7 +176,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
                 .any(|o| Some(&o.uid) == uid.as_ref() && o.controller == Some(true))
         })
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| observe(&p))
+        .filter_map(|p| step_pod(&p))
         .collect();
     let goals: Vec<GoalSummary> = readable(&gc.store.state())
         .filter(|g| g.namespace().as_deref() == Some(namespace.as_str()))
@@ -167,14 +189,20 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
     // A goal of a swarm takes its steps' templates from the swarm's roles.
     let swarm = match &goal.spec.swarm {
         Some(swarm) => {
-            Api::<Swarm>::namespaced(ctx.client.clone(), &namespace)
+            Api::<Swarm>::namespaced(gc.ctx.client.clone(), &namespace)
                 .get_opt(swarm)
                 .await?
         }
         None => None,
     };
+    Ok(Observed { pods, goals, swarm })
+}
 
-    // Decide.
+/// The plan for `goal`. A notify step is sent before it is recorded, then planned
+/// again as sent: a crash in between sends it again (the payload's `delivery` id lets
+/// a receiver see that), and never records as sent a notification that was not.
+async fn decide(ctx: &Context, goal: &Goal, observed: &Observed) -> plan::Plan {
+    let name = goal.name_any();
     let input = plan::Input {
         name: &name,
         generation: goal.metadata.generation,
@@ -184,33 +212,44 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
             .map(String::as_str),
         spec: &goal.spec,
         status: goal.status.as_ref(),
-        pods: &observed,
-        goals: &goals,
-        swarm: swarm.as_ref().map(|s| &s.spec),
+        pods: &observed.pods,
+        goals: &observed.goals,
+        swarm: observed.swarm.as_ref().map(|s| &s.spec),
         notified: None,
         now: jiff::Timestamp::now(),
     };
-    let mut plan = plan::plan(&input);
-    // A notify step is sent before it is recorded, then planned again as sent: a crash
-    // in between sends it again (the payload's `delivery` id lets a receiver see that),
-    // and never records as sent a notification that was not.
-    if let Some((step, message)) = plan.actions.iter().find_map(|a| match a {
+    let plan = plan::plan(&input);
+    let Some((step, message)) = plan.actions.iter().find_map(|a| match a {
         plan::Action::Notify {
             step: Some(step),
             message,
             ..
         } => Some((*step, message.clone())),
         _ => None,
-    }) {
-        let delivery = format!("goal/{name}/{step}");
-        notify(ctx, &goal, NotifyReason::Step, &message, Some(&delivery)).await;
-        plan = plan::plan(&plan::Input {
-            notified: Some(step),
-            ..input
-        });
-    }
+    }) else {
+        return plan;
+    };
+    let delivery = format!("goal/{name}/{step}");
+    notify(ctx, goal, NotifyReason::Step, &message, Some(&delivery)).await;
+    plan::plan(&plan::Input {
+        notified: Some(step),
+        ..input
+    })
+}
 
-    // Act: status first (the commit point), then pods, events and notifications.
+/// Acts on the plan: status first (the commit point), then pods, then Events,
+/// notifications and the overseer's wake, which must not delay the next step.
+async fn apply(
+    gc: &GoalContext,
+    goal: &Goal,
+    plan: &plan::Plan,
+    started: Instant,
+) -> Result<Action> {
+    let ctx = &gc.ctx;
+    let namespace = goal.namespace().unwrap_or_default();
+    let name = goal.name_any();
+    let goals_api: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     if goal.status.as_ref() != Some(&plan.status) {
         let written =
             apply_status_returning(&goals_api, &name, CONTROLLER_MANAGER, &plan.status).await?;
@@ -236,16 +275,8 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
                 timeout,
                 resources,
             } => {
-                let cm = pod::results_config_map(&goal, &plan.status);
-                let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
-                cms.patch(
-                    cm.metadata.name.as_deref().unwrap_or_default(),
-                    &PatchParams::apply(CONTROLLER_MANAGER).force(),
-                    &Patch::Apply(&cm),
-                )
-                .await?;
-                let pod = pod::step_pod(&StepPodParams {
-                    goal: &goal,
+                let params = StepPodParams {
+                    goal,
                     step: *step,
                     attempt: *attempt,
                     role,
@@ -253,37 +284,9 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
                     timeout: *timeout,
                     resources: resources.clone(),
                     overseer_image: &ctx.overseer_image,
-                });
-                match pods.create(&PostParams::default(), &pod).await {
-                    Ok(_) => {
-                        info!(pod = pod.metadata.name.as_deref(), "created step pod");
-                        if *attempt > 1 {
-                            ctx.metrics.step_retries.inc();
-                        }
-                    }
-                    Err(kube::Error::Api(status)) if status.code == 409 => {}
-                    Err(error) => {
-                        let Some(message) = crate::pods::refusal(&error) else {
-                            return Err(error.into());
-                        };
-                        let mut refused = plan.status.clone();
-                        let changed = conditions::set(
-                            &mut refused.conditions,
-                            conditions::PROGRESSING,
-                            false,
-                            reasons::POD_REFUSED,
-                            &message,
-                            goal.metadata.generation,
-                            &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                                jiff::Timestamp::now(),
-                            ),
-                        );
-                        if changed {
-                            apply_status(&goals_api, &name, CONTROLLER_MANAGER, &refused).await?;
-                            publish(ctx, &goal, true, reasons::POD_REFUSED, &message, None).await;
-                        }
-                        return Ok(Action::await_change());
-                    }
+                };
+                if !create_step_pod(ctx, goal, &plan.status, &params).await? {
+                    return Ok(Action::await_change());
                 }
                 if recorded_success {
                     ctx.metrics
@@ -311,7 +314,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
                     namespace: Some(namespace.clone()),
                     ..Default::default()
                 });
-                publish(ctx, &goal, *warning, reason, message, related).await;
+                publish(ctx, goal, *warning, reason, message, related).await;
                 if *reason == reasons::STEP_SUCCEEDED || *reason == reasons::STEP_FAILED {
                     ctx.metrics
                         .step_results
@@ -323,11 +326,64 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
             }
             plan::Action::Notify {
                 reason, message, ..
-            } => notify(ctx, &goal, *reason, message, None).await,
-            plan::Action::WakeOverseer(outcome) => wake_overseer(ctx, &goal, outcome).await?,
+            } => notify(ctx, goal, *reason, message, None).await,
+            plan::Action::WakeOverseer(outcome) => wake_overseer(ctx, goal, outcome).await?,
         }
     }
     Ok(duration::requeue(plan.requeue_after))
+}
+
+/// Creates a step pod (and first the results ConfigMap it reads); false when the API
+/// server refused the pod as built from the user's template, which is then a
+/// condition and a Warning, and the goal waits for its next change.
+async fn create_step_pod(
+    ctx: &Context,
+    goal: &Goal,
+    status: &GoalStatus,
+    params: &StepPodParams<'_>,
+) -> Result<bool> {
+    let namespace = goal.namespace().unwrap_or_default();
+    let cm = pod::results_config_map(goal, status);
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+    cms.patch(
+        cm.metadata.name.as_deref().unwrap_or_default(),
+        &PatchParams::apply(CONTROLLER_MANAGER).force(),
+        &Patch::Apply(&cm),
+    )
+    .await?;
+    let pod = pod::step_pod(params);
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    match pods.create(&PostParams::default(), &pod).await {
+        Ok(_) => {
+            info!(pod = pod.metadata.name.as_deref(), "created step pod");
+            if params.attempt > 1 {
+                ctx.metrics.step_retries.inc();
+            }
+            Ok(true)
+        }
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(true),
+        Err(error) => {
+            let Some(message) = crate::pods::refusal(&error) else {
+                return Err(error.into());
+            };
+            let mut refused = status.clone();
+            let changed = conditions::set(
+                &mut refused.conditions,
+                conditions::PROGRESSING,
+                false,
+                reasons::POD_REFUSED,
+                &message,
+                goal.metadata.generation,
+                &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
+            );
+            if changed {
+                let goals: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
+                apply_status(&goals, &goal.name_any(), CONTROLLER_MANAGER, &refused).await?;
+                publish(ctx, goal, true, reasons::POD_REFUSED, &message, None).await;
+            }
+            Ok(false)
+        }
+    }
 }
 
 /// `effort: high`: types the step's outcome into the goal's overseer through exec
@@ -375,7 +431,7 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &StepOutcome) -> Res
 }
 
 /// A step pod as the plan sees it; pods without our labels are ignored.
-fn observe(pod: &Pod) -> Option<StepPod> {
+fn step_pod(pod: &Pod) -> Option<StepPod> {
     let labels = pod.labels();
     let step = labels.get(labels::STEP_INDEX)?.parse().ok()?;
     let step_name = labels.get(labels::STEP)?.clone();
