@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
@@ -70,7 +70,13 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let (store, agent_writer) = reflector::store();
     let overseen = Index::default();
     let noted = overseen.clone();
-    let agent_events = watcher(agents.clone(), watcher::Config::default().any_semantic())
+    // One watch of Agents serves two triggers: each change reconciles the agent, and
+    // (through `related_changes`) its overseer and the agents it oversees, deletions
+    // included: an overseer coming online or going away changes what its agents need,
+    // and an agent naming its overseer changes what the overseer may write.
+    let (related_tx, related_changes) = futures::channel::mpsc::unbounded();
+    let (related_store, related_index) = (store.clone(), overseen.clone());
+    let agent_events = watcher(agents, watcher::Config::default().any_semantic())
         .default_backoff()
         .modify(move |agent: &mut Guarded<Agent>| {
             if let Ok(agent) = &agent.0 {
@@ -78,28 +84,24 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
             }
         })
         .reflect(agent_writer)
-        .applied_objects();
+        .touched_objects()
+        .inspect_ok(move |changed: &Guarded<Agent>| {
+            if let Ok(changed) = &changed.0 {
+                for agent in related(&related_store, &related_index, changed) {
+                    // Fails only once the controller has stopped.
+                    let _ = related_tx.unbounded_send(agent);
+                }
+            }
+        });
     let (swarms, swarm_writer) = reflector::store();
     let swarm_events = watcher(ctx.api::<Guarded<Swarm>>(), watcher::Config::default())
         .default_backoff()
         .reflect(swarm_writer)
         .touched_objects();
-    let (related_store, related_index) = (store.clone(), overseen.clone());
     let swarm_store = store.clone();
     Controller::for_stream(agent_events, store.clone())
         .owns_stream(pod_events)
-        // An overseer coming online (or going away) changes what its agents need, and
-        // an agent naming its overseer changes what the overseer may write.
-        .watches(
-            agents,
-            watcher::Config::default(),
-            move |changed: Guarded<Agent>| {
-                changed
-                    .0
-                    .map(|changed| related(&related_store, &related_index, &changed))
-                    .unwrap_or_default()
-            },
-        )
+        .reconcile_on(related_changes)
         // A swarm's defaults, roles and prompt layers shape its agents.
         .watches_stream(swarm_events, move |swarm: Guarded<Swarm>| {
             swarm
@@ -173,8 +175,6 @@ fn related(
     overseen: &Index,
     changed: &Agent,
 ) -> Vec<ObjectRef<Guarded<Agent>>> {
-    // Noted here too: this watch can bring an agent before the controller's own does.
-    note_overseer(overseen, changed);
     let namespace = changed.namespace().unwrap_or_default();
     let mut refs: Vec<ObjectRef<Guarded<Agent>>> =
         overseen_by(store, overseen, &namespace, &changed.name_any())
