@@ -50,6 +50,18 @@ impl Context {
 }
 
 impl Context {
+    /// `publish` about one of the operator's own objects, related to nothing else.
+    pub async fn publish_about<K: Resource<DynamicType = ()>>(
+        &self,
+        object: &K,
+        warning: bool,
+        reason: &str,
+        message: &str,
+    ) {
+        self.publish(&object.object_ref(&()), warning, reason, message, None)
+            .await;
+    }
+
     /// Publishes an Event about `regarding` (optionally related to another object);
     /// a failure is logged, never fatal: Events are a courtesy, not the record.
     pub async fn publish(

@@ -335,7 +335,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Action> 
                 if *reason == reasons::STOPPED_EARLY {
                     ctx.metrics.premature_stops.inc();
                 }
-                publish(ctx, &agent, *warning, reason, message).await;
+                ctx.publish_about(&agent, *warning, reason, message).await;
             }
             decide::Action::Deliver(kind) => {
                 let delivered = match kind {
@@ -451,7 +451,7 @@ async fn report_unusable(
     );
     if changed {
         apply_status(&ac.versions, agents, &agent.name_any(), &status).await?;
-        publish(&ac.ctx, agent, true, reason, message).await;
+        ac.ctx.publish_about(agent, true, reason, message).await;
     }
     Ok(())
 }
@@ -524,9 +524,4 @@ fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value> {
         }
     }
     Ok(status)
-}
-
-async fn publish(ctx: &Context, agent: &Agent, warning: bool, reason: &str, message: &str) {
-    ctx.publish(&agent.object_ref(&()), warning, reason, message, None)
-        .await;
 }

@@ -314,7 +314,8 @@ async fn apply(
                     namespace: Some(namespace.clone()),
                     ..Default::default()
                 });
-                publish(ctx, goal, *warning, reason, message, related).await;
+                ctx.publish(&goal.object_ref(&()), *warning, reason, message, related)
+                    .await;
                 if *reason == reasons::STEP_SUCCEEDED || *reason == reasons::STEP_FAILED {
                     ctx.metrics
                         .step_results
@@ -379,7 +380,8 @@ async fn create_step_pod(
             if changed {
                 let goals: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
                 apply_status(&goals, &goal.name_any(), CONTROLLER_MANAGER, &refused).await?;
-                publish(ctx, goal, true, reasons::POD_REFUSED, &message, None).await;
+                ctx.publish_about(goal, true, reasons::POD_REFUSED, &message)
+                    .await;
             }
             Ok(false)
         }
@@ -417,14 +419,16 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &StepOutcome) -> Res
                 "overseer {overseer} told: step {} {}",
                 outcome.step, outcome.outcome
             );
-            publish(ctx, goal, false, reasons::OVERSEER_WOKEN, &message, None).await;
+            ctx.publish_about(goal, false, reasons::OVERSEER_WOKEN, &message)
+                .await;
         }
         Err(error) => {
             let message = format!(
                 "overseer {overseer} not told of step {} {}: {error}",
                 outcome.step, outcome.outcome
             );
-            publish(ctx, goal, true, reasons::WAKE_FAILED, &message, None).await;
+            ctx.publish_about(goal, true, reasons::WAKE_FAILED, &message)
+                .await;
         }
     }
     Ok(())
@@ -463,18 +467,6 @@ fn step_pod(pod: &Pod) -> Option<StepPod> {
     })
 }
 
-async fn publish(
-    ctx: &Context,
-    goal: &Goal,
-    warning: bool,
-    reason: &str,
-    message: &str,
-    related: Option<ObjectReference>,
-) {
-    ctx.publish(&goal.object_ref(&()), warning, reason, message, related)
-        .await;
-}
-
 /// Sends the webhook notification; any failure becomes a Warning Event and nothing else.
 async fn notify(
     ctx: &Context,
@@ -496,13 +488,11 @@ async fn notify(
             .and_then(|bytes| String::from_utf8(bytes.0).ok()),
         Ok(None) => None,
         Err(error) => {
-            publish(
-                ctx,
+            ctx.publish_about(
                 goal,
                 true,
                 reasons::NOTIFY_FAILED,
                 &format!("reading Secret {}: {error}", reference.name),
-                None,
             )
             .await;
             return;
@@ -510,7 +500,8 @@ async fn notify(
     };
     let Some(url) = url.map(|u| u.trim().to_string()) else {
         let note = format!("Secret {} has no key {}", reference.name, reference.key);
-        publish(ctx, goal, true, reasons::NOTIFY_FAILED, &note, None).await;
+        ctx.publish_about(goal, true, reasons::NOTIFY_FAILED, &note)
+            .await;
         return;
     };
     let mut payload = json!({
@@ -525,17 +516,18 @@ async fn notify(
     }
     match crate::notify::post_json(&url, &payload).await {
         Ok(()) => {
-            publish(
-                ctx,
+            ctx.publish_about(
                 goal,
                 false,
                 reasons::NOTIFIED,
                 &format!("webhook notified: {reason:?}"),
-                None,
             )
             .await
         }
         // The error never contains the URL: the Secret's content stays out of events.
-        Err(error) => publish(ctx, goal, true, reasons::NOTIFY_FAILED, &error, None).await,
+        Err(error) => {
+            ctx.publish_about(goal, true, reasons::NOTIFY_FAILED, &error)
+                .await
+        }
     }
 }

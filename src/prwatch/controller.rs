@@ -205,12 +205,14 @@ async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Action> {
                 // Kept first, then told: whoever reads the Event finds the news kept.
                 plan = decide::kept_for_next_poll(&input);
                 apply_status(&watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
-                publish(&ctx, &watch, true, reasons::WAKE_FAILED, &message).await;
+                ctx.publish_about(&watch, true, reasons::WAKE_FAILED, &message)
+                    .await;
             }
         }
     }
     for event in &plan.events {
-        publish(&ctx, &watch, event.warning, event.reason, &event.message).await;
+        ctx.publish_about(&watch, event.warning, event.reason, &event.message)
+            .await;
     }
     Ok(duration::requeue(plan.requeue_after))
 }
@@ -245,13 +247,9 @@ async fn deliver_claimed(
             let message = format!(
                 "the wake claimed before the operator restarted was not delivered: {error}"
             );
-            publish(ctx, watch, true, reasons::WAKE_FAILED, &message).await;
+            ctx.publish_about(watch, true, reasons::WAKE_FAILED, &message)
+                .await;
         }
     }
     Ok(())
-}
-
-async fn publish(ctx: &Context, watch: &PRWatch, warning: bool, reason: &str, message: &str) {
-    ctx.publish(&watch.object_ref(&()), warning, reason, message, None)
-        .await;
 }

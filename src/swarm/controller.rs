@@ -136,7 +136,8 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Action> {
         if created {
             info!(agent = %agent_name, "created swarm agent");
             let message = format!("agent {agent_name} (role {}) created", agent.spec.role);
-            publish(&ctx, &swarm, false, reasons::AGENT_CREATED, &message).await;
+            ctx.publish_about(&swarm, false, reasons::AGENT_CREATED, &message)
+                .await;
         }
     }
     for agent in existing.iter().filter(|a| controlled_by(a, &swarm)) {
@@ -148,7 +149,8 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Action> {
             Ok(_) => {
                 info!(agent = %agent_name, "removed swarm agent");
                 let message = format!("agent {agent_name} is no longer listed: removed");
-                publish(&ctx, &swarm, false, reasons::AGENT_REMOVED, &message).await;
+                ctx.publish_about(&swarm, false, reasons::AGENT_REMOVED, &message)
+                    .await;
             }
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(error) => return Err(error.into()),
@@ -180,7 +182,8 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Action> {
         });
         apply_status(&swarms, &name, CONTROLLER_MANAGER, &status).await?;
         if let Some(problem) = problems.first().filter(|_| was_valid) {
-            publish(&ctx, &swarm, true, reasons::INVALID_SPEC, problem).await;
+            ctx.publish_about(&swarm, true, reasons::INVALID_SPEC, problem)
+                .await;
         }
     }
     Ok(Action::await_change())
@@ -206,9 +209,4 @@ async fn sync_network_policy(ctx: &Context, swarm: &Swarm) -> Result<()> {
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(error) => Err(error.into()),
     }
-}
-
-async fn publish(ctx: &Context, swarm: &Swarm, warning: bool, reason: &str, message: &str) {
-    ctx.publish(&swarm.object_ref(&()), warning, reason, message, None)
-        .await;
 }

@@ -28,9 +28,7 @@ use crate::reasons;
 use crate::{Error, Result};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{
-    AgentContext, Resolved, apply_status, operator_fields, overseer_ready, publish, resolve,
-};
+use super::{AgentContext, Resolved, apply_status, operator_fields, overseer_ready, resolve};
 
 /// Field manager of `status.lastMessage`.
 pub(super) const MESSAGES_MANAGER: &str = "overseer-messages";
@@ -103,11 +101,13 @@ pub(super) async fn deliver_inbox(
         match outcome {
             Ok(()) => {
                 let message = format!("message #{seq} from {from} delivered");
-                publish(ctx, agent, false, reasons::MESSAGE_DELIVERED, &message).await;
+                ctx.publish_about(agent, false, reasons::MESSAGE_DELIVERED, &message)
+                    .await;
             }
             Err(reason) => {
                 let message = format!("message #{seq} from {from} not delivered: {reason}");
-                publish(ctx, agent, true, reasons::SEND_FAILED, &message).await;
+                ctx.publish_about(agent, true, reasons::SEND_FAILED, &message)
+                    .await;
             }
         }
     }
@@ -458,7 +458,8 @@ pub(super) async fn record(
                 Delivery::Wake => reasons::OVERSEER_WOKEN,
                 Delivery::Nudge => reasons::NUDGED,
             };
-            publish(ctx, agent, false, event, &claimed.reason).await;
+            ctx.publish_about(agent, false, event, &claimed.reason)
+                .await;
             Ok(true)
         }
         Err(error) => {
@@ -466,8 +467,7 @@ pub(super) async fn record(
                 Delivery::Wake => reasons::WAKE_FAILED,
                 Delivery::Nudge => reasons::NUDGE_FAILED,
             };
-            publish(
-                ctx,
+            ctx.publish_about(
                 agent,
                 true,
                 event,
