@@ -50,6 +50,32 @@ impl Context {
 }
 
 impl Context {
+    /// The text at `reference` in a Secret of `namespace`, trimmed; Err says what is
+    /// missing in words for a condition or Event, never the value.
+    pub async fn secret_text(
+        &self,
+        namespace: &str,
+        reference: &crate::api::SecretKeyRef,
+    ) -> std::result::Result<String, String> {
+        let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(self.client.clone(), namespace);
+        let (name, key) = (&reference.name, &reference.key);
+        let secret = secrets
+            .get_opt(name)
+            .await
+            .map_err(|e| format!("reading Secret {name}: {e}"))?
+            .ok_or_else(|| format!("Secret {name} not found"))?;
+        let value = secret
+            .data
+            .and_then(|d| d.get(key).cloned())
+            .ok_or_else(|| format!("Secret {name} has no key {key}"))?;
+        String::from_utf8(value.0)
+            .map(|text| text.trim().to_string())
+            .map_err(|_| format!("Secret {name} key {key} is not text"))
+    }
+}
+
+impl Context {
     /// `publish` about one of the operator's own objects, related to nothing else.
     pub async fn publish_about<K: Resource<DynamicType = ()>>(
         &self,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -479,30 +479,13 @@ async fn notify(
         return;
     };
     let namespace = goal.namespace().unwrap_or_default();
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
-    let reference = &notify.url_secret_ref;
-    let url = match secrets.get_opt(&reference.name).await {
-        Ok(Some(secret)) => secret
-            .data
-            .and_then(|d| d.get(&reference.key).cloned())
-            .and_then(|bytes| String::from_utf8(bytes.0).ok()),
-        Ok(None) => None,
+    let url = match ctx.secret_text(&namespace, &notify.url_secret_ref).await {
+        Ok(url) => url,
         Err(error) => {
-            ctx.publish_about(
-                goal,
-                true,
-                reasons::NOTIFY_FAILED,
-                &format!("reading Secret {}: {error}", reference.name),
-            )
-            .await;
+            ctx.publish_about(goal, true, reasons::NOTIFY_FAILED, &error)
+                .await;
             return;
         }
-    };
-    let Some(url) = url.map(|u| u.trim().to_string()) else {
-        let note = format!("Secret {} has no key {}", reference.name, reference.key);
-        ctx.publish_about(goal, true, reasons::NOTIFY_FAILED, &note)
-            .await;
-        return;
     };
     let mut payload = json!({
         "kind": "Goal",

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
@@ -81,30 +81,9 @@ fn error_policy(watch: Arc<Guarded<PRWatch>>, error: &Error, ctx: Arc<Context>) 
 /// The token from the Secret the spec names; its value is never logged.
 async fn token(ctx: &Context, watch: &PRWatch) -> std::result::Result<String, PollError> {
     let namespace = watch.namespace().unwrap_or_default();
-    let reference = &watch.spec.github.token_secret_ref;
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
-    let secret = secrets
-        .get_opt(&reference.name)
+    ctx.secret_text(&namespace, &watch.spec.github.token_secret_ref)
         .await
-        .map_err(|e| PollError::Failed(format!("reading Secret {}: {e}", reference.name)))?
-        .ok_or_else(|| PollError::Failed(format!("Secret {} not found", reference.name)))?;
-    let value = secret
-        .data
-        .and_then(|d| d.get(&reference.key).cloned())
-        .ok_or_else(|| {
-            PollError::Failed(format!(
-                "Secret {} has no key {}",
-                reference.name, reference.key
-            ))
-        })?;
-    String::from_utf8(value.0)
-        .map(|t| t.trim().to_string())
-        .map_err(|_| {
-            PollError::Failed(format!(
-                "Secret {} key {} is not text",
-                reference.name, reference.key
-            ))
-        })
+        .map_err(PollError::Failed)
 }
 
 async fn poll(ctx: &Context, watch: &PRWatch) -> std::result::Result<github::Snapshot, PollError> {
