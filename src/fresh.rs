@@ -81,6 +81,12 @@ impl Applied {
         digest(wanted).is_some_and(|d| known.get(&key) == Some(&d))
     }
 
+    /// Forgets the child (its owner is gone).
+    pub fn forget(&self, kind: &'static str, namespace: &str, name: &str) {
+        let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        known.remove(&(kind, namespace.to_string(), name.to_string()));
+    }
+
     /// Records that the child now holds `content` (just applied, or read).
     pub fn record(
         &self,

@@ -8,19 +8,20 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{info, instrument};
 
 use super::compose;
 use super::types::Swarm;
 use crate::agent::Agent;
-use crate::api::{CONTROLLER_MANAGER, apply_status, label_value};
+use crate::api::{CONTROLLER_MANAGER, apply_status_returning, label_value};
 use crate::conditions;
-use crate::controller::{Context, Shutdown, log_outcome};
+use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, log_outcome, readable};
+use crate::fresh::{Applied, Versions};
 use crate::goal::Goal;
 use crate::labels;
 use crate::reasons;
@@ -28,40 +29,68 @@ use crate::{Error, Result};
 use kube::core::DeserializeGuard as Guarded;
 
 const CONTROLLER: &str = "swarm";
+const NETWORK_POLICY: &str = "NetworkPolicy";
 
 /// Runs the Swarm controller until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let swarms = ctx.api::<Guarded<Swarm>>();
+    // Members and goals are read from these caches, never listed in a reconcile: a
+    // member's every status change brings its swarm back.
+    let (members, member_writer) = reflector::store();
+    let member_events = watcher(
+        ctx.api::<Guarded<Agent>>(),
+        watcher::Config::default().labels(labels::SWARM),
+    )
+    .default_backoff()
+    .reflect(member_writer)
+    .touched_objects();
+    let (goals, goal_writer) = reflector::store();
+    let goal_events = watcher(ctx.api::<Guarded<Goal>>(), watcher::Config::default())
+        .default_backoff()
+        .reflect(goal_writer)
+        .touched_objects();
     let controller = Controller::new(swarms, watcher::Config::default().any_semantic());
     let store = controller.store();
     let goal_store = store.clone();
     controller
-        .owns(
-            ctx.api::<Guarded<Agent>>(),
-            watcher::Config::default().labels(labels::SWARM),
-        )
+        .owns_stream(member_events)
         // A goal of the swarm changing phase changes its counts.
-        .watches(
-            ctx.api::<Guarded<Goal>>(),
-            watcher::Config::default(),
-            move |goal: Guarded<Goal>| goal.0.ok().and_then(|goal| swarm_of(&goal_store, &goal)),
-        )
+        .watches_stream(goal_events, move |goal: Guarded<Goal>| {
+            goal.0.ok().and_then(|goal| swarm_of(&goal_store, &goal))
+        })
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
-            |object, ctx| {
+            |object, sc| {
                 crate::controller::reconcile_guarded(
-                    ctx.clone(),
+                    sc.ctx.clone(),
                     CONTROLLER,
                     object,
-                    move |object| reconcile(object, ctx),
+                    move |object| reconcile(object, sc),
                 )
             },
             error_policy,
-            ctx,
+            Arc::new(SwarmContext {
+                ctx,
+                members,
+                goals,
+                versions: Versions::default(),
+                applied: Applied::default(),
+            }),
         )
         .for_each(|outcome| log_outcome(CONTROLLER, outcome))
         .await;
+}
+
+struct SwarmContext {
+    ctx: Arc<Context>,
+    /// Agents labelled with a swarm.
+    members: Store<Guarded<Agent>>,
+    goals: Store<Guarded<Goal>>,
+    /// Each Swarm's version as this operator last wrote or read it.
+    versions: Versions,
+    /// Each swarm's NetworkPolicy as last applied (or known absent).
+    applied: Applied,
 }
 
 fn swarm_of(store: &Store<Guarded<Swarm>>, goal: &Goal) -> Option<ObjectRef<Guarded<Swarm>>> {
@@ -71,8 +100,8 @@ fn swarm_of(store: &Store<Guarded<Swarm>>, goal: &Goal) -> Option<ObjectRef<Guar
     store.get(&found).map(|_| found)
 }
 
-fn error_policy(swarm: Arc<Guarded<Swarm>>, error: &Error, ctx: Arc<Context>) -> Action {
-    crate::controller::retry_after_error(&ctx, CONTROLLER, &*swarm, error)
+fn error_policy(swarm: Arc<Guarded<Swarm>>, error: &Error, sc: Arc<SwarmContext>) -> Action {
+    crate::controller::retry_after_error(&sc.ctx, CONTROLLER, &*swarm, error)
 }
 
 /// Whether `agent` is controlled by `swarm` (never act on anybody else's agents).
@@ -87,90 +116,45 @@ fn controlled_by(agent: &Agent, swarm: &Swarm) -> bool {
 /// The agent already has the wanted spec and labels (members' status changes bring
 /// the swarm back often: nothing is written then).
 #[instrument(skip_all, fields(swarm = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
-async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Action> {
+async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> {
+    if !listed(&sc.members) || !listed(&sc.goals) {
+        return Ok(Action::requeue(CACHE_NOT_LISTED_RETRY));
+    }
+    let ctx = &sc.ctx;
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let swarms: Api<Swarm> = Api::namespaced(ctx.client.clone(), &namespace);
-    let Some(swarm) = swarms.get_opt(&name).await? else {
-        return Ok(Action::await_change());
+    // Its status is compared with what it should be: decide on a cached Swarm only when
+    // it holds this operator's last write, or a write would repeat.
+    let swarm = if sc.versions.is_current(&*cached) {
+        cached
+    } else {
+        let Some(fresh) = swarms.get_opt(&name).await? else {
+            forget(&sc, &namespace, &name);
+            return Ok(Action::await_change());
+        };
+        sc.versions.saw(&fresh);
+        Arc::new(fresh)
     };
     if swarm.meta().deletion_timestamp.is_some() {
         // Everything it made is owned by it: the garbage collector removes it.
+        forget(&sc, &namespace, &name);
         return Ok(Action::await_change());
     }
-    let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
-    let selector = format!("{}={}", labels::SWARM, label_value(&name));
-    let existing = agents
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items;
-    let mut problems = compose::problems(&swarm);
-    let desired = compose::desired_agents(&swarm);
-    let params = PatchParams::apply(CONTROLLER_MANAGER).force();
-    for wanted in &desired {
-        let agent = &wanted.agent;
-        let agent_name = agent.name_any();
-        let current = match existing.iter().find(|a| a.name_any() == agent_name) {
-            Some(found) => Some(found.clone()),
-            // Not labelled for this swarm: it may still exist (a name taken by another).
-            None => agents.get_opt(&agent_name).await?,
-        };
-        if let Some(other) = current.as_ref().filter(|a| !controlled_by(a, &swarm)) {
-            let problem = format!(
-                "agent {} already exists and does not belong to this swarm; it is left alone",
-                other.name_any()
-            );
-            problems.push(problem);
-            continue;
-        }
-        if current.as_ref().is_some_and(|c| wanted.is_met_by(c)) {
-            continue;
-        }
-        let created = current.is_none();
-        agents
-            .patch(&agent_name, &params, &Patch::Apply(wanted.apply_body()))
-            .await?;
-        if !created {
-            info!(agent = %agent_name, "updated swarm agent");
-        }
-        if created {
-            info!(agent = %agent_name, "created swarm agent");
-            let message = format!("agent {agent_name} (role {}) created", agent.spec.role);
-            ctx.publish_about(&swarm, false, reasons::AGENT_CREATED, &message)
-                .await;
-        }
-    }
-    for agent in existing.iter().filter(|a| controlled_by(a, &swarm)) {
-        let agent_name = agent.name_any();
-        if desired.iter().any(|d| d.agent.name_any() == agent_name) {
-            continue;
-        }
-        match agents.delete(&agent_name, &DeleteParams::default()).await {
-            Ok(_) => {
-                info!(agent = %agent_name, "removed swarm agent");
-                let message = format!("agent {agent_name} is no longer listed: removed");
-                ctx.publish_about(&swarm, false, reasons::AGENT_REMOVED, &message)
-                    .await;
-            }
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(error) => return Err(error.into()),
-        }
-    }
-    sync_network_policy(&ctx, &swarm).await?;
-
-    let members: Vec<Agent> = agents
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items
-        .into_iter()
-        .filter(|a| controlled_by(a, &swarm) && a.meta().deletion_timestamp.is_none())
+    let label = label_value(&name);
+    let existing: Vec<Agent> = readable(&sc.members.state())
+        .filter(|a| a.namespace().as_deref() == Some(namespace.as_str()))
+        .filter(|a| a.labels().get(labels::SWARM) == Some(&label))
+        .cloned()
         .collect();
-    let goals: Vec<Goal> = Api::<Goal>::namespaced(ctx.client.clone(), &namespace)
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
+    let mut problems = compose::problems(&swarm);
+    let (taken, members) = apply_members(ctx, &swarm, existing).await?;
+    problems.extend(taken);
+    sync_network_policy(&sc, &swarm).await?;
+    let goals: Vec<Goal> = readable(&sc.goals.state())
+        .filter(|g| g.namespace().as_deref() == Some(namespace.as_str()))
         .filter(|g| g.spec.swarm.as_deref() == Some(name.as_str()))
+        .cloned()
         .collect();
     let now = Time(jiff::Timestamp::now());
     let status = compose::status(&swarm, &members, &goals, &problems, &now);
@@ -180,33 +164,124 @@ async fn reconcile(cached: Arc<Swarm>, ctx: Arc<Context>) -> Result<Action> {
                 .iter()
                 .any(|c| c.type_ == conditions::SPEC_VALID && c.status == "False")
         });
-        apply_status(&swarms, &name, CONTROLLER_MANAGER, &status).await?;
+        let written = apply_status_returning(&swarms, &name, CONTROLLER_MANAGER, &status).await?;
+        sc.versions.saw(&written);
         if let Some(problem) = problems.first().filter(|_| was_valid) {
-            ctx.publish_about(&swarm, true, reasons::INVALID_SPEC, problem)
+            ctx.publish_about(&*swarm, true, reasons::INVALID_SPEC, problem)
                 .await;
         }
     }
     Ok(Action::await_change())
 }
 
-/// Keeps the NetworkPolicy when `spec.networkPolicy` is on, removes it when off.
-async fn sync_network_policy(ctx: &Context, swarm: &Swarm) -> Result<()> {
+/// Forgets what this operator knew of a swarm that is gone: one made again under its
+/// name starts afresh (its NetworkPolicy went with the old one).
+fn forget(sc: &SwarmContext, namespace: &str, name: &str) {
+    sc.versions.forget(namespace, name);
+    let policy = compose::network_policy_name(name);
+    sc.applied.forget(NETWORK_POLICY, namespace, &policy);
+}
+
+/// Applies the agents `swarm` wants and removes those it no longer lists, starting
+/// from the labelled agents the cache holds (`existing`); returns the problems met
+/// (a wanted name taken by an agent of somebody else) and its members as they are now.
+async fn apply_members(
+    ctx: &Context,
+    swarm: &Swarm,
+    existing: Vec<Agent>,
+) -> Result<(Vec<String>, Vec<Agent>)> {
     let namespace = swarm.namespace().unwrap_or_default();
-    let policies: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), &namespace);
-    let name = compose::network_policy_name(&swarm.name_any());
-    if swarm.spec.network_policy {
-        policies
-            .patch(
-                &name,
-                &PatchParams::apply(CONTROLLER_MANAGER).force(),
-                &Patch::Apply(&compose::network_policy(swarm)),
-            )
+    let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
+    let desired = compose::desired_agents(swarm);
+    let params = PatchParams::apply(CONTROLLER_MANAGER).force();
+    let mut problems = Vec::new();
+    let mut members: Vec<Agent> = Vec::new();
+    for wanted in &desired {
+        let agent = &wanted.agent;
+        let agent_name = agent.name_any();
+        let current = match existing.iter().find(|a| a.name_any() == agent_name) {
+            Some(found) => Some(found.clone()),
+            // Not in the cache as labelled for this swarm: it may be just made (the
+            // cache has not seen it yet), or a name taken by another.
+            None => agents.get_opt(&agent_name).await?,
+        };
+        if let Some(other) = current.as_ref().filter(|a| !controlled_by(a, swarm)) {
+            let problem = format!(
+                "agent {} already exists and does not belong to this swarm; it is left alone",
+                other.name_any()
+            );
+            problems.push(problem);
+            continue;
+        }
+        if let Some(met) = current.as_ref().filter(|c| wanted.is_met_by(c)) {
+            members.push(met.clone());
+            continue;
+        }
+        let created = current.is_none();
+        let applied = agents
+            .patch(&agent_name, &params, &Patch::Apply(wanted.apply_body()))
             .await?;
+        members.push(applied);
+        if !created {
+            info!(agent = %agent_name, "updated swarm agent");
+        }
+        if created {
+            info!(agent = %agent_name, "created swarm agent");
+            let message = format!("agent {agent_name} (role {}) created", agent.spec.role);
+            ctx.publish_about(swarm, false, reasons::AGENT_CREATED, &message)
+                .await;
+        }
+    }
+    for agent in existing.iter().filter(|a| controlled_by(a, swarm)) {
+        let agent_name = agent.name_any();
+        if desired.iter().any(|d| d.agent.name_any() == agent_name) {
+            continue;
+        }
+        match agents.delete(&agent_name, &DeleteParams::default()).await {
+            Ok(_) => {
+                info!(agent = %agent_name, "removed swarm agent");
+                let message = format!("agent {agent_name} is no longer listed: removed");
+                ctx.publish_about(swarm, false, reasons::AGENT_REMOVED, &message)
+                    .await;
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    members.retain(|a| a.meta().deletion_timestamp.is_none());
+    Ok((problems, members))
+}
+
+/// Keeps the NetworkPolicy when `spec.networkPolicy` is on, removes it when off;
+/// nothing is sent while it is as this operator last left it.
+async fn sync_network_policy(sc: &SwarmContext, swarm: &Swarm) -> Result<()> {
+    let namespace = swarm.namespace().unwrap_or_default();
+    let name = compose::network_policy_name(&swarm.name_any());
+    let wanted = swarm
+        .spec
+        .network_policy
+        .then(|| compose::network_policy(swarm));
+    if sc.applied.holds(NETWORK_POLICY, &namespace, &name, &wanted) {
         return Ok(());
     }
-    match policies.delete(&name, &DeleteParams::default()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-        Err(error) => Err(error.into()),
+    let policies: Api<NetworkPolicy> = Api::namespaced(sc.ctx.client.clone(), &namespace);
+    match &wanted {
+        Some(policy) => {
+            policies
+                .patch(
+                    &name,
+                    &PatchParams::apply(CONTROLLER_MANAGER).force(),
+                    &Patch::Apply(policy),
+                )
+                .await?;
+        }
+        None => match policies.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(error.into()),
+        },
     }
+    sc.applied
+        .record(NETWORK_POLICY, &namespace, &name, &wanted);
+    Ok(())
 }
