@@ -246,9 +246,13 @@ async fn restart(operator: &mut Operator, args: &[&str], agents: usize) {
     *operator = Operator::start(args);
     loop {
         let metrics = operator.metrics().await.unwrap_or_default();
+        // A reconcile that found a cache not yet listed decided nothing: not counted.
         let reconciles = sum_of(
             &metrics,
             "overseer_reconciliations_total{controller=\"agent\"}",
+        ) - sum_of(
+            &metrics,
+            "overseer_reconciles_deferred_total{controller=\"agent\"}",
         );
         if reconciles >= agents as f64 {
             let writes = sum_of(&metrics, "overseer_api_writes_total{");

@@ -227,6 +227,16 @@ where
 /// When a reconcile that found a cache not yet listed comes back.
 pub const CACHE_NOT_LISTED_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// The answer of a reconcile of `controller` that found a cache it reads not yet
+/// listed: counted as deferred (it decided nothing), back after `CACHE_NOT_LISTED_RETRY`.
+pub fn deferred(ctx: &Context, controller: &'static str) -> kube::runtime::controller::Action {
+    ctx.metrics
+        .reconciles_deferred
+        .get_or_create(&crate::metrics::ControllerLabels { controller })
+        .inc();
+    kube::runtime::controller::Action::requeue(CACHE_NOT_LISTED_RETRY)
+}
+
 /// The key of one object in `Failures`: kind, namespace and name.
 pub fn object_key<K: Resource<DynamicType = ()>>(object: &K) -> String {
     format!(

@@ -47,6 +47,8 @@ pub struct RequestLabels {
 pub struct Metrics {
     registry: Registry,
     pub reconciliations: Family<ControllerLabels, Counter>,
+    /// Reconciles that found a cache not yet listed and came back later (deciding nothing).
+    pub reconciles_deferred: Family<ControllerLabels, Counter>,
     pub failures: Family<ErrorLabels, Counter>,
     pub reconcile_duration: Family<ControllerLabels, Histogram>,
     pub leader: Gauge,
@@ -109,6 +111,12 @@ impl Default for Metrics {
             "Reconciliations started",
             reconciliations.clone(),
         );
+        let reconciles_deferred = Family::<ControllerLabels, Counter>::default();
+        registry.register(
+            "reconciles_deferred",
+            "Reconciliations that found a cache not yet listed and decided nothing",
+            reconciles_deferred.clone(),
+        );
         registry.register(
             "reconcile_failures",
             "Reconciliations that failed",
@@ -166,6 +174,7 @@ impl Default for Metrics {
         Metrics {
             registry,
             reconciliations,
+            reconciles_deferred,
             failures,
             reconcile_duration,
             leader,

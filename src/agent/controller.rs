@@ -25,7 +25,7 @@ use super::decide::{self, AgentPod, PodPhase};
 use super::pod;
 use super::types::{Agent, AgentPhase, AgentStatus, Delivery};
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, label_value};
-use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, log_outcome, readable};
+use crate::controller::{Context, Shutdown, deferred, listed, log_outcome, readable};
 use crate::fresh::{Applied, Versions};
 use crate::index::Index;
 use crate::labels;
@@ -236,7 +236,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Action> 
     // Decisions read the pod and swarm caches: never before their first full list,
     // or a restarted operator would take every pod for lost and every swarm for gone.
     if !listed(&ac.pods) || !listed(&ac.swarms) {
-        return Ok(Action::requeue(CACHE_NOT_LISTED_RETRY));
+        return Ok(deferred(&ac.ctx, CONTROLLER));
     }
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();

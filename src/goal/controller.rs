@@ -24,7 +24,7 @@ use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
 };
 use crate::conditions;
-use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, log_outcome, readable};
+use crate::controller::{Context, Shutdown, deferred, listed, log_outcome, readable};
 use crate::fresh::Versions;
 use crate::labels;
 use crate::reasons;
@@ -112,7 +112,7 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
     let started = Instant::now();
     // Step pods are read from the cache: never before its first full list.
     if !listed(&gc.pods) {
-        return Ok(Action::requeue(CACHE_NOT_LISTED_RETRY));
+        return Ok(deferred(&gc.ctx, CONTROLLER));
     }
     let Some(goal) = current_goal(&gc, cached).await? else {
         return Ok(Action::await_change());

@@ -20,7 +20,7 @@ use super::types::Swarm;
 use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status_returning, label_value};
 use crate::conditions;
-use crate::controller::{CACHE_NOT_LISTED_RETRY, Context, Shutdown, listed, log_outcome, readable};
+use crate::controller::{Context, Shutdown, deferred, listed, log_outcome, readable};
 use crate::fresh::{Applied, Versions};
 use crate::goal::Goal;
 use crate::labels;
@@ -118,7 +118,7 @@ fn controlled_by(agent: &Agent, swarm: &Swarm) -> bool {
 #[instrument(skip_all, fields(swarm = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
 async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> {
     if !listed(&sc.members) || !listed(&sc.goals) {
-        return Ok(Action::requeue(CACHE_NOT_LISTED_RETRY));
+        return Ok(deferred(&sc.ctx, CONTROLLER));
     }
     let ctx = &sc.ctx;
     let namespace = cached.namespace().unwrap_or_default();
