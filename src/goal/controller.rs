@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
@@ -47,22 +47,40 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .modify(|pod| pod.managed_fields_mut().clear())
         .reflect(pod_writer)
         .touched_objects();
-    let controller = Controller::new(goals.clone(), watcher::Config::default().any_semantic());
-    let store = controller.store();
+    // One watch of Goals serves two triggers: each change reconciles the goal, and
+    // (through `dependent_changes`) the goals that depend on it, deletions included: a
+    // goal that changes phase may release (or block) them.
+    let (store, goal_writer) = reflector::store();
+    let (dependents_tx, dependent_changes) = futures::channel::mpsc::unbounded();
     let dependents_store = store.clone();
-    controller
+    let goal_events = watcher(goals, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .reflect(goal_writer)
+        .touched_objects()
+        .inspect_ok(move |changed: &Guarded<Goal>| {
+            if let Ok(changed) = &changed.0 {
+                for goal in dependents(&dependents_store, changed) {
+                    // Fails only once the controller has stopped.
+                    let _ = dependents_tx.unbounded_send(goal);
+                }
+            }
+        });
+    // A goal of a swarm takes its steps' templates from the swarm's roles.
+    let (swarms, swarm_writer) = reflector::store();
+    let swarm_events = watcher(ctx.api::<Guarded<Swarm>>(), watcher::Config::default())
+        .default_backoff()
+        .reflect(swarm_writer)
+        .touched_objects();
+    let swarm_goals = store.clone();
+    Controller::for_stream(goal_events, store.clone())
         .owns_stream(pod_events)
-        // A goal that changes phase may release (or block) the goals that depend on it.
-        .watches(
-            goals,
-            watcher::Config::default(),
-            move |changed: Guarded<Goal>| {
-                changed
-                    .0
-                    .map(|changed| dependents(&dependents_store, &changed))
-                    .unwrap_or_default()
-            },
-        )
+        .reconcile_on(dependent_changes)
+        .watches_stream(swarm_events, move |swarm: Guarded<Swarm>| {
+            swarm
+                .0
+                .map(|swarm| of_swarm(&swarm_goals, &swarm))
+                .unwrap_or_default()
+        })
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
@@ -79,6 +97,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 ctx,
                 store,
                 pods: pod_store,
+                swarms,
                 versions: Versions::default(),
             }),
         )
@@ -91,6 +110,7 @@ struct GoalContext {
     store: Store<Guarded<Goal>>,
     /// Every step pod of the goals watched.
     pods: Store<Pod>,
+    swarms: Store<Guarded<Swarm>>,
     /// Each Goal's version as this operator last wrote or read it (src/fresh.rs).
     versions: Versions,
 }
@@ -103,6 +123,15 @@ fn dependents(store: &Store<Guarded<Goal>>, changed: &Goal) -> Vec<ObjectRef<Gua
         .collect()
 }
 
+/// The goals that name `swarm` as theirs.
+fn of_swarm(store: &Store<Guarded<Goal>>, swarm: &Swarm) -> Vec<ObjectRef<Guarded<Goal>>> {
+    let name = swarm.name_any();
+    readable(&store.state())
+        .filter(|g| g.namespace() == swarm.namespace() && g.spec.swarm.as_deref() == Some(&name))
+        .map(|g| ObjectRef::new(&g.name_any()).within(&g.namespace().unwrap_or_default()))
+        .collect()
+}
+
 fn error_policy(goal: Arc<Guarded<Goal>>, error: &Error, gc: Arc<GoalContext>) -> Action {
     crate::controller::retry_after_error(&gc.ctx, CONTROLLER, &*goal, error)
 }
@@ -110,8 +139,8 @@ fn error_policy(goal: Arc<Guarded<Goal>>, error: &Error, gc: Arc<GoalContext>) -
 #[instrument(skip_all, fields(goal = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
 async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
     let started = Instant::now();
-    // Step pods are read from the cache: never before its first full list.
-    if !listed(&gc.pods) {
+    // Step pods and swarms are read from caches: never before their first full list.
+    if !listed(&gc.pods) || !listed(&gc.swarms) {
         return Ok(deferred(&gc.ctx, CONTROLLER));
     }
     let Some(goal) = current_goal(&gc, cached).await? else {
@@ -187,11 +216,22 @@ async fn observe(gc: &GoalContext, goal: &Goal) -> Result<Observed> {
         })
         .collect();
     // A goal of a swarm takes its steps' templates from the swarm's roles.
+    // From the cache; read fresh only when the cache lacks it (a swarm made just
+    // before its goal), so a goal never runs a step without its swarm's templates.
     let swarm = match &goal.spec.swarm {
         Some(swarm) => {
-            Api::<Swarm>::namespaced(gc.ctx.client.clone(), &namespace)
-                .get_opt(swarm)
-                .await?
+            let cached = gc
+                .swarms
+                .get(&ObjectRef::new(swarm).within(&namespace))
+                .and_then(|s| s.0.as_ref().ok().cloned());
+            match cached {
+                Some(cached) => Some(cached),
+                None => {
+                    Api::<Swarm>::namespaced(gc.ctx.client.clone(), &namespace)
+                        .get_opt(swarm)
+                        .await?
+                }
+            }
         }
         None => None,
     };
