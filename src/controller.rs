@@ -6,8 +6,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::core::DeserializeGuard;
 use kube::runtime::events::{Event, EventType, Recorder};
@@ -292,6 +292,52 @@ pub fn retry_after_error<K: Resource<DynamicType = ()>>(
     warn!(controller, object = %key, %error, "reconcile failed");
     ctx.metrics.observe_failure(controller, error);
     crate::duration::requeue(Some(ctx.failures.failed(key)))
+}
+
+/// A controller's own context, which holds the shared one.
+/// A controller's own context (its caches, indexes and memos), which holds the shared one.
+pub trait ControllerContext: Send + Sync + 'static {
+    fn shared(&self) -> &Arc<Context>;
+}
+
+/// Runs `controller` until its graceful shutdown: `concurrency` objects at once, each
+/// reconcile through `reconcile_guarded`, failures through `retry_after_error`, and
+/// what its stream says through `log_outcome`. The wiring all four kinds share.
+pub async fn run_controller<K, C, Fut>(
+    controller: kube::runtime::Controller<DeserializeGuard<K>>,
+    name: &'static str,
+    context: Arc<C>,
+    shutdown: Shutdown,
+    reconcile: fn(Arc<K>, Arc<C>) -> Fut,
+) where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    C: ControllerContext,
+    Fut: Future<Output = Result<kube::runtime::controller::Action>> + Send + 'static,
+{
+    let concurrency = context.shared().concurrency;
+    controller
+        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
+        .graceful_shutdown_on(shutdown)
+        .run(
+            move |object, context: Arc<C>| {
+                let shared = context.shared().clone();
+                reconcile_guarded(shared, name, object, move |object| {
+                    reconcile(object, context)
+                })
+            },
+            move |object, error, context| {
+                retry_after_error(context.shared(), name, &*object, error)
+            },
+            context,
+        )
+        .for_each(|outcome| log_outcome(name, outcome))
+        .await;
 }
 
 /// What each controller's stream says of one reconcile: failed reconciles are logged

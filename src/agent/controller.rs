@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
@@ -25,13 +25,13 @@ use super::decide::{self, AgentPod, PodPhase};
 use super::pod;
 use super::types::{Agent, AgentPhase, AgentStatus, Delivery};
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, label_value};
-use crate::controller::{Context, Shutdown, deferred, listed, log_outcome, readable};
+use crate::controller::{Context, Shutdown, deferred, listed, readable, run_controller};
 use crate::fresh::{Applied, Versions};
 use crate::index::Index;
 use crate::labels;
 use crate::reasons;
 use crate::swarm::{Swarm, compose};
-use crate::{Error, Result, conditions, duration};
+use crate::{Result, conditions, duration};
 use children::{ensure_identity, instruction_file, sync_instructions, sync_role};
 use delivery::{deliver_inbox, in_flight, nudge, settle_claim, wake};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -99,7 +99,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .reflect(swarm_writer)
         .touched_objects();
     let swarm_store = store.clone();
-    Controller::for_stream(agent_events, store.clone())
+    let controller = Controller::for_stream(agent_events, store.clone())
         .owns_stream(pod_events)
         .reconcile_on(related_changes)
         // A swarm's defaults, roles and prompt layers shape its agents.
@@ -108,33 +108,19 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 .0
                 .map(|swarm| in_swarm(&swarm_store, &swarm))
                 .unwrap_or_default()
-        })
-        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
-        .graceful_shutdown_on(shutdown)
-        .run(
-            |object, ac| {
-                crate::controller::reconcile_guarded(
-                    ac.ctx.clone(),
-                    CONTROLLER,
-                    object,
-                    move |object| reconcile(object, ac),
-                )
-            },
-            error_policy,
-            Arc::new(AgentContext {
-                ctx,
-                store,
-                overseen,
-                pods,
-                pods_of,
-                swarms,
-                versions: Versions::default(),
-                applied: Applied::default(),
-                wake_locks: Mutex::default(),
-            }),
-        )
-        .for_each(|outcome| log_outcome(CONTROLLER, outcome))
-        .await;
+        });
+    let context = Arc::new(AgentContext {
+        ctx,
+        store,
+        overseen,
+        pods,
+        pods_of,
+        swarms,
+        versions: Versions::default(),
+        applied: Applied::default(),
+        wake_locks: Mutex::default(),
+    });
+    run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
 
 /// Per (namespace, overseer): held while a wake is built and delivered.
@@ -224,10 +210,6 @@ fn overseen_by(
             })
         })
         .collect()
-}
-
-fn error_policy(agent: Arc<Guarded<Agent>>, error: &Error, ac: Arc<AgentContext>) -> Action {
-    crate::controller::retry_after_error(&ac.ctx, CONTROLLER, &*agent, error)
 }
 
 #[instrument(skip_all, fields(agent = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
@@ -524,4 +506,10 @@ fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value> {
         }
     }
     Ok(status)
+}
+
+impl crate::controller::ControllerContext for AgentContext {
+    fn shared(&self) -> &Arc<Context> {
+        &self.ctx
+    }
 }

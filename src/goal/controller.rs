@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
@@ -24,12 +24,12 @@ use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
 };
 use crate::conditions;
-use crate::controller::{Context, Shutdown, deferred, listed, log_outcome, readable};
+use crate::controller::{Context, Shutdown, deferred, listed, readable, run_controller};
 use crate::fresh::Versions;
 use crate::labels;
 use crate::reasons;
 use crate::swarm::Swarm;
-use crate::{Error, Result, duration};
+use crate::{Result, duration};
 use kube::core::DeserializeGuard as Guarded;
 
 const CONTROLLER: &str = "goal";
@@ -72,7 +72,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .reflect(swarm_writer)
         .touched_objects();
     let swarm_goals = store.clone();
-    Controller::for_stream(goal_events, store.clone())
+    let controller = Controller::for_stream(goal_events, store.clone())
         .owns_stream(pod_events)
         .reconcile_on(dependent_changes)
         .watches_stream(swarm_events, move |swarm: Guarded<Swarm>| {
@@ -80,29 +80,15 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                 .0
                 .map(|swarm| of_swarm(&swarm_goals, &swarm))
                 .unwrap_or_default()
-        })
-        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
-        .graceful_shutdown_on(shutdown)
-        .run(
-            |object, gc| {
-                crate::controller::reconcile_guarded(
-                    gc.ctx.clone(),
-                    CONTROLLER,
-                    object,
-                    move |object| reconcile(object, gc),
-                )
-            },
-            error_policy,
-            Arc::new(GoalContext {
-                ctx,
-                store,
-                pods: pod_store,
-                swarms,
-                versions: Versions::default(),
-            }),
-        )
-        .for_each(|outcome| log_outcome(CONTROLLER, outcome))
-        .await;
+        });
+    let context = Arc::new(GoalContext {
+        ctx,
+        store,
+        pods: pod_store,
+        swarms,
+        versions: Versions::default(),
+    });
+    run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
 
 struct GoalContext {
@@ -130,10 +116,6 @@ fn of_swarm(store: &Store<Guarded<Goal>>, swarm: &Swarm) -> Vec<ObjectRef<Guarde
         .filter(|g| g.namespace() == swarm.namespace() && g.spec.swarm.as_deref() == Some(&name))
         .map(|g| ObjectRef::new(&g.name_any()).within(&g.namespace().unwrap_or_default()))
         .collect()
-}
-
-fn error_policy(goal: Arc<Guarded<Goal>>, error: &Error, gc: Arc<GoalContext>) -> Action {
-    crate::controller::retry_after_error(&gc.ctx, CONTROLLER, &*goal, error)
 }
 
 #[instrument(skip_all, fields(goal = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
@@ -552,5 +534,11 @@ async fn notify(
             ctx.publish_about(goal, true, reasons::NOTIFY_FAILED, &error)
                 .await
         }
+    }
+}
+
+impl crate::controller::ControllerContext for GoalContext {
+    fn shared(&self) -> &Arc<Context> {
+        &self.ctx
     }
 }

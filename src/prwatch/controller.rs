@@ -8,7 +8,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -21,10 +20,10 @@ use super::github::{self, PollError, PullRequest};
 use super::types::{PRWatch, WakeInFlight};
 use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status};
-use crate::controller::{Context, Shutdown, log_outcome, readable};
+use crate::controller::{Context, Shutdown, readable, run_controller};
 use crate::metrics::PollLabels;
 use crate::reasons;
-use crate::{Error, Result, duration};
+use crate::{Result, duration};
 use kube::core::DeserializeGuard as Guarded;
 
 const CONTROLLER: &str = "prwatch";
@@ -36,7 +35,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         watcher::Config::default().any_semantic(),
     );
     let store = controller.store();
-    controller
+    let controller = controller
         // An agent coming online lets news held for it through at the next poll.
         .watches(
             ctx.api::<Guarded<Agent>>(),
@@ -47,23 +46,19 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
                     .map(|agent| watching(&store, &agent))
                     .unwrap_or_default()
             },
-        )
-        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
-        .graceful_shutdown_on(shutdown)
-        .run(
-            |object, ctx| {
-                crate::controller::reconcile_guarded(
-                    ctx.clone(),
-                    CONTROLLER,
-                    object,
-                    move |object| reconcile(object, ctx),
-                )
-            },
-            error_policy,
-            ctx,
-        )
-        .for_each(|outcome| log_outcome(CONTROLLER, outcome))
-        .await;
+        );
+    let context = Arc::new(WatchContext { ctx });
+    run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
+}
+
+struct WatchContext {
+    ctx: Arc<Context>,
+}
+
+impl crate::controller::ControllerContext for WatchContext {
+    fn shared(&self) -> &Arc<Context> {
+        &self.ctx
+    }
 }
 
 fn watching(store: &Store<Guarded<PRWatch>>, agent: &Agent) -> Vec<ObjectRef<Guarded<PRWatch>>> {
@@ -72,10 +67,6 @@ fn watching(store: &Store<Guarded<PRWatch>>, agent: &Agent) -> Vec<ObjectRef<Gua
         .filter(|w| w.namespace() == agent.namespace() && w.spec.agent == name)
         .map(|w| ObjectRef::new(&w.name_any()).within(&w.namespace().unwrap_or_default()))
         .collect()
-}
-
-fn error_policy(watch: Arc<Guarded<PRWatch>>, error: &Error, ctx: Arc<Context>) -> Action {
-    crate::controller::retry_after_error(&ctx, CONTROLLER, &*watch, error)
 }
 
 /// The token from the Secret the spec names; its value is never logged.
@@ -97,7 +88,8 @@ async fn poll(ctx: &Context, watch: &PRWatch) -> std::result::Result<github::Sna
 }
 
 #[instrument(skip_all, fields(prwatch = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
-async fn reconcile(cached: Arc<PRWatch>, ctx: Arc<Context>) -> Result<Action> {
+async fn reconcile(cached: Arc<PRWatch>, wc: Arc<WatchContext>) -> Result<Action> {
+    let ctx = wc.ctx.clone();
     let started = Instant::now();
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();

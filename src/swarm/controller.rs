@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams};
@@ -17,15 +16,15 @@ use tracing::{info, instrument};
 
 use super::compose;
 use super::types::Swarm;
+use crate::Result;
 use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status_returning, label_value};
 use crate::conditions;
-use crate::controller::{Context, Shutdown, deferred, listed, log_outcome, readable};
+use crate::controller::{Context, Shutdown, deferred, listed, readable, run_controller};
 use crate::fresh::{Applied, Versions};
 use crate::goal::Goal;
 use crate::labels;
 use crate::reasons;
-use crate::{Error, Result};
 use kube::core::DeserializeGuard as Guarded;
 
 const CONTROLLER: &str = "swarm";
@@ -52,34 +51,20 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let controller = Controller::new(swarms, watcher::Config::default().any_semantic());
     let store = controller.store();
     let goal_store = store.clone();
-    controller
+    let controller = controller
         .owns_stream(member_events)
         // A goal of the swarm changing phase changes its counts.
         .watches_stream(goal_events, move |goal: Guarded<Goal>| {
             goal.0.ok().and_then(|goal| swarm_of(&goal_store, &goal))
-        })
-        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
-        .graceful_shutdown_on(shutdown)
-        .run(
-            |object, sc| {
-                crate::controller::reconcile_guarded(
-                    sc.ctx.clone(),
-                    CONTROLLER,
-                    object,
-                    move |object| reconcile(object, sc),
-                )
-            },
-            error_policy,
-            Arc::new(SwarmContext {
-                ctx,
-                members,
-                goals,
-                versions: Versions::default(),
-                applied: Applied::default(),
-            }),
-        )
-        .for_each(|outcome| log_outcome(CONTROLLER, outcome))
-        .await;
+        });
+    let context = Arc::new(SwarmContext {
+        ctx,
+        members,
+        goals,
+        versions: Versions::default(),
+        applied: Applied::default(),
+    });
+    run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
 
 struct SwarmContext {
@@ -98,10 +83,6 @@ fn swarm_of(store: &Store<Guarded<Swarm>>, goal: &Goal) -> Option<ObjectRef<Guar
     let namespace = goal.namespace()?;
     let found = ObjectRef::new(name).within(&namespace);
     store.get(&found).map(|_| found)
-}
-
-fn error_policy(swarm: Arc<Guarded<Swarm>>, error: &Error, sc: Arc<SwarmContext>) -> Action {
-    crate::controller::retry_after_error(&sc.ctx, CONTROLLER, &*swarm, error)
 }
 
 /// Whether `agent` is controlled by `swarm` (never act on anybody else's agents).
@@ -284,4 +265,10 @@ async fn sync_network_policy(sc: &SwarmContext, swarm: &Swarm) -> Result<()> {
     sc.applied
         .record(NETWORK_POLICY, &namespace, &name, &wanted);
     Ok(())
+}
+
+impl crate::controller::ControllerContext for SwarmContext {
+    fn shared(&self) -> &Arc<Context> {
+        &self.ctx
+    }
 }
