@@ -294,7 +294,6 @@ pub fn retry_after_error<K: Resource<DynamicType = ()>>(
     crate::duration::requeue(Some(ctx.failures.failed(key)))
 }
 
-/// A controller's own context, which holds the shared one.
 /// A controller's own context (its caches, indexes and memos), which holds the shared one.
 pub trait ControllerContext: Send + Sync + 'static {
     fn shared(&self) -> &Arc<Context>;
