@@ -339,6 +339,32 @@ pub async fn run_controller<K, C, Fut>(
         .await;
 }
 
+/// Lets one watch serve two triggers. `notify` goes in the watch's `inspect_ok` and
+/// sends the objects `related` names for each change (deletions included) to the stream
+/// returned, which goes in `Controller::reconcile_on`. A second watch of the same kind
+/// only to map a change to others would decode every object again.
+pub fn related_trigger<K, R>(
+    related: impl Fn(&K) -> Vec<kube::runtime::reflector::ObjectRef<R>>,
+) -> (
+    impl Fn(&DeserializeGuard<K>),
+    futures::channel::mpsc::UnboundedReceiver<kube::runtime::reflector::ObjectRef<R>>,
+)
+where
+    R: kube::runtime::reflector::Lookup,
+    R::DynamicType: Eq + std::hash::Hash,
+{
+    let (sender, changes) = futures::channel::mpsc::unbounded();
+    let notify = move |changed: &DeserializeGuard<K>| {
+        if let Ok(changed) = &changed.0 {
+            for object in related(changed) {
+                // Fails only once the controller has stopped.
+                let _ = sender.unbounded_send(object);
+            }
+        }
+    };
+    (notify, changes)
+}
+
 /// What each controller's stream says of one reconcile: failed reconciles are logged
 /// and counted by `retry_after_error`; a watch error is logged here instead of
 /// dropped (an object deleted after it was queued only at debug).

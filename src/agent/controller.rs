@@ -25,12 +25,12 @@ use super::decide::{self, AgentPod, PodPhase};
 use super::pod;
 use super::types::{Agent, AgentPhase, AgentStatus, Delivery};
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, label_value};
-use crate::controller::{Context, Shutdown, deferred, listed, readable, run_controller};
+use crate::controller::{Context, Shutdown, deferred, listed, related_trigger, run_controller};
 use crate::fresh::{Applied, Versions};
 use crate::index::Index;
 use crate::labels;
 use crate::reasons;
-use crate::swarm::{Swarm, compose};
+use crate::swarm::{Swarm, compose, naming_swarm};
 use crate::{Result, conditions, duration};
 use children::{ensure_identity, instruction_file, sync_instructions, sync_role};
 use delivery::{deliver_inbox, in_flight, nudge, settle_claim, wake};
@@ -74,8 +74,9 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     // (through `related_changes`) its overseer and the agents it oversees, deletions
     // included: an overseer coming online or going away changes what its agents need,
     // and an agent naming its overseer changes what the overseer may write.
-    let (related_tx, related_changes) = futures::channel::mpsc::unbounded();
     let (related_store, related_index) = (store.clone(), overseen.clone());
+    let (notify_related, related_changes) =
+        related_trigger(move |changed: &Agent| related(&related_store, &related_index, changed));
     let agent_events = watcher(agents, watcher::Config::default().any_semantic())
         .default_backoff()
         .modify(move |agent: &mut Guarded<Agent>| {
@@ -85,14 +86,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         })
         .reflect(agent_writer)
         .touched_objects()
-        .inspect_ok(move |changed: &Guarded<Agent>| {
-            if let Ok(changed) = &changed.0 {
-                for agent in related(&related_store, &related_index, changed) {
-                    // Fails only once the controller has stopped.
-                    let _ = related_tx.unbounded_send(agent);
-                }
-            }
-        });
+        .inspect_ok(notify_related);
     let (swarms, swarm_writer) = reflector::store();
     let swarm_events = watcher(ctx.api::<Guarded<Swarm>>(), watcher::Config::default())
         .default_backoff()
@@ -106,7 +100,9 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .watches_stream(swarm_events, move |swarm: Guarded<Swarm>| {
             swarm
                 .0
-                .map(|swarm| in_swarm(&swarm_store, &swarm))
+                .map(|swarm| {
+                    naming_swarm(&swarm_store, &swarm, |a: &Agent| a.spec.swarm.as_deref())
+                })
                 .unwrap_or_default()
         });
     let context = Arc::new(AgentContext {
@@ -178,15 +174,6 @@ fn note_overseer(overseen: &Index, agent: &Agent) {
     if let (Some(namespace), Some(overseer)) = (&agent.metadata.namespace, &agent.spec.overseer) {
         overseen.note(namespace, overseer, &agent.name_any());
     }
-}
-
-/// The agents that name `swarm` as theirs.
-fn in_swarm(store: &Store<Guarded<Agent>>, swarm: &Swarm) -> Vec<ObjectRef<Guarded<Agent>>> {
-    let name = swarm.name_any();
-    readable(&store.state())
-        .filter(|a| a.namespace() == swarm.namespace() && a.spec.swarm.as_deref() == Some(&name))
-        .map(|a| ObjectRef::new(&a.name_any()).within(&a.namespace().unwrap_or_default()))
-        .collect()
 }
 
 /// Names of the agents that name `overseer` as theirs (sorted): those noted in the

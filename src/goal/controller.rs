@@ -24,11 +24,13 @@ use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
 };
 use crate::conditions;
-use crate::controller::{Context, Shutdown, deferred, listed, readable, run_controller};
+use crate::controller::{
+    Context, Shutdown, deferred, listed, readable, related_trigger, run_controller,
+};
 use crate::fresh::Versions;
 use crate::labels;
 use crate::reasons;
-use crate::swarm::Swarm;
+use crate::swarm::{Swarm, naming_swarm};
 use crate::{Result, duration};
 use kube::core::DeserializeGuard as Guarded;
 
@@ -51,20 +53,14 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     // (through `dependent_changes`) the goals that depend on it, deletions included: a
     // goal that changes phase may release (or block) them.
     let (store, goal_writer) = reflector::store();
-    let (dependents_tx, dependent_changes) = futures::channel::mpsc::unbounded();
     let dependents_store = store.clone();
+    let (notify_dependents, dependent_changes) =
+        related_trigger(move |changed: &Goal| dependents(&dependents_store, changed));
     let goal_events = watcher(goals, watcher::Config::default().any_semantic())
         .default_backoff()
         .reflect(goal_writer)
         .touched_objects()
-        .inspect_ok(move |changed: &Guarded<Goal>| {
-            if let Ok(changed) = &changed.0 {
-                for goal in dependents(&dependents_store, changed) {
-                    // Fails only once the controller has stopped.
-                    let _ = dependents_tx.unbounded_send(goal);
-                }
-            }
-        });
+        .inspect_ok(notify_dependents);
     // A goal of a swarm takes its steps' templates from the swarm's roles.
     let (swarms, swarm_writer) = reflector::store();
     let swarm_events = watcher(ctx.api::<Guarded<Swarm>>(), watcher::Config::default())
@@ -78,7 +74,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .watches_stream(swarm_events, move |swarm: Guarded<Swarm>| {
             swarm
                 .0
-                .map(|swarm| of_swarm(&swarm_goals, &swarm))
+                .map(|swarm| naming_swarm(&swarm_goals, &swarm, |g: &Goal| g.spec.swarm.as_deref()))
                 .unwrap_or_default()
         });
     let context = Arc::new(GoalContext {
@@ -105,15 +101,6 @@ fn dependents(store: &Store<Guarded<Goal>>, changed: &Goal) -> Vec<ObjectRef<Gua
     let name = changed.name_any();
     readable(&store.state())
         .filter(|g| g.namespace() == changed.namespace() && g.spec.depends_on.contains(&name))
-        .map(|g| ObjectRef::new(&g.name_any()).within(&g.namespace().unwrap_or_default()))
-        .collect()
-}
-
-/// The goals that name `swarm` as theirs.
-fn of_swarm(store: &Store<Guarded<Goal>>, swarm: &Swarm) -> Vec<ObjectRef<Guarded<Goal>>> {
-    let name = swarm.name_any();
-    readable(&store.state())
-        .filter(|g| g.namespace() == swarm.namespace() && g.spec.swarm.as_deref() == Some(&name))
         .map(|g| ObjectRef::new(&g.name_any()).within(&g.namespace().unwrap_or_default()))
         .collect()
 }
