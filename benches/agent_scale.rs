@@ -8,8 +8,10 @@
 //! heartbeats the API server took per second, the operator's API writes and reads per
 //! second, its reconciles, its CPU share of a core and its RSS, beside a bare controller
 //! (in this process, on a thread of its own: a kube Controller over the same Agents and
-//! pods whose reconcile does nothing). Last it restarts the operator and times its first
-//! reconcile of every agent, counting its writes meanwhile (a quiet agent needs none).
+//! pods whose reconcile does nothing). Last it starts `GOALS` Goals
+//! (`OVERSEER_BENCH_GOALS`, default 1,000) whose first step runs on, restarts the
+//! operator and times its first reconcile of every agent and every goal, counting its
+//! writes meanwhile (a quiet agent or a goal whose step runs on needs none).
 //! Needs the test cluster: `make bench`.
 
 #[path = "../tests/support/mod.rs"]
@@ -26,6 +28,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use overseer::agent::{Agent, AgentPhase};
+use overseer::goal::{Goal, GoalPhase};
 use serde_json::json;
 use support::cluster::{Operator, TestNamespace, client, setup};
 use support::measure::{cpu_seconds, cpu_seconds_of, rss_mib, sum_of};
@@ -49,6 +52,13 @@ fn agents() -> usize {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(10_000)
+}
+
+fn goals() -> usize {
+    std::env::var("OVERSEER_BENCH_GOALS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1000)
 }
 
 fn agent_name(i: usize) -> String {
@@ -126,6 +136,51 @@ async fn create_agents(api: &Api<Agent>, agents: usize) {
             }
         })
         .await;
+}
+
+/// Creates `goals` Goals of 3 steps and waits until each runs its first step (kwok
+/// keeps a step pod Running).
+async fn start_goals(api: &Api<Goal>, goals: usize) {
+    let started = Instant::now();
+    futures::stream::iter(0..goals)
+        .for_each_concurrent(32, |i| {
+            let api = api.clone();
+            let steps: Vec<_> = (0..3)
+                .map(|s| json!({"name": format!("s{s}"), "action": "Implement it"}))
+                .collect();
+            let goal: Goal = serde_json::from_value(json!({
+                "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
+                "metadata": {"name": format!("g{i}")},
+                "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}},
+                         "steps": steps}
+            }))
+            .unwrap();
+            async move {
+                api.create(&PostParams::default(), &goal)
+                    .await
+                    .expect("create goal");
+            }
+        })
+        .await;
+    loop {
+        let list = api.list(&ListParams::default()).await.expect("list goals");
+        let running = list
+            .iter()
+            .filter(|g| g.status.as_ref().and_then(|s| s.phase) == Some(GoalPhase::Running))
+            .count();
+        if running == goals {
+            println!(
+                "{goals} goals running their first step {:.0} s after the first was created",
+                started.elapsed().as_secs_f64()
+            );
+            return;
+        }
+        assert!(
+            started.elapsed() < START_LIMIT,
+            "stalled: {running} of {goals} goals Running after {START_LIMIT:?}"
+        );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
 }
 
 /// Waits until every agent is Running; returns each one's attempt.
@@ -238,35 +293,45 @@ async fn counters(operator: &Operator, bare: &str) -> Counters {
     }
 }
 
-/// Restarts the operator and times its first reconcile of every agent.
-async fn restart(operator: &mut Operator, args: &[&str], agents: usize) {
+/// Restarts the operator and times its first reconcile of every agent and every goal.
+async fn restart(operator: &mut Operator, args: &[&str], agents: usize, goals: usize) {
     operator.child.kill().unwrap();
     operator.child.wait().unwrap();
     let started = Instant::now();
     *operator = Operator::start(args);
+    // A reconcile that found a cache not yet listed decided nothing: not counted.
+    let decided = |metrics: &str, controller: &str| {
+        sum_of(
+            metrics,
+            &format!("overseer_reconciliations_total{{controller=\"{controller}\"}}"),
+        ) - sum_of(
+            metrics,
+            &format!("overseer_reconciles_deferred_total{{controller=\"{controller}\"}}"),
+        )
+    };
+    let (mut agents_done, mut goals_done) = (None, None);
     loop {
         let metrics = operator.metrics().await.unwrap_or_default();
-        // A reconcile that found a cache not yet listed decided nothing: not counted.
-        let reconciles = sum_of(
-            &metrics,
-            "overseer_reconciliations_total{controller=\"agent\"}",
-        ) - sum_of(
-            &metrics,
-            "overseer_reconciles_deferred_total{controller=\"agent\"}",
-        );
-        if reconciles >= agents as f64 {
+        if agents_done.is_none() && decided(&metrics, "agent") >= agents as f64 {
+            agents_done = Some(started.elapsed());
+        }
+        if goals_done.is_none() && decided(&metrics, "goal") >= goals as f64 {
+            goals_done = Some(started.elapsed());
+        }
+        if let (Some(agents_done), Some(goals_done)) = (agents_done, goals_done) {
             let writes = sum_of(&metrics, "overseer_api_writes_total{");
             let reads = sum_of(&metrics, "overseer_api_reads_total{verb=\"read\"}");
             println!(
-                "restart: every agent reconciled {:.1} s after the operator started, with {writes:.0} API writes and {reads:.0} reads; RSS {:.0} MiB",
-                started.elapsed().as_secs_f64(),
+                "restart: every agent reconciled {:.1} s and every goal {:.1} s after the operator started, with {writes:.0} API writes and {reads:.0} reads; RSS {:.0} MiB",
+                agents_done.as_secs_f64(),
+                goals_done.as_secs_f64(),
                 rss_mib(operator.child.id())
             );
             return;
         }
         assert!(
             started.elapsed() < START_LIMIT,
-            "restart: {reconciles} of {agents} agents reconciled after {START_LIMIT:?}"
+            "restart: agents reconciled {agents_done:?}, goals {goals_done:?} after {START_LIMIT:?}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -274,10 +339,12 @@ async fn restart(operator: &mut Operator, args: &[&str], agents: usize) {
 
 #[tokio::main]
 async fn main() {
-    let agents = agents();
-    println!("agent_scale: {agents} quiet in-loop agents, windows of {WINDOW:?}");
+    let (agents, goals) = (agents(), goals());
+    println!(
+        "agent_scale: {agents} quiet in-loop agents, windows of {WINDOW:?}; restart with {goals} goals"
+    );
     let ns: TestNamespace = setup("bench-agents").await;
-    make_room(&ns.client, agents).await;
+    make_room(&ns.client, agents + goals).await;
     let args = ["--namespace", ns.name.as_str()];
     let mut operator = Operator::start(&args);
     let bare = bare_controller(&ns.name);
@@ -324,7 +391,8 @@ async fn main() {
             100.0 * (after.bare_cpu - before.bare_cpu) / seconds,
         );
     }
-    restart(&mut operator, &args, agents).await;
+    start_goals(&ns.api(), goals).await;
+    restart(&mut operator, &args, agents, goals).await;
     let nodes: Api<Node> = Api::all(ns.client.clone());
     let _ = nodes.delete(NODE, &DeleteParams::default()).await;
 }

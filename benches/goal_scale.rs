@@ -238,7 +238,22 @@ async fn run_operator(ns: &TestNamespace, goals: usize) -> (Measured, Option<Str
         100.0 * cpu / started.elapsed().as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
-    let metrics = operator.metrics().await;
+    // Events are published behind the reconciles (src/events.rs): the writes are
+    // counted once they have all gone out, when the count stops growing.
+    let mut metrics = operator.metrics().await;
+    loop {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let later = operator.metrics().await;
+        let writes = |m: &Option<String>| {
+            m.as_deref()
+                .map(|m| sum_of(m, "overseer_api_writes_total{"))
+        };
+        let settled = writes(&later) == writes(&metrics);
+        metrics = later;
+        if settled {
+            break;
+        }
+    }
     (measured, metrics)
 }
 
@@ -263,8 +278,9 @@ async fn main() {
             &metrics,
             "overseer_reconcile_duration_seconds_sum{controller=\"goal\"}",
         );
+        let dropped = sum_of(&metrics, "overseer_events_dropped_total");
         println!(
-            "operator: {writes:.0} API writes ({:.1} per transition), {reconciles:.0} goal reconciles of {:.0} ms on average",
+            "operator: {writes:.0} API writes ({:.1} per transition, Events included, {dropped:.0} Events dropped), {reconciles:.0} goal reconciles of {:.0} ms on average",
             writes / transitions as f64,
             1000.0 * reconciling / reconciles.max(1.0)
         );

@@ -10,7 +10,7 @@ use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::core::DeserializeGuard;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType};
 use kube::{Api, Client, Resource};
 use tracing::{debug, warn};
 
@@ -22,7 +22,8 @@ use crate::{Error, Result};
 pub struct Context {
     pub client: Client,
     pub metrics: Arc<Metrics>,
-    pub recorder: Recorder,
+    /// Where Events are queued for publishing (src/events.rs).
+    pub events: crate::events::EventQueue,
     /// The one namespace watched, or all when `None`.
     pub namespace: Option<String>,
     pub concurrency: u16,
@@ -77,20 +78,20 @@ impl Context {
 
 impl Context {
     /// `publish` about one of the operator's own objects, related to nothing else.
-    pub async fn publish_about<K: Resource<DynamicType = ()>>(
+    pub fn publish_about<K: Resource<DynamicType = ()>>(
         &self,
         object: &K,
         warning: bool,
         reason: &str,
         message: &str,
     ) {
-        self.publish(&object.object_ref(&()), warning, reason, message, None)
-            .await;
+        self.publish(&object.object_ref(&()), warning, reason, message, None);
     }
 
-    /// Publishes an Event about `regarding` (optionally related to another object);
-    /// a failure is logged, never fatal: Events are a courtesy, not the record.
-    pub async fn publish(
+    /// Queues an Event about `regarding` (optionally related to another object) for
+    /// publishing behind the reconcile; a failure is logged, never fatal: Events are a
+    /// courtesy, not the record.
+    pub fn publish(
         &self,
         regarding: &ObjectReference,
         warning: bool,
@@ -109,9 +110,7 @@ impl Context {
             action: "Reconcile".into(),
             secondary: related,
         };
-        if let Err(error) = self.recorder.publish(&event, regarding).await {
-            tracing::warn!(%error, reason, "publishing an event failed");
-        }
+        self.events.send(event, regarding.clone());
     }
 }
 
@@ -194,8 +193,7 @@ where
                 "the operator cannot read this object ({error}); it is left as it is until it changes"
             );
             let regarding = object.object_ref(&());
-            ctx.publish(&regarding, true, reasons::UNREADABLE, &message, None)
-                .await;
+            ctx.publish(&regarding, true, reasons::UNREADABLE, &message, None);
             Ok(kube::runtime::controller::Action::await_change())
         }
     }

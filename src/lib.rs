@@ -11,6 +11,7 @@ pub mod conditions;
 pub mod controller;
 pub mod crd;
 pub mod duration;
+pub mod events;
 pub mod exec;
 pub mod fresh;
 pub mod goal;

@@ -71,6 +71,8 @@ pub struct Metrics {
     /// Writes the operator sent to the API server, by verb (src/writes.rs).
     pub api_writes: Family<RequestLabels, Counter>,
     pub api_reads: Family<RequestLabels, Counter>,
+    /// Events dropped because their publisher's queue was full (src/events.rs).
+    pub events_dropped: Counter,
 }
 
 impl Default for Metrics {
@@ -171,6 +173,12 @@ impl Default for Metrics {
             "Reads sent to the API server: read (a get or a list) or watch",
             api_reads.clone(),
         );
+        let events_dropped = Counter::default();
+        registry.register(
+            "events_dropped",
+            "Events dropped because the queue to the API server was full",
+            events_dropped.clone(),
+        );
         Metrics {
             registry,
             reconciliations,
@@ -188,6 +196,7 @@ impl Default for Metrics {
             pr_settle_to_wake,
             api_writes,
             api_reads,
+            events_dropped,
         }
     }
 }

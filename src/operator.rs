@@ -177,7 +177,10 @@ pub async fn run(args: RunArgs) -> Result<()> {
     metrics.leader.set(1);
 
     let ctx = Arc::new(Context {
-        recorder: Recorder::new(client.clone(), Reporter::from("overseer-controller")),
+        events: crate::events::EventQueue::start(
+            Recorder::new(client.clone(), Reporter::from("overseer-controller")),
+            metrics.events_dropped.clone(),
+        ),
         client,
         metrics: metrics.clone(),
         namespace: args.namespace.clone(),

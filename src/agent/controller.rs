@@ -304,7 +304,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Action> 
                 if *reason == reasons::STOPPED_EARLY {
                     ctx.metrics.premature_stops.inc();
                 }
-                ctx.publish_about(&agent, *warning, reason, message).await;
+                ctx.publish_about(&agent, *warning, reason, message);
             }
             decide::Action::Deliver(kind) => {
                 let delivered = match kind {
@@ -420,7 +420,7 @@ async fn report_unusable(
     );
     if changed {
         apply_status(&ac.versions, agents, &agent.name_any(), &status).await?;
-        ac.ctx.publish_about(agent, true, reason, message).await;
+        ac.ctx.publish_about(agent, true, reason, message);
     }
     Ok(())
 }

@@ -27,7 +27,7 @@ use crate::conditions;
 use crate::controller::{
     Context, Shutdown, deferred, listed, readable, related_trigger, run_controller,
 };
-use crate::fresh::Versions;
+use crate::fresh::{Creating, Versions};
 use crate::labels;
 use crate::reasons;
 use crate::swarm::{Swarm, naming_swarm};
@@ -43,12 +43,15 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let selector = format!("{}={},{}", MANAGED_BY.0, MANAGED_BY.1, labels::GOAL);
     // Step pods are read from this cache, never listed in a reconcile.
     let (pod_store, pod_writer) = reflector::store();
+    let creating = Arc::new(Creating::default());
+    let shown = creating.clone();
     let pod_events = watcher(pods, watcher::Config::default().labels(&selector))
         .default_backoff()
         // Nothing reads who wrote which field: not kept, for the memory.
         .modify(|pod| pod.managed_fields_mut().clear())
         .reflect(pod_writer)
-        .touched_objects();
+        .touched_objects()
+        .inspect_ok(move |pod| shown.shown(pod));
     // One watch of Goals serves two triggers: each change reconciles the goal, and
     // (through `dependent_changes`) the goals that depend on it, deletions included: a
     // goal that changes phase may release (or block) them.
@@ -83,6 +86,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         pods: pod_store,
         swarms,
         versions: Versions::default(),
+        creating,
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
@@ -95,6 +99,8 @@ struct GoalContext {
     swarms: Store<Guarded<Swarm>>,
     /// Each Goal's version as this operator last wrote or read it (src/fresh.rs).
     versions: Versions,
+    /// Each Goal's step pod created and not yet in `pods` (src/fresh.rs).
+    creating: Arc<Creating<StepPod>>,
 }
 
 fn dependents(store: &Store<Guarded<Goal>>, changed: &Goal) -> Vec<ObjectRef<Guarded<Goal>>> {
@@ -134,6 +140,7 @@ async fn current_goal(gc: &GoalContext, cached: Arc<Goal>) -> Result<Option<Arc<
         let goals: Api<Goal> = Api::namespaced(gc.ctx.client.clone(), &namespace);
         let Some(fresh) = goals.get_opt(&name).await? else {
             gc.versions.forget(&namespace, &name);
+            gc.creating.ended(&namespace, &name);
             return Ok(None);
         };
         gc.versions.saw(&fresh);
@@ -141,6 +148,7 @@ async fn current_goal(gc: &GoalContext, cached: Arc<Goal>) -> Result<Option<Arc<
     };
     if goal.meta().deletion_timestamp.is_some() {
         gc.versions.forget(&namespace, &name);
+        gc.creating.ended(&namespace, &name);
         return Ok(None);
     }
     Ok(Some(goal))
@@ -157,12 +165,11 @@ struct Observed {
 async fn observe(gc: &GoalContext, goal: &Goal) -> Result<Observed> {
     let namespace = goal.namespace().unwrap_or_default();
     let name = goal.name_any();
-    // Observe the step pods from the cache. A pod we just created and the cache has not
-    // seen yet is created again under its deterministic name, which the API server
-    // refuses as existing (see plan: Running with no pod).
+    // Observe the step pods from the cache, and the one this operator just created
+    // that the cache has not shown yet (src/fresh.rs `Creating`).
     let label = label_value(&name);
     let uid = goal.uid();
-    let pods: Vec<StepPod> = gc
+    let mut pods: Vec<StepPod> = gc
         .pods
         .state()
         .into_iter()
@@ -176,6 +183,12 @@ async fn observe(gc: &GoalContext, goal: &Goal) -> Result<Observed> {
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter_map(|p| step_pod(&p))
         .collect();
+    // A pod just created and not yet in the cache is taken as Pending.
+    if let Some((created, pending)) = gc.creating.awaited(&namespace, &name)
+        && !pods.iter().any(|p| p.name == created)
+    {
+        pods.push(pending);
+    }
     let goals: Vec<GoalSummary> = readable(&gc.store.state())
         .filter(|g| g.namespace().as_deref() == Some(namespace.as_str()))
         .map(|g| GoalSummary {
@@ -259,11 +272,28 @@ async fn apply(
     let name = goal.name_any();
     let goals_api: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    if goal.status.as_ref() != Some(&plan.status) {
-        let written =
-            apply_status_returning(&goals_api, &name, CONTROLLER_MANAGER, &plan.status).await?;
-        gc.versions.saw(&written);
-    }
+    // The status and the results the next step reads are written together, before
+    // its pod: the results derive from the planned status, and writing them again
+    // after a status write that failed is harmless.
+    let status = async {
+        if goal.status.as_ref() != Some(&plan.status) {
+            let written =
+                apply_status_returning(&goals_api, &name, CONTROLLER_MANAGER, &plan.status).await?;
+            gc.versions.saw(&written);
+        }
+        Ok::<_, crate::Error>(())
+    };
+    let results = async {
+        if plan
+            .actions
+            .iter()
+            .any(|a| matches!(a, plan::Action::CreatePod { .. }))
+        {
+            apply_results(ctx, goal, &plan.status).await?;
+        }
+        Ok(())
+    };
+    futures::try_join!(status, results)?;
     let recorded_success =
         plan.status.completed_steps > goal.status.as_ref().map_or(0, |s| s.completed_steps);
     // Pods first: Events and notifications must not delay the next step.
@@ -294,7 +324,7 @@ async fn apply(
                     resources: resources.clone(),
                     overseer_image: &ctx.overseer_image,
                 };
-                if !create_step_pod(ctx, goal, &plan.status, &params).await? {
+                if !create_step_pod(gc, goal, &plan.status, &params).await? {
                     return Ok(Action::await_change());
                 }
                 if recorded_success {
@@ -323,8 +353,7 @@ async fn apply(
                     namespace: Some(namespace.clone()),
                     ..Default::default()
                 });
-                ctx.publish(&goal.object_ref(&()), *warning, reason, message, related)
-                    .await;
+                ctx.publish(&goal.object_ref(&()), *warning, reason, message, related);
                 if *reason == reasons::STEP_SUCCEEDED || *reason == reasons::STEP_FAILED {
                     ctx.metrics
                         .step_results
@@ -343,25 +372,36 @@ async fn apply(
     Ok(duration::requeue(plan.requeue_after))
 }
 
-/// Creates a step pod (and first the results ConfigMap it reads); false when the API
-/// server refused the pod as built from the user's template, which is then a
-/// condition and a Warning, and the goal waits for its next change.
-async fn create_step_pod(
-    ctx: &Context,
-    goal: &Goal,
-    status: &GoalStatus,
-    params: &StepPodParams<'_>,
-) -> Result<bool> {
-    let namespace = goal.namespace().unwrap_or_default();
+/// Applies the ConfigMap of the results of `status`'s completed steps, which a step pod reads.
+async fn apply_results(ctx: &Context, goal: &Goal, status: &GoalStatus) -> Result<()> {
     let cm = pod::results_config_map(goal, status);
-    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+    let cms: Api<ConfigMap> =
+        Api::namespaced(ctx.client.clone(), &goal.namespace().unwrap_or_default());
     cms.patch(
         cm.metadata.name.as_deref().unwrap_or_default(),
         &PatchParams::apply(CONTROLLER_MANAGER).force(),
         &Patch::Apply(&cm),
     )
     .await?;
+    Ok(())
+}
+
+/// Creates a step pod (its results ConfigMap is applied already); false when the API
+/// server refused the pod as built from the user's template, which is then a
+/// condition and a Warning, and the goal waits for its next change.
+async fn create_step_pod(
+    gc: &GoalContext,
+    goal: &Goal,
+    status: &GoalStatus,
+    params: &StepPodParams<'_>,
+) -> Result<bool> {
+    let ctx = &gc.ctx;
+    let namespace = goal.namespace().unwrap_or_default();
     let pod = pod::step_pod(params);
+    if let Some(pending) = step_pod(&pod) {
+        gc.creating
+            .started(&namespace, &goal.name_any(), &pod.name_any(), pending);
+    }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     match pods.create(&PostParams::default(), &pod).await {
         Ok(_) => {
@@ -373,6 +413,7 @@ async fn create_step_pod(
         }
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(true),
         Err(error) => {
+            gc.creating.ended(&namespace, &goal.name_any());
             let Some(message) = crate::pods::refusal(&error) else {
                 return Err(error.into());
             };
@@ -389,8 +430,7 @@ async fn create_step_pod(
             if changed {
                 let goals: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
                 apply_status(&goals, &goal.name_any(), CONTROLLER_MANAGER, &refused).await?;
-                ctx.publish_about(goal, true, reasons::POD_REFUSED, &message)
-                    .await;
+                ctx.publish_about(goal, true, reasons::POD_REFUSED, &message);
             }
             Ok(false)
         }
@@ -428,16 +468,14 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &StepOutcome) -> Res
                 "overseer {overseer} told: step {} {}",
                 outcome.step, outcome.outcome
             );
-            ctx.publish_about(goal, false, reasons::OVERSEER_WOKEN, &message)
-                .await;
+            ctx.publish_about(goal, false, reasons::OVERSEER_WOKEN, &message);
         }
         Err(error) => {
             let message = format!(
                 "overseer {overseer} not told of step {} {}: {error}",
                 outcome.step, outcome.outcome
             );
-            ctx.publish_about(goal, true, reasons::WAKE_FAILED, &message)
-                .await;
+            ctx.publish_about(goal, true, reasons::WAKE_FAILED, &message);
         }
     }
     Ok(())
@@ -491,8 +529,7 @@ async fn notify(
     let url = match ctx.secret_text(&namespace, &notify.url_secret_ref).await {
         Ok(url) => url,
         Err(error) => {
-            ctx.publish_about(goal, true, reasons::NOTIFY_FAILED, &error)
-                .await;
+            ctx.publish_about(goal, true, reasons::NOTIFY_FAILED, &error);
             return;
         }
     };
@@ -507,20 +544,14 @@ async fn notify(
         payload["delivery"] = json!(delivery);
     }
     match crate::notify::post_json(&url, &payload).await {
-        Ok(()) => {
-            ctx.publish_about(
-                goal,
-                false,
-                reasons::NOTIFIED,
-                &format!("webhook notified: {reason:?}"),
-            )
-            .await
-        }
+        Ok(()) => ctx.publish_about(
+            goal,
+            false,
+            reasons::NOTIFIED,
+            &format!("webhook notified: {reason:?}"),
+        ),
         // The error never contains the URL: the Secret's content stays out of events.
-        Err(error) => {
-            ctx.publish_about(goal, true, reasons::NOTIFY_FAILED, &error)
-                .await
-        }
+        Err(error) => ctx.publish_about(goal, true, reasons::NOTIFY_FAILED, &error),
     }
 }
 

@@ -176,14 +176,12 @@ async fn reconcile(cached: Arc<PRWatch>, wc: Arc<WatchContext>) -> Result<Action
                 // Kept first, then told: whoever reads the Event finds the news kept.
                 plan = decide::kept_for_next_poll(&input);
                 apply_status(&watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
-                ctx.publish_about(&watch, true, reasons::WAKE_FAILED, &message)
-                    .await;
+                ctx.publish_about(&watch, true, reasons::WAKE_FAILED, &message);
             }
         }
     }
     for event in &plan.events {
-        ctx.publish_about(&watch, event.warning, event.reason, &event.message)
-            .await;
+        ctx.publish_about(&watch, event.warning, event.reason, &event.message);
     }
     Ok(duration::requeue(plan.requeue_after))
 }
@@ -218,8 +216,7 @@ async fn deliver_claimed(
             let message = format!(
                 "the wake claimed before the operator restarted was not delivered: {error}"
             );
-            ctx.publish_about(watch, true, reasons::WAKE_FAILED, &message)
-                .await;
+            ctx.publish_about(watch, true, reasons::WAKE_FAILED, &message);
         }
     }
     Ok(())

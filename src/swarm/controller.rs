@@ -148,8 +148,7 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
         let written = apply_status_returning(&swarms, &name, CONTROLLER_MANAGER, &status).await?;
         sc.versions.saw(&written);
         if let Some(problem) = problems.first().filter(|_| was_valid) {
-            ctx.publish_about(&*swarm, true, reasons::INVALID_SPEC, problem)
-                .await;
+            ctx.publish_about(&*swarm, true, reasons::INVALID_SPEC, problem);
         }
     }
     Ok(Action::await_change())
@@ -209,8 +208,7 @@ async fn apply_members(
         if created {
             info!(agent = %agent_name, "created swarm agent");
             let message = format!("agent {agent_name} (role {}) created", agent.spec.role);
-            ctx.publish_about(swarm, false, reasons::AGENT_CREATED, &message)
-                .await;
+            ctx.publish_about(swarm, false, reasons::AGENT_CREATED, &message);
         }
     }
     for agent in existing.iter().filter(|a| controlled_by(a, swarm)) {
@@ -222,8 +220,7 @@ async fn apply_members(
             Ok(_) => {
                 info!(agent = %agent_name, "removed swarm agent");
                 let message = format!("agent {agent_name} is no longer listed: removed");
-                ctx.publish_about(swarm, false, reasons::AGENT_REMOVED, &message)
-                    .await;
+                ctx.publish_about(swarm, false, reasons::AGENT_REMOVED, &message);
             }
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(error) => return Err(error.into()),

@@ -101,13 +101,11 @@ pub(super) async fn deliver_inbox(
         match outcome {
             Ok(()) => {
                 let message = format!("message #{seq} from {from} delivered");
-                ctx.publish_about(agent, false, reasons::MESSAGE_DELIVERED, &message)
-                    .await;
+                ctx.publish_about(agent, false, reasons::MESSAGE_DELIVERED, &message);
             }
             Err(reason) => {
                 let message = format!("message #{seq} from {from} not delivered: {reason}");
-                ctx.publish_about(agent, true, reasons::SEND_FAILED, &message)
-                    .await;
+                ctx.publish_about(agent, true, reasons::SEND_FAILED, &message);
             }
         }
     }
@@ -458,8 +456,7 @@ pub(super) async fn record(
                 Delivery::Wake => reasons::OVERSEER_WOKEN,
                 Delivery::Nudge => reasons::NUDGED,
             };
-            ctx.publish_about(agent, false, event, &claimed.reason)
-                .await;
+            ctx.publish_about(agent, false, event, &claimed.reason);
             Ok(true)
         }
         Err(error) => {
@@ -472,8 +469,7 @@ pub(super) async fn record(
                 true,
                 event,
                 &format!("not delivered, retried at the next heartbeat: {error}"),
-            )
-            .await;
+            );
             Ok(false)
         }
     }
