@@ -176,6 +176,39 @@ impl<T: Clone> Creating<T> {
     }
 }
 
+/// Children this operator deleted (by namespace and name) that its cache may still
+/// show as they were, for at most `CREATING_AWAITED`. A reconcile run before the
+/// cache shows the deletion must not take such a child for alive: an agent whose
+/// stalled pod was just deleted was found stalled again on it and counted twice.
+#[derive(Default)]
+pub struct Deleting(Mutex<HashMap<(String, String), std::time::Instant>>);
+
+impl Deleting {
+    /// Records that `name` was just deleted.
+    pub fn deleted(&self, namespace: &str, name: &str) {
+        let mut deleting = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        deleting.insert(
+            (namespace.to_string(), name.to_string()),
+            std::time::Instant::now(),
+        );
+    }
+
+    /// Whether `cached`, as the cache shows it, is a child deleted since: true while
+    /// the cache shows it without its deletion, for at most `CREATING_AWAITED`.
+    pub fn hides<K: Resource>(&self, cached: &K) -> bool {
+        let mut deleting = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let key = key(cached);
+        let Some(since) = deleting.get(&key) else {
+            return false;
+        };
+        if cached.meta().deletion_timestamp.is_some() || since.elapsed() >= CREATING_AWAITED {
+            deleting.remove(&key);
+            return false;
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
@@ -274,5 +307,21 @@ mod tests {
         creating.started("n", "g", "g-s2-a1", 8);
         creating.ended("n", "g");
         assert_eq!(creating.awaited("n", "g"), None, "the create failed");
+    }
+
+    #[test]
+    fn a_deleted_child_is_hidden_until_the_cache_shows_its_deletion() {
+        let deleting = Deleting::default();
+        let pod = pod_of("g", "p");
+        assert!(!deleting.hides(&pod), "never deleted");
+        deleting.deleted("n", "p");
+        assert!(deleting.hides(&pod), "the cache still shows it as it was");
+        assert!(!deleting.hides(&pod_of("g", "q")), "another child");
+        let mut going = pod.clone();
+        going.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
+        );
+        assert!(!deleting.hides(&going), "its deletion shown");
+        assert!(!deleting.hides(&pod), "and forgotten then");
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod api;
+pub mod caches;
 pub mod cli;
 pub mod conditions;
 pub mod controller;

@@ -12,11 +12,14 @@ use axum::{Router, extract::State, http::StatusCode, routing::get};
 use clap::Args;
 use futures::FutureExt;
 use k8s_openapi::api::coordination::v1::Lease;
+use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, api::ListParams};
 use serde::de::DeserializeOwned;
 use tracing::{error, info};
 
+use crate::caches::SharedWatch;
 use crate::controller::{Context, Failures, Shutdown, scoped_api};
 use crate::leader::{Fence, FenceWrites, LeaderElector, LeaseTiming};
 use crate::metrics::Metrics;
@@ -106,18 +109,50 @@ fn shutdown_signal() -> Shutdown {
     .shared()
 }
 
-/// The controllers of the four kinds, each running until `shutdown`.
+/// The controllers of the four kinds, each running until `shutdown`, and the one watch
+/// of each kind they share (src/caches.rs), which ends with the process.
 fn controllers(
     ctx: Arc<Context>,
     shutdown: Shutdown,
 ) -> Vec<Pin<Box<dyn Future<Output = ()> + Send>>> {
-    // Each kind's controller is registered here as it is delivered.
-    vec![
-        Box::pin(crate::goal::controller::run(ctx.clone(), shutdown.clone())),
-        Box::pin(crate::agent::controller::run(ctx.clone(), shutdown.clone())),
-        Box::pin(crate::swarm::controller::run(ctx.clone(), shutdown.clone())),
-        Box::pin(crate::prwatch::controller::run(ctx, shutdown)),
-    ]
+    let mut agents = SharedWatch::<Guarded<Agent>>::default();
+    let mut goals = SharedWatch::<Guarded<Goal>>::default();
+    let mut swarms = SharedWatch::<Guarded<Swarm>>::default();
+    let controllers: Vec<Pin<Box<dyn Future<Output = ()> + Send>>> = vec![
+        Box::pin(crate::goal::controller::run(
+            ctx.clone(),
+            goals.subscribe(),
+            swarms.subscribe(),
+            shutdown.clone(),
+        )),
+        Box::pin(crate::agent::controller::run(
+            ctx.clone(),
+            agents.subscribe(),
+            swarms.subscribe(),
+            shutdown.clone(),
+        )),
+        Box::pin(crate::swarm::controller::run(
+            ctx.clone(),
+            swarms.subscribe(),
+            agents.subscribe(),
+            goals.subscribe(),
+            shutdown.clone(),
+        )),
+        Box::pin(crate::prwatch::controller::run(
+            ctx.clone(),
+            agents.subscribe(),
+            shutdown,
+        )),
+    ];
+    // Every subscription is taken: the watches may start.
+    let config = watcher::Config::default().any_semantic();
+    tokio::spawn(agents.run(
+        "Agent",
+        watcher(ctx.api(), config.clone()).default_backoff(),
+    ));
+    tokio::spawn(goals.run("Goal", watcher(ctx.api(), config.clone()).default_backoff()));
+    tokio::spawn(swarms.run("Swarm", watcher(ctx.api(), config).default_backoff()));
+    controllers
 }
 
 /// Runs the operator until SIGTERM (Ok) or until leadership is lost (Err).

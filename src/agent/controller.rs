@@ -25,8 +25,9 @@ use super::decide::{self, AgentPod, PodPhase};
 use super::pod;
 use super::types::{Agent, AgentPhase, AgentStatus, Delivery};
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, label_value};
+use crate::caches::Subscription;
 use crate::controller::{Context, Shutdown, deferred, listed, related_trigger, run_controller};
-use crate::fresh::{Applied, Versions};
+use crate::fresh::{Applied, Deleting, Versions};
 use crate::index::Index;
 use crate::labels;
 use crate::reasons;
@@ -42,9 +43,14 @@ mod delivery;
 
 const CONTROLLER: &str = "agent";
 
-/// Runs the Agent controller until `shutdown`.
-pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
-    let agents = ctx.api::<Guarded<Agent>>();
+/// Runs the Agent controller on its shares of the Agent and Swarm watches until
+/// `shutdown`.
+pub async fn run(
+    ctx: Arc<Context>,
+    agents: Subscription<Guarded<Agent>>,
+    swarms: Subscription<Guarded<Swarm>>,
+    shutdown: Shutdown,
+) {
     let selector = format!("{}={},{}", MANAGED_BY.0, MANAGED_BY.1, labels::AGENT);
     // Agents, their pods and swarms are read from these caches, never listed in a
     // reconcile; an agent's pods and an overseer's agents are found by index.
@@ -67,31 +73,26 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     })
     .reflect(pod_writer)
     .touched_objects();
-    let (store, agent_writer) = reflector::store();
+    let store = agents.store.clone();
     let overseen = Index::default();
     let noted = overseen.clone();
-    // One watch of Agents serves two triggers: each change reconciles the agent, and
+    // Its share of the Agent watch serves two triggers: each change reconciles the agent, and
     // (through `related_changes`) its overseer and the agents it oversees, deletions
     // included: an overseer coming online or going away changes what its agents need,
     // and an agent naming its overseer changes what the overseer may write.
     let (related_store, related_index) = (store.clone(), overseen.clone());
     let (notify_related, related_changes) =
         related_trigger(move |changed: &Agent| related(&related_store, &related_index, changed));
-    let agent_events = watcher(agents, watcher::Config::default().any_semantic())
-        .default_backoff()
-        .modify(move |agent: &mut Guarded<Agent>| {
+    let agent_events = agents
+        .touched()
+        .inspect_ok(move |agent: &Guarded<Agent>| {
             if let Ok(agent) = &agent.0 {
                 note_overseer(&noted, agent);
             }
         })
-        .reflect(agent_writer)
-        .touched_objects()
         .inspect_ok(notify_related);
-    let (swarms, swarm_writer) = reflector::store();
-    let swarm_events = watcher(ctx.api::<Guarded<Swarm>>(), watcher::Config::default())
-        .default_backoff()
-        .reflect(swarm_writer)
-        .touched_objects();
+    let swarm_cache = swarms.store.clone();
+    let swarm_events = swarms.touched();
     let swarm_store = store.clone();
     let controller = Controller::for_stream(agent_events, store.clone())
         .owns_stream(pod_events)
@@ -111,9 +112,10 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         overseen,
         pods,
         pods_of,
-        swarms,
+        swarms: swarm_cache,
         versions: Versions::default(),
         applied: Applied::default(),
+        deleting: Deleting::default(),
         wake_locks: Mutex::default(),
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
@@ -137,6 +139,8 @@ struct AgentContext {
     versions: Versions,
     /// The Roles and instruction ConfigMaps as this operator last applied or read them.
     applied: Applied,
+    /// Pods this operator deleted that the pod cache may not show as deleting yet.
+    deleting: Deleting,
     /// One wake at a time per overseer, so a batch is never sent twice.
     wake_locks: WakeLocks,
 }
@@ -291,7 +295,10 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Action> 
             decide::Action::CreatePod { .. } => {}
             decide::Action::DeletePod { name } => {
                 match pods.delete(name, &DeleteParams::default()).await {
-                    Ok(_) => info!(pod = %name, "deleted agent pod"),
+                    Ok(_) => {
+                        ac.deleting.deleted(&namespace, name);
+                        info!(pod = %name, "deleted agent pod");
+                    }
                     Err(kube::Error::Api(status)) if status.code == 404 => {}
                     Err(error) => return Err(error.into()),
                 }
@@ -436,12 +443,15 @@ async fn observe_pods(ac: &AgentContext, pods: &Api<Pod>, agent: &Agent) -> Resu
         .named(&namespace, &label_value(&agent.name_any()))
         .iter()
         .filter_map(|name| ac.pods.get(&ObjectRef::new(name).within(&namespace)))
+        .filter(|p| !ac.deleting.hides(&**p))
         .filter_map(|p| pod::own_pod(agent, &p))
         .collect();
     let attempt = agent.status.as_ref().and_then(|s| s.attempt).unwrap_or(0);
     if attempt > 0 && !observed.iter().any(|p| p.attempt == attempt) {
         let name = decide::pod_name(&agent.name_any(), attempt);
-        if let Some(fresh) = pods.get_opt(&name).await? {
+        if let Some(fresh) = pods.get_opt(&name).await?
+            && !ac.deleting.hides(&fresh)
+        {
             observed.extend(pod::own_pod(agent, &fresh));
         }
     }

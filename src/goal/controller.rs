@@ -23,6 +23,7 @@ use crate::agent::Agent;
 use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
 };
+use crate::caches::Subscription;
 use crate::conditions;
 use crate::controller::{
     Context, Shutdown, deferred, listed, readable, related_trigger, run_controller,
@@ -36,9 +37,13 @@ use kube::core::DeserializeGuard as Guarded;
 
 const CONTROLLER: &str = "goal";
 
-/// Runs the Goal controller until `shutdown`.
-pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
-    let goals = ctx.api::<Guarded<Goal>>();
+/// Runs the Goal controller on its shares of the Goal and Swarm watches until `shutdown`.
+pub async fn run(
+    ctx: Arc<Context>,
+    goals: Subscription<Guarded<Goal>>,
+    swarms: Subscription<Guarded<Swarm>>,
+    shutdown: Shutdown,
+) {
     let pods = ctx.api::<Pod>();
     let selector = format!("{}={},{}", MANAGED_BY.0, MANAGED_BY.1, labels::GOAL);
     // Step pods are read from this cache, never listed in a reconcile.
@@ -52,24 +57,17 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .reflect(pod_writer)
         .touched_objects()
         .inspect_ok(move |pod| shown.shown(pod));
-    // One watch of Goals serves two triggers: each change reconciles the goal, and
-    // (through `dependent_changes`) the goals that depend on it, deletions included: a
-    // goal that changes phase may release (or block) them.
-    let (store, goal_writer) = reflector::store();
+    // Its share of the Goal watch serves two triggers: each change reconciles the goal,
+    // and (through `dependent_changes`) the goals that depend on it, deletions
+    // included: a goal that changes phase may release (or block) them.
+    let store = goals.store.clone();
     let dependents_store = store.clone();
     let (notify_dependents, dependent_changes) =
         related_trigger(move |changed: &Goal| dependents(&dependents_store, changed));
-    let goal_events = watcher(goals, watcher::Config::default().any_semantic())
-        .default_backoff()
-        .reflect(goal_writer)
-        .touched_objects()
-        .inspect_ok(notify_dependents);
+    let goal_events = goals.touched().inspect_ok(notify_dependents);
     // A goal of a swarm takes its steps' templates from the swarm's roles.
-    let (swarms, swarm_writer) = reflector::store();
-    let swarm_events = watcher(ctx.api::<Guarded<Swarm>>(), watcher::Config::default())
-        .default_backoff()
-        .reflect(swarm_writer)
-        .touched_objects();
+    let swarm_cache = swarms.store.clone();
+    let swarm_events = swarms.touched();
     let swarm_goals = store.clone();
     let controller = Controller::for_stream(goal_events, store.clone())
         .owns_stream(pod_events)
@@ -84,7 +82,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         ctx,
         store,
         pods: pod_store,
-        swarms,
+        swarms: swarm_cache,
         versions: Versions::default(),
         creating,
     });

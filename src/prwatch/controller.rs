@@ -20,6 +20,7 @@ use super::github::{self, PollError, PullRequest};
 use super::types::{PRWatch, WakeInFlight};
 use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status};
+use crate::caches::Subscription;
 use crate::controller::{Context, Shutdown, readable, run_controller};
 use crate::metrics::PollLabels;
 use crate::reasons;
@@ -28,8 +29,8 @@ use kube::core::DeserializeGuard as Guarded;
 
 const CONTROLLER: &str = "prwatch";
 
-/// Runs the PRWatch controller until `shutdown`.
-pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
+/// Runs the PRWatch controller on its share of the Agent watch until `shutdown`.
+pub async fn run(ctx: Arc<Context>, agents: Subscription<Guarded<Agent>>, shutdown: Shutdown) {
     let controller = Controller::new(
         ctx.api::<Guarded<PRWatch>>(),
         watcher::Config::default().any_semantic(),
@@ -37,16 +38,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
     let store = controller.store();
     let controller = controller
         // An agent coming online lets news held for it through at the next poll.
-        .watches(
-            ctx.api::<Guarded<Agent>>(),
-            watcher::Config::default(),
-            move |agent: Guarded<Agent>| {
-                agent
-                    .0
-                    .map(|agent| watching(&store, &agent))
-                    .unwrap_or_default()
-            },
-        );
+        .watches_stream(agents.touched(), move |agent: Guarded<Agent>| {
+            agent
+                .0
+                .map(|agent| watching(&store, &agent))
+                .unwrap_or_default()
+        });
     let context = Arc::new(WatchContext { ctx });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }

@@ -9,8 +9,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{info, instrument};
 
@@ -19,6 +18,7 @@ use super::types::Swarm;
 use crate::Result;
 use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status_returning, label_value};
+use crate::caches::Subscription;
 use crate::conditions;
 use crate::controller::{Context, Shutdown, deferred, listed, readable, run_controller};
 use crate::fresh::{Applied, Versions};
@@ -30,37 +30,30 @@ use kube::core::DeserializeGuard as Guarded;
 const CONTROLLER: &str = "swarm";
 const NETWORK_POLICY: &str = "NetworkPolicy";
 
-/// Runs the Swarm controller until `shutdown`.
-pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
-    let swarms = ctx.api::<Guarded<Swarm>>();
+/// Runs the Swarm controller on its shares of the Swarm, Agent and Goal watches until
+/// `shutdown`.
+pub async fn run(
+    ctx: Arc<Context>,
+    swarms: Subscription<Guarded<Swarm>>,
+    agents: Subscription<Guarded<Agent>>,
+    goals: Subscription<Guarded<Goal>>,
+    shutdown: Shutdown,
+) {
     // Members and goals are read from these caches, never listed in a reconcile: a
     // member's every status change brings its swarm back.
-    let (members, member_writer) = reflector::store();
-    let member_events = watcher(
-        ctx.api::<Guarded<Agent>>(),
-        watcher::Config::default().labels(labels::SWARM),
-    )
-    .default_backoff()
-    .reflect(member_writer)
-    .touched_objects();
-    let (goals, goal_writer) = reflector::store();
-    let goal_events = watcher(ctx.api::<Guarded<Goal>>(), watcher::Config::default())
-        .default_backoff()
-        .reflect(goal_writer)
-        .touched_objects();
-    let controller = Controller::new(swarms, watcher::Config::default().any_semantic());
-    let store = controller.store();
-    let goal_store = store.clone();
-    let controller = controller
-        .owns_stream(member_events)
+    let members = agents.store.clone();
+    let goal_cache = goals.store.clone();
+    let store = swarms.store.clone();
+    let controller = Controller::for_stream(swarms.touched(), store.clone())
+        .owns_stream(agents.touched())
         // A goal of the swarm changing phase changes its counts.
-        .watches_stream(goal_events, move |goal: Guarded<Goal>| {
-            goal.0.ok().and_then(|goal| swarm_of(&goal_store, &goal))
+        .watches_stream(goals.touched(), move |goal: Guarded<Goal>| {
+            goal.0.ok().and_then(|goal| swarm_of(&store, &goal))
         });
     let context = Arc::new(SwarmContext {
         ctx,
         members,
-        goals,
+        goals: goal_cache,
         versions: Versions::default(),
         applied: Applied::default(),
     });
@@ -69,7 +62,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
 
 struct SwarmContext {
     ctx: Arc<Context>,
-    /// Agents labelled with a swarm.
+    /// Every Agent (the shared cache); a swarm's members carry its label.
     members: Store<Guarded<Agent>>,
     goals: Store<Guarded<Goal>>,
     /// Each Swarm's version as this operator last wrote or read it.

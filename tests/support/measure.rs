@@ -38,5 +38,6 @@ pub fn sum_of(metrics: &str, metric: &str) -> f64 {
         .lines()
         .filter(|l| l.starts_with(metric))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+        // Not `sum()`: an empty f64 sum is -0.0, printed "-0".
+        .fold(0.0, |total, value| total + value)
 }

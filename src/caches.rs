@@ -1,0 +1,156 @@
+//! One watch and one cache per kind, shared by every controller that reads the kind.
+//! Agents were watched, decoded and cached three times (by the Agent, Swarm and PRWatch
+//! controllers), Swarms three times and Goals twice. Now `operator.rs` opens one watch
+//! of each, keeps one cache, and hands every event of it to each controller that
+//! subscribed (`SharedWatch::subscribe`), deletions included, which kube's own shared
+//! streams leave out (they carry only objects still in the cache) and which the
+//! related-object triggers need: a goal deleted may release the goals that depend on it.
+
+use futures::channel::mpsc;
+use futures::{Stream, StreamExt};
+use kube::runtime::reflector::{self, Lookup, Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+use tracing::warn;
+
+/// A watch, its cache and the controllers that subscribed to its events.
+pub struct SharedWatch<K>
+where
+    K: Lookup + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store: Store<K>,
+    writer: Writer<K>,
+    subscribers: Vec<mpsc::UnboundedSender<watcher::Event<K>>>,
+}
+
+/// One controller's share of a `SharedWatch`: the cache, and every event from the start.
+pub struct Subscription<K>
+where
+    K: Lookup + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    pub store: Store<K>,
+    pub events: mpsc::UnboundedReceiver<watcher::Event<K>>,
+}
+
+impl<K> Subscription<K>
+where
+    K: Lookup + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    /// The objects applied or deleted, as a controller's trigger stream takes them.
+    pub fn touched(self) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
+    where
+        K: Send,
+    {
+        self.events.map(Ok).touched_objects()
+    }
+}
+
+impl<K> Default for SharedWatch<K>
+where
+    K: Lookup + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Default,
+{
+    fn default() -> Self {
+        let (store, writer) = reflector::store();
+        SharedWatch {
+            store,
+            writer,
+            subscribers: Vec::new(),
+        }
+    }
+}
+
+impl<K> SharedWatch<K>
+where
+    K: kube::Resource + Lookup + Clone + Send + Sync + 'static,
+    <K as Lookup>::DynamicType: Eq + std::hash::Hash + Clone + Default,
+    <K as kube::Resource>::DynamicType: Eq + std::hash::Hash + Clone + Default,
+{
+    /// One more controller's share. Every subscription is taken before `run`, so each
+    /// sees the first list whole.
+    pub fn subscribe(&mut self) -> Subscription<K> {
+        let (sender, events) = mpsc::unbounded();
+        self.subscribers.push(sender);
+        Subscription {
+            store: self.store.clone(),
+            events,
+        }
+    }
+
+    /// Keeps the cache from `watch` and hands each event to every subscriber, the cache
+    /// first; ends when the watch does. A watch error is logged here (the watch retries
+    /// with backoff), for the controllers see only events.
+    pub async fn run(
+        self,
+        kind: &'static str,
+        watch: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    ) {
+        let subscribers = self.subscribers;
+        watch
+            .reflect(self.writer)
+            .for_each(|event| {
+                match event {
+                    Ok(event) => {
+                        for subscriber in &subscribers {
+                            // Fails only once that controller has stopped.
+                            let _ = subscriber.unbounded_send(event.clone());
+                        }
+                    }
+                    Err(error) => warn!(kind, %error, "watch error"),
+                }
+                futures::future::ready(())
+            })
+            .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn map(name: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("n".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn every_subscriber_sees_every_event_deletions_included_after_the_cache() {
+        use watcher::Event;
+        let mut shared = SharedWatch::<ConfigMap>::default();
+        let (first, second) = (shared.subscribe(), shared.subscribe());
+        let cache = first.store.clone();
+        let events = vec![
+            Event::Init,
+            Event::InitApply(map("a")),
+            Event::InitDone,
+            Event::Apply(map("b")),
+            Event::Delete(map("a")),
+        ];
+        shared
+            .run(
+                "ConfigMap",
+                futures::stream::iter(events.into_iter().map(Ok)),
+            )
+            .await;
+        assert_eq!(cache.state().len(), 1, "the cache holds b alone");
+        for subscription in [first, second] {
+            let touched: Vec<String> = subscription
+                .touched()
+                .map(|m| m.unwrap().metadata.name.unwrap())
+                .collect()
+                .await;
+            assert_eq!(touched, ["a", "b", "a"], "applied, applied, deleted");
+        }
+    }
+}
