@@ -11,5 +11,6 @@ pub mod pod;
 pub mod preamble;
 pub mod ps;
 pub mod types;
+pub mod wake;
 
 pub use types::*;

@@ -12,15 +12,14 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 use tracing::info;
 
-use crate::agent::candidate::{self, OverseerState, Verdict};
+use crate::agent::candidate::{self, OverseerState};
 use crate::agent::claims;
-use crate::agent::decide;
 use crate::agent::inbox::{self, SendStep};
-use crate::agent::message::{self, WakeItem};
+use crate::agent::message;
 use crate::agent::types::{
-    ActivityState, Agent, AgentPhase, AgentStatus, Delivery, InFlightDelivery, InboxMessage,
-    LastMessage, LoopStatus,
+    Agent, AgentStatus, Delivery, InFlightDelivery, InboxMessage, LastMessage, LoopStatus,
 };
+use crate::agent::wake::{activity_word, wake_batch};
 use crate::api::{self, CONTROLLER_MANAGER};
 use crate::controller::Context;
 use crate::metrics::DeliveryLabels;
@@ -284,15 +283,6 @@ pub(super) fn since_threshold(agent: &Agent, now: jiff::Timestamp) -> f64 {
         .as_secs_f64()
 }
 
-pub(super) fn activity_word(agent: &Agent) -> &'static str {
-    let exited = agent
-        .status
-        .as_ref()
-        .and_then(AgentStatus::current_activity)
-        .is_some_and(|a| a.state == ActivityState::Exited);
-    if exited { "exited" } else { "idle" }
-}
-
 /// Sends the canned nudge into the agent's own pod; true once delivered.
 pub(super) async fn nudge(
     ctx: &Context,
@@ -343,81 +333,36 @@ pub(super) async fn wake(
     let Some(overseer) = agents.get_opt(&overseer_name).await?.filter(overseer_ready) else {
         return Ok(false);
     };
-    let mut batch: Vec<Agent> = Vec::new();
-    for mut candidate in agents.list(&ListParams::default()).await? {
-        if candidate.spec.overseer.as_deref() != Some(overseer_name.as_str()) {
-            continue;
-        }
-        // Judged on its effective spec, as its own reconcile judges it.
-        if !matches!(resolve(&ac.swarms, &mut candidate), Resolved::Ready(_)) {
-            continue;
-        }
-        let status = candidate.status.clone().unwrap_or_default();
-        let verdict = candidate::candidate(&candidate::candidate_input(
-            &candidate.spec,
-            &status,
-            OverseerState::Ready,
-            now,
-        ));
-        if status.phase == Some(AgentPhase::Running) && verdict == Verdict::WakeOverseer {
-            batch.push(candidate);
-        }
-    }
-    if !batch.iter().any(|a| a.name_any() == agent.name_any()) {
+    // Judged on their effective specs, as their own reconciles judge them.
+    let oversees: Vec<Agent> = agents
+        .list(&ListParams::default())
+        .await?
+        .into_iter()
+        .filter(|a| a.spec.overseer.as_deref() == Some(overseer_name.as_str()))
+        .filter_map(|mut a| match resolve(&ac.swarms, &mut a) {
+            Resolved::Ready(_) => Some(a),
+            _ => None,
+        })
+        .collect();
+    let Some(batch) = wake_batch(
+        &namespace,
+        &overseer_name,
+        &agent.name_any(),
+        &oversees,
+        now,
+    ) else {
         return Ok(true);
-    }
-    let items: Vec<WakeItem> = batch
-        .iter()
-        .map(|a| {
-            let status = a.status.clone().unwrap_or_default();
-            let input = candidate::candidate_input(&a.spec, &status, OverseerState::Ready, now);
-            WakeItem {
-                agent: a.name_any(),
-                role: a.spec.role.clone(),
-                state: activity_word(a),
-                idle_for: input.in_state_for,
-                idle_after: input.idle_after,
-                nudges: input.nudges,
-                max_nudges: input.max_nudges,
-                attempt: status.attempt.unwrap_or(0),
-                // Named from what the operator knows, never from status text.
-                pod: status
-                    .attempt
-                    .map(|attempt| decide::pod_name(&a.name_any(), attempt))
-                    .unwrap_or_default(),
-            }
-        })
-        .collect();
-    let text = message::wake(&namespace, &items);
-    // Each member's wake is claimed before it is typed, under an id of its own: an
-    // operator that stops in between asks the overseer's shim about it, and a batch
-    // retried before it was recorded is confirmed without being typed twice.
-    let wakes: Vec<InFlightDelivery> = batch
-        .iter()
-        .map(|a| {
-            let status = a.status.clone().unwrap_or_default();
-            let input = candidate::candidate_input(&a.spec, &status, OverseerState::Ready, now);
-            InFlightDelivery {
-                kind: Delivery::Wake,
-                id: claims::delivery_id(&a.name_any(), &status, Delivery::Wake),
-                target: overseer_name.clone(),
-                reason: format!(
-                    "overseer {overseer_name} woken: {}",
-                    candidate::stop_reason(&input)
-                ),
-            }
-        })
-        .collect();
-    for (member, wake) in batch.iter().zip(&wakes) {
+    };
+    for (member, wake) in &batch.members {
         claim(agents, &member.name_any(), wake).await?;
     }
-    let ids: Vec<String> = wakes.iter().map(|w| w.id.clone()).collect();
-    let outcome = type_input(ctx, pods, &overseer, &text, &ids).await?;
+    let ids: Vec<String> = batch.members.iter().map(|(_, w)| w.id.clone()).collect();
+    let outcome = type_input(ctx, pods, &overseer, &batch.text, &ids).await?;
     if outcome.is_ok() {
-        apply_last_message(agents, &overseer_name, OPERATOR_SENDER, &text).await?;
+        apply_last_message(agents, &overseer_name, OPERATOR_SENDER, &batch.text).await?;
     }
     let mut delivered = true;
-    for (member, wake) in batch.iter().zip(&wakes) {
+    for (member, wake) in &batch.members {
         delivered &= record(ctx, agents, member, wake, &outcome, now).await?;
     }
     Ok(delivered)

@@ -1,0 +1,169 @@
+//! The overseer's wake as one pure decision: which of the agents it oversees go in the
+//! batch, the text that wakes it, and each member's claim. The shell
+//! (controller/delivery.rs) reads the agents, claims, types and records.
+
+use kube::ResourceExt;
+
+use super::candidate::{self, OverseerState, Verdict};
+use super::claims;
+use super::decide;
+use super::message::{self, WakeItem};
+use super::types::{ActivityState, Agent, AgentPhase, AgentStatus, Delivery, InFlightDelivery};
+
+/// One wake of an overseer.
+pub struct WakeBatch<'a> {
+    /// What is typed into the overseer.
+    pub text: String,
+    /// Each member, with the claim recorded on it before the text is typed.
+    pub members: Vec<(&'a Agent, InFlightDelivery)>,
+}
+
+/// `idle` or `exited`: the word the texts use for how an agent stopped.
+pub fn activity_word(agent: &Agent) -> &'static str {
+    let exited = agent
+        .status
+        .as_ref()
+        .and_then(AgentStatus::current_activity)
+        .is_some_and(|a| a.state == ActivityState::Exited);
+    if exited { "exited" } else { "idle" }
+}
+
+/// The batch that wakes `overseer` of `namespace` on behalf of `asking`: every Running
+/// agent of `agents` (on its effective spec) that names it and whose verdict is to
+/// wake it. None when `asking` is not in the batch (no longer a candidate: a batch sent
+/// meanwhile has started its cooldown).
+pub fn wake_batch<'a>(
+    namespace: &str,
+    overseer: &str,
+    asking: &str,
+    agents: &'a [Agent],
+    now: jiff::Timestamp,
+) -> Option<WakeBatch<'a>> {
+    let batch: Vec<(&Agent, AgentStatus, candidate::CandidateInput)> = agents
+        .iter()
+        .filter(|a| a.spec.overseer.as_deref() == Some(overseer))
+        .filter_map(|a| {
+            let status = a.status.clone().unwrap_or_default();
+            let input = candidate::candidate_input(&a.spec, &status, OverseerState::Ready, now);
+            let running = status.phase == Some(AgentPhase::Running);
+            (running && candidate::candidate(&input) == Verdict::WakeOverseer)
+                .then_some((a, status, input))
+        })
+        .collect();
+    if !batch.iter().any(|(a, ..)| a.name_any() == asking) {
+        return None;
+    }
+    let items: Vec<WakeItem> = batch
+        .iter()
+        .map(|(a, status, input)| WakeItem {
+            agent: a.name_any(),
+            role: a.spec.role.clone(),
+            state: activity_word(a),
+            idle_for: input.in_state_for,
+            idle_after: input.idle_after,
+            nudges: input.nudges,
+            max_nudges: input.max_nudges,
+            attempt: status.attempt.unwrap_or(0),
+            // Named from what the operator knows, never from status text.
+            pod: status
+                .attempt
+                .map(|attempt| decide::pod_name(&a.name_any(), attempt))
+                .unwrap_or_default(),
+        })
+        .collect();
+    // Each member's wake is claimed under an id of its own: an operator that stops
+    // between the claim and the record asks the overseer's shim about it, and a batch
+    // retried before it was recorded is confirmed without being typed twice.
+    let members = batch
+        .iter()
+        .map(|(a, status, input)| {
+            let claim = InFlightDelivery {
+                kind: Delivery::Wake,
+                id: claims::delivery_id(&a.name_any(), status, Delivery::Wake),
+                target: overseer.to_string(),
+                reason: format!(
+                    "overseer {overseer} woken: {}",
+                    candidate::stop_reason(input)
+                ),
+            };
+            (*a, claim)
+        })
+        .collect();
+    Some(WakeBatch {
+        text: message::wake(namespace, &items),
+        members,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    use super::*;
+    use crate::agent::types::Activity;
+
+    fn at(seconds: i64) -> jiff::Timestamp {
+        jiff::Timestamp::from_second(1_800_000_000 + seconds).unwrap()
+    }
+
+    /// An agent overseen by `overseer`, Running, `state` since `since`.
+    fn agent(name: &str, overseer: &str, state: ActivityState, since: i64) -> Agent {
+        let mut agent: Agent = serde_yaml::from_str(&format!(
+            "apiVersion: overseer.dev/v1alpha1\nkind: Agent\nmetadata: {{name: {name}, namespace: team}}\n\
+             spec: {{runtime: {{name: claude, image: example.com/claude:1}}, overseer: {overseer}, \
+             loop: {{enabled: true, idleAfter: 60s}}}}\n"
+        ))
+        .unwrap();
+        agent.status = Some(AgentStatus {
+            attempt: Some(1),
+            phase: Some(AgentPhase::Running),
+            activity: Some(Activity {
+                state,
+                since: Some(Time(at(since))),
+                last_activity_time: Some(Time(at(since))),
+                heartbeat_time: None,
+                attempt: Some(1),
+                exit_code: None,
+                summary: None,
+            }),
+            ..Default::default()
+        });
+        agent
+    }
+
+    #[test]
+    fn the_batch_holds_every_idle_agent_of_the_overseer_and_no_other() {
+        let agents = [
+            agent("a", "boss", ActivityState::Idle, 0),
+            agent("b", "boss", ActivityState::Exited, 0),
+            agent("busy", "boss", ActivityState::Working, 0),
+            agent("fresh", "boss", ActivityState::Idle, 100),
+            agent("other", "chief", ActivityState::Idle, 0),
+        ];
+        let batch = wake_batch("team", "boss", "a", &agents, at(120)).expect("a batch");
+        let names: Vec<String> = batch.members.iter().map(|(a, _)| a.name_any()).collect();
+        assert_eq!(names, ["a", "b"], "idle and exited past idleAfter, of boss");
+        for (member, claim) in &batch.members {
+            assert_eq!(claim.kind, Delivery::Wake);
+            assert_eq!(claim.target, "boss");
+            assert!(claim.id.contains(&member.name_any()), "{}", claim.id);
+        }
+        assert_ne!(
+            batch.members[0].1.id, batch.members[1].1.id,
+            "one id per member"
+        );
+        assert!(batch.text.contains("2 agent(s)"), "{}", batch.text);
+        assert!(batch.text.contains("exited"), "{}", batch.text);
+    }
+
+    #[test]
+    fn no_batch_when_the_asking_agent_is_no_longer_a_candidate() {
+        let agents = [
+            agent("a", "boss", ActivityState::Idle, 0),
+            agent("fresh", "boss", ActivityState::Idle, 100),
+        ];
+        assert!(wake_batch("team", "boss", "fresh", &agents, at(120)).is_none());
+        assert!(wake_batch("team", "boss", "gone", &agents, at(120)).is_none());
+        assert!(wake_batch("team", "chief", "a", &agents, at(120)).is_none());
+    }
+}
