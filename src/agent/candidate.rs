@@ -154,7 +154,17 @@ pub struct LoopTimes {
     pub session_timeout: Option<Duration>,
 }
 
+/// When a nudge or wake that was not delivered is tried again with `interval: off`
+/// (there is no heartbeat to wait for then).
+const DELIVERY_RETRY_WITHOUT_HEARTBEAT: Duration = Duration::from_secs(15);
+
 impl LoopTimes {
+    /// When a nudge or wake that was not delivered is tried again: at the next
+    /// heartbeat (its cooldown has not started).
+    pub fn delivery_retry(&self) -> Duration {
+        self.interval.unwrap_or(DELIVERY_RETRY_WITHOUT_HEARTBEAT)
+    }
+
     pub fn of(spec: &LoopSpec) -> LoopTimes {
         LoopTimes {
             interval: duration::heartbeat(spec.interval.get()),

@@ -20,7 +20,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{info, instrument};
 
-use super::candidate::OverseerState;
+use super::candidate::{LoopTimes, OverseerState};
 use super::decide::{self, AgentPod, PodPhase};
 use super::pod;
 use super::types::{Agent, AgentPhase, AgentStatus, Delivery};
@@ -205,104 +205,149 @@ fn overseen_by(
 
 #[instrument(skip_all, fields(agent = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
 async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Action> {
-    let ctx = &ac.ctx;
     // Decisions read the pod and swarm caches: never before their first full list,
     // or a restarted operator would take every pod for lost and every swarm for gone.
     if !listed(&ac.pods) || !listed(&ac.swarms) {
         return Ok(deferred(&ac.ctx, CONTROLLER));
     }
     let namespace = cached.namespace().unwrap_or_default();
-    let name = cached.name_any();
-    let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
+    let shell = Shell {
+        agents: Api::namespaced(ac.ctx.client.clone(), &namespace),
+        pods: Api::namespaced(ac.ctx.client.clone(), &namespace),
+        ac: &ac,
+    };
+    let Some(mut agent) = current_agent(&shell, &cached).await? else {
+        return Ok(Action::await_change());
+    };
+    let Some(observed) = observe(&shell, &mut agent).await? else {
+        return Ok(Action::await_change());
+    };
+    let plan = decide::plan(&decide::Input {
+        name: &agent.name_any(),
+        generation: agent.metadata.generation,
+        spec: &agent.spec,
+        status: agent.status.as_ref(),
+        pods: &observed.pods,
+        overseer: observed.overseer,
+        now: jiff::Timestamp::now(),
+    });
+    let Some(mut requeue) = apply(&shell, &mut agent, &observed, &plan).await? else {
+        return Ok(Action::await_change());
+    };
+    // Then what runs in a ready pod: the overseer's Role, and the inbox.
+    let pod_ready = agent.status.as_ref().is_some_and(|s| {
+        observed
+            .pods
+            .iter()
+            .any(|p| Some(p.attempt) == s.attempt && p.ready && p.phase == PodPhase::Running)
+    });
+    if pod_ready {
+        sync_role(&ac, &agent, &observed.overseen).await?;
+    }
+    let inbox = deliver_inbox(&ac, &shell.agents, &shell.pods, &mut agent, pod_ready).await?;
+    if let Some(retry) = inbox {
+        requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
+    }
+    Ok(duration::requeue(requeue))
+}
+
+/// What one reconcile acts through: the controller's context and the APIs of the
+/// agent's namespace.
+struct Shell<'a> {
+    ac: &'a AgentContext,
+    agents: Api<Agent>,
+    pods: Api<Pod>,
+}
+
+/// The agent to decide on, with any delivery a stopped operator left in flight
+/// settled first; None when it is gone or being deleted.
+async fn current_agent(shell: &Shell<'_>, cached: &Agent) -> Result<Option<Agent>> {
+    let ac = shell.ac;
+    let (namespace, name) = (cached.namespace().unwrap_or_default(), cached.name_any());
     // Status holds the claims and counts of deliveries: decide on a cached Agent only
     // when it holds this operator's last write (src/fresh.rs); one the shim or a sender
     // wrote since is read again.
-    let mut agent = if ac.versions.is_current(&*cached) {
-        (*cached).clone()
+    let agent = if ac.versions.is_current(cached) {
+        cached.clone()
     } else {
-        let Some(fresh) = read_fresh(&ac, &agents, &name).await? else {
-            return Ok(Action::await_change());
+        let Some(fresh) = read_fresh(ac, &shell.agents, &name).await? else {
+            return Ok(None);
         };
         fresh
     };
     if agent.meta().deletion_timestamp.is_some() {
         ac.versions.forget(&namespace, &name);
-        return Ok(Action::await_change());
+        return Ok(None);
     }
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    if in_flight(&agent).is_some() {
-        settle_claim(&ac, &agents, &pods, &agent).await?;
-        let Some(settled) = read_fresh(&ac, &agents, &name).await? else {
-            return Ok(Action::await_change());
-        };
-        agent = settled;
+    if in_flight(&agent).is_none() {
+        return Ok(Some(agent));
     }
-    let swarm = match resolve(&ac.swarms, &mut agent) {
+    settle_claim(ac, &shell.agents, &shell.pods, &agent).await?;
+    read_fresh(ac, &shell.agents, &name).await
+}
+
+/// What the plan reads besides the agent, from caches and indexes.
+struct Observed {
+    /// The swarm the agent belongs to, if any.
+    swarm: Option<Box<Swarm>>,
+    pods: Vec<AgentPod>,
+    /// The agents that name this one their overseer.
+    overseen: Vec<String>,
+    overseer: OverseerState,
+}
+
+/// Resolves the agent's effective spec (its swarm's defaults and role) in place and
+/// observes the rest; None when the agent cannot run, which is then reported.
+async fn observe(shell: &Shell<'_>, agent: &mut Agent) -> Result<Option<Observed>> {
+    let ac = shell.ac;
+    let swarm = match resolve(&ac.swarms, agent) {
         Resolved::Ready(swarm) => swarm,
         Resolved::Unusable { reason, message } => {
-            report_unusable(&ac, &agents, &agent, reason, &message).await?;
-            return Ok(Action::await_change());
+            report_unusable(ac, &shell.agents, agent, reason, &message).await?;
+            return Ok(None);
         }
     };
-    let observed = observe_pods(&ac, &pods, &agent).await?;
-    let overseen = overseen_by(&ac.store, &ac.overseen, &namespace, &name);
-    let overseer = overseer_state(&ac.store, &agent);
     if let Some(swarm) = &swarm {
-        sync_instructions(&ac, &agent, swarm).await?;
+        sync_instructions(ac, agent, swarm).await?;
     }
-    let plan = decide::plan(&decide::Input {
-        name: &name,
-        generation: agent.metadata.generation,
-        spec: &agent.spec,
-        status: agent.status.as_ref(),
-        pods: &observed,
-        overseer,
-        now: jiff::Timestamp::now(),
-    });
+    let namespace = agent.namespace().unwrap_or_default();
+    Ok(Some(Observed {
+        pods: observe_pods(ac, &shell.pods, agent).await?,
+        overseen: overseen_by(&ac.store, &ac.overseen, &namespace, &agent.name_any()),
+        overseer: overseer_state(&ac.store, agent),
+        swarm,
+    }))
+}
 
-    // The pod first, then the status that records its attempt: a crash in between
-    // leaves a pod that the next reconcile adopts, never a recorded attempt without
-    // one (which would pass for a lost pod), and a refused pod changes no attempt.
+/// Acts on the plan: the pod first, then the status that records its attempt, then
+/// deletions, Events and deliveries. Returns when to come back, or None when the
+/// API server refused the pod (reported; the agent waits for its next change).
+async fn apply(
+    shell: &Shell<'_>,
+    agent: &mut Agent,
+    observed: &Observed,
+    plan: &decide::Plan,
+) -> Result<Option<Option<Duration>>> {
+    let (ac, ctx) = (shell.ac, &shell.ac.ctx);
+    // A crash between the pod and the status leaves a pod that the next reconcile
+    // adopts, never a recorded attempt without one (which would pass for a lost pod),
+    // and a refused pod changes no attempt.
     for action in &plan.actions {
-        if let decide::Action::CreatePod { attempt } = action {
-            ensure_identity(&ac, &agent, &overseen).await?;
-            let shape = pod::PodShape {
-                overseer: pod::acts_as_overseer(&agent, &overseen),
-                read_only: compose::role(swarm.as_deref(), &agent.spec.role).read_only,
-                instructions_file: swarm.as_ref().map(|_| instruction_file(&agent)),
-            };
-            let pod = pod::agent_pod(&agent, *attempt, &ctx.overseer_image, shape);
-            match pods.create(&PostParams::default(), &pod).await {
-                Ok(_) => info!(pod = pod.metadata.name.as_deref(), "created agent pod"),
-                Err(kube::Error::Api(status)) if status.code == 409 => {}
-                Err(error) => {
-                    let Some(message) = crate::pods::refusal(&error) else {
-                        return Err(error.into());
-                    };
-                    report_unusable(&ac, &agents, &agent, reasons::POD_REFUSED, &message).await?;
-                    return Ok(Action::await_change());
-                }
-            }
+        if let decide::Action::CreatePod { attempt } = action
+            && !create_pod(shell, agent, observed, *attempt).await?
+        {
+            return Ok(None);
         }
     }
     if agent.status.as_ref() != Some(&plan.status) {
-        apply_status(&ac.versions, &agents, &name, &plan.status).await?;
+        apply_status(&ac.versions, &shell.agents, &agent.name_any(), &plan.status).await?;
         agent.status = Some(plan.status.clone());
     }
     let mut requeue = plan.requeue_after;
     for action in &plan.actions {
         match action {
             decide::Action::CreatePod { .. } => {}
-            decide::Action::DeletePod { name } => {
-                match pods.delete(name, &DeleteParams::default()).await {
-                    Ok(_) => {
-                        ac.deleting.deleted(&namespace, name);
-                        info!(pod = %name, "deleted agent pod");
-                    }
-                    Err(kube::Error::Api(status)) if status.code == 404 => {}
-                    Err(error) => return Err(error.into()),
-                }
-            }
+            decide::Action::DeletePod { name } => delete_pod(shell, agent, name).await?,
             decide::Action::Event {
                 warning,
                 reason,
@@ -311,35 +356,67 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Action> 
                 if *reason == reasons::STOPPED_EARLY {
                     ctx.metrics.premature_stops.inc();
                 }
-                ctx.publish_about(&agent, *warning, reason, message);
+                ctx.publish_about(agent, *warning, reason, message);
             }
             decide::Action::Deliver(kind) => {
                 let delivered = match kind {
-                    Delivery::Nudge => nudge(ctx, &agents, &pods, &agent).await?,
-                    Delivery::Wake => wake(&ac, &agents, &pods, &agent).await?,
+                    Delivery::Nudge => nudge(ctx, &shell.agents, &shell.pods, agent).await?,
+                    Delivery::Wake => wake(ac, &shell.agents, &shell.pods, agent).await?,
                 };
                 if !delivered {
                     // Retried at the next heartbeat; the cooldown has not started.
-                    let interval = super::candidate::LoopTimes::of(&agent.spec.loop_)
-                        .interval
-                        .unwrap_or(Duration::from_secs(15));
-                    requeue = Some(requeue.map_or(interval, |r| r.min(interval)));
+                    let retry = LoopTimes::of(&agent.spec.loop_).delivery_retry();
+                    requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
                 }
             }
         }
     }
-    let pod_ready = agent.status.as_ref().is_some_and(|s| {
-        observed
-            .iter()
-            .any(|p| Some(p.attempt) == s.attempt && p.ready && p.phase == PodPhase::Running)
-    });
-    if pod_ready {
-        sync_role(&ac, &agent, &overseen).await?;
+    Ok(Some(requeue))
+}
+
+/// Creates the pod of `attempt`; false when the API server refused it as built from
+/// the user's spec, which is then reported.
+async fn create_pod(
+    shell: &Shell<'_>,
+    agent: &Agent,
+    observed: &Observed,
+    attempt: i64,
+) -> Result<bool> {
+    let ac = shell.ac;
+    ensure_identity(ac, agent, &observed.overseen).await?;
+    let shape = pod::PodShape {
+        overseer: pod::acts_as_overseer(agent, &observed.overseen),
+        read_only: compose::role(observed.swarm.as_deref(), &agent.spec.role).read_only,
+        instructions_file: observed.swarm.as_ref().map(|_| instruction_file(agent)),
+    };
+    let pod = pod::agent_pod(agent, attempt, &ac.ctx.overseer_image, shape);
+    match shell.pods.create(&PostParams::default(), &pod).await {
+        Ok(_) => info!(pod = pod.metadata.name.as_deref(), "created agent pod"),
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => {
+            let Some(message) = crate::pods::refusal(&error) else {
+                return Err(error.into());
+            };
+            report_unusable(ac, &shell.agents, agent, reasons::POD_REFUSED, &message).await?;
+            return Ok(false);
+        }
     }
-    if let Some(retry) = deliver_inbox(&ac, &agents, &pods, &mut agent, pod_ready).await? {
-        requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
+    Ok(true)
+}
+
+/// Deletes pod `name`, and hides it from the next reconciles until the cache shows it
+/// going (src/fresh.rs `Deleting`).
+async fn delete_pod(shell: &Shell<'_>, agent: &Agent, name: &str) -> Result<()> {
+    match shell.pods.delete(name, &DeleteParams::default()).await {
+        Ok(_) => {
+            let namespace = agent.namespace().unwrap_or_default();
+            shell.ac.deleting.deleted(&namespace, name);
+            info!(pod = %name, "deleted agent pod");
+            Ok(())
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(error.into()),
     }
-    Ok(duration::requeue(requeue))
 }
 
 /// An agent as it can run, or why it cannot.

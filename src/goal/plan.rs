@@ -1,6 +1,7 @@
 //! The Goal's plan as one pure function: (goal, its step pods, the other goals, now)
 //! → the new status and the actions to take. The reconciler only executes it.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -340,122 +341,126 @@ impl Planner<'_> {
                 self.status.finished_at = None;
             }
             let default_role = spec.defaults.role.as_deref();
-            let role = match performer(step.role.as_deref(), &step.action, default_role) {
-                Performer::Notify => {
-                    if self.input.notified != Some(i) {
-                        self.actions.push(Action::Notify {
-                            reason: NotifyReason::Step,
-                            message: step.action.clone(),
-                            step: Some(i),
-                        });
-                        return;
-                    }
-                    let entry = &mut self.status.steps[i];
-                    entry.role = Some("notify".into());
-                    entry.fingerprint = Some(fingerprint(step));
-                    entry.started_at.get_or_insert(self.now.clone());
-                    self.complete_step(i, Some("notification sent by the operator".into()));
-                    continue;
-                }
-                Performer::Role(role) => role,
+            let next = match performer(step.role.as_deref(), &step.action, default_role) {
+                Performer::Notify => self.notify_step(i, step),
+                Performer::Role(role) => self.run_step(i, step, role),
             };
-            self.status.steps[i].role = Some(role.clone());
-            // Adopt pods that exist beyond the recorded attempts (a crash after creating one).
-            let newest_pod = self
-                .input
-                .pods
-                .iter()
-                .filter(|p| p.step == i)
-                .map(|p| p.attempt)
-                .max()
-                .unwrap_or(0);
-            let entry = &mut self.status.steps[i];
-            if newest_pod > entry.attempts {
-                entry.fingerprint = Some(fingerprint(step));
-                entry.attempts = newest_pod;
-                entry.phase = StepPhase::Running;
-                entry.pod_name = Some(pod_name(self.input.name, i, newest_pod));
-                entry.started_at.get_or_insert(self.now.clone());
+            if next.is_break() {
+                return;
             }
-            let attempt = entry.attempts;
-            let phase = entry.phase;
-            let pod = self
-                .input
-                .pods
-                .iter()
-                .find(|p| p.step == i && p.attempt == attempt);
-            match (phase, pod) {
-                (StepPhase::Running, Some(pod)) => match pod.phase {
-                    PodPhase::Succeeded => {
-                        let result = pod.message.as_deref().map(truncate_result);
-                        let finished = pod.finished_at.map(Time);
-                        self.status.steps[i].finished_at = finished;
-                        self.complete_step(i, result);
-                        continue;
+        }
+    }
+
+    /// A notify step: the operator sends it (planned first as an action, then, once
+    /// sent, recorded as done). Continue: go on with the next step.
+    fn notify_step(&mut self, i: usize, step: &Step) -> ControlFlow<()> {
+        if self.input.notified != Some(i) {
+            self.actions.push(Action::Notify {
+                reason: NotifyReason::Step,
+                message: step.action.clone(),
+                step: Some(i),
+            });
+            return ControlFlow::Break(());
+        }
+        let entry = &mut self.status.steps[i];
+        entry.role = Some("notify".into());
+        entry.fingerprint = Some(fingerprint(step));
+        entry.started_at.get_or_insert(self.now.clone());
+        self.complete_step(i, Some("notification sent by the operator".into()));
+        ControlFlow::Continue(())
+    }
+
+    /// A step run as a pod by `role`. Continue: it succeeded, go on with the next step.
+    fn run_step(&mut self, i: usize, step: &Step, role: String) -> ControlFlow<()> {
+        self.status.steps[i].role = Some(role);
+        self.adopt_newest_pod(i, step);
+        let entry = &self.status.steps[i];
+        let (attempt, phase) = (entry.attempts, entry.phase);
+        let pods = self.input.pods;
+        let pod = pods.iter().find(|p| p.step == i && p.attempt == attempt);
+        match (phase, pod) {
+            (StepPhase::Running, Some(pod)) => return self.follow_pod(i, step, pod),
+            (StepPhase::Running, None) => {
+                // Our own create is not visible yet, or the pod was lost: create it
+                // again under the same deterministic name (a twin is impossible).
+                self.start_attempt(i, attempt);
+            }
+            (StepPhase::Failed | StepPhase::TimedOut, _) => {
+                let retry_at = self.status.steps[i].next_retry_time.as_ref().map(|t| t.0);
+                match retry_at {
+                    Some(at) if self.input.now < at => {
+                        self.running(i);
+                        self.requeue_at(at);
                     }
-                    PodPhase::Failed => {
-                        let message = failure_message(pod);
-                        self.fail_step(i, StepPhase::Failed, message);
-                        return;
-                    }
-                    PodPhase::Pending | PodPhase::Running => {
-                        let timeout = self.timeout(step);
-                        let started = self.status.steps[i]
-                            .started_at
-                            .as_ref()
-                            .map(|t| t.0)
-                            .unwrap_or(self.input.now);
-                        let deadline = duration::later(started, timeout);
-                        if self.input.now >= deadline {
-                            self.actions.push(Action::DeletePod {
-                                name: pod.name.clone(),
-                            });
-                            let message = format!(
-                                "attempt {attempt} ran past its {} timeout",
-                                humanize(timeout)
-                            );
-                            self.fail_step(i, StepPhase::TimedOut, message);
-                        } else {
-                            self.running(i);
-                            self.requeue_at(deadline);
-                        }
-                        return;
-                    }
-                },
-                (StepPhase::Running, None) => {
-                    // Our own create is not visible yet, or the pod was lost: create it
-                    // again under the same deterministic name (a twin is impossible).
-                    self.start_attempt(i, attempt);
-                    return;
+                    Some(_) if self.hold_for_pause() => {}
+                    Some(_) => self.start_attempt(i, attempt.saturating_add(1)),
+                    // Out of retries; only a resume (which resets the phase) continues.
+                    None => {}
                 }
-                (StepPhase::Failed | StepPhase::TimedOut, _) => {
-                    let retry_at = self.status.steps[i].next_retry_time.as_ref().map(|t| t.0);
-                    match retry_at {
-                        Some(at) if self.input.now < at => {
-                            self.running(i);
-                            self.requeue_at(at);
-                            return;
-                        }
-                        Some(_) => {
-                            if self.hold_for_pause() {
-                                return;
-                            }
-                            self.start_attempt(i, attempt.saturating_add(1));
-                            return;
-                        }
-                        // Out of retries; only a resume (which resets the phase) continues.
-                        None => return,
-                    }
-                }
-                (StepPhase::Pending | StepPhase::Succeeded, _) => {
-                    if self.hold_for_pause() {
-                        return;
-                    }
+            }
+            (StepPhase::Pending | StepPhase::Succeeded, _) => {
+                if !self.hold_for_pause() {
                     self.start_attempt(i, attempt.saturating_add(1));
-                    return;
                 }
             }
         }
+        ControlFlow::Break(())
+    }
+
+    /// Adopts a pod beyond the recorded attempts (a crash after creating one).
+    fn adopt_newest_pod(&mut self, i: usize, step: &Step) {
+        let pods = self.input.pods;
+        let newest_pod = pods
+            .iter()
+            .filter(|p| p.step == i)
+            .map(|p| p.attempt)
+            .max()
+            .unwrap_or(0);
+        let entry = &mut self.status.steps[i];
+        if newest_pod > entry.attempts {
+            entry.fingerprint = Some(fingerprint(step));
+            entry.attempts = newest_pod;
+            entry.phase = StepPhase::Running;
+            entry.pod_name = Some(pod_name(self.input.name, i, newest_pod));
+            entry.started_at.get_or_insert(self.now.clone());
+        }
+    }
+
+    /// The running attempt's pod: succeeded (Continue), failed, timed out, or running on.
+    fn follow_pod(&mut self, i: usize, step: &Step, pod: &StepPod) -> ControlFlow<()> {
+        match pod.phase {
+            PodPhase::Succeeded => {
+                let result = pod.message.as_deref().map(truncate_result);
+                self.status.steps[i].finished_at = pod.finished_at.map(Time);
+                self.complete_step(i, result);
+                return ControlFlow::Continue(());
+            }
+            PodPhase::Failed => self.fail_step(i, StepPhase::Failed, failure_message(pod)),
+            PodPhase::Pending | PodPhase::Running => {
+                let timeout = self.timeout(step);
+                let started = self.status.steps[i]
+                    .started_at
+                    .as_ref()
+                    .map(|t| t.0)
+                    .unwrap_or(self.input.now);
+                let deadline = duration::later(started, timeout);
+                if self.input.now >= deadline {
+                    self.actions.push(Action::DeletePod {
+                        name: pod.name.clone(),
+                    });
+                    let message = format!(
+                        "attempt {} ran past its {} timeout",
+                        pod.attempt,
+                        humanize(timeout)
+                    );
+                    self.fail_step(i, StepPhase::TimedOut, message);
+                } else {
+                    self.running(i);
+                    self.requeue_at(deadline);
+                }
+            }
+        }
+        ControlFlow::Break(())
     }
 
     /// `spec.paused`: no new step starts.
