@@ -309,9 +309,8 @@ pub fn status(
     problems: &[String],
     now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 ) -> super::types::SwarmStatus {
-    use super::types::{AgentCounts, GoalCounts, MemberStatus, OverseerStatus};
-    use crate::agent::{ActivityState, AgentPhase, AgentStatus};
-    use crate::goal::GoalPhase;
+    use super::types::OverseerStatus;
+    use crate::agent::AgentStatus;
 
     let mut status = swarm.status.clone().unwrap_or_default();
     status.observed_generation = swarm.metadata.generation;
@@ -322,6 +321,33 @@ pub fn status(
         name: overseer_name.clone(),
         ready: overseer.is_some_and(ready),
     });
+    (status.agents, status.members) = member_counts(members);
+    status.goals = goal_counts(goals);
+    let mut conditions = std::mem::take(&mut status.conditions);
+    let generation = swarm.metadata.generation;
+    for (type_, ok, reason, message) in swarm_conditions(swarm, &status, problems) {
+        conditions::set(
+            &mut conditions,
+            type_,
+            ok,
+            reason,
+            &message,
+            generation,
+            now,
+        );
+    }
+    status.conditions = conditions;
+    status
+}
+
+/// The members counted by phase and activity, and listed by name (at most
+/// `MAX_MEMBERS_LISTED`).
+fn member_counts(
+    members: &[Agent],
+) -> (super::types::AgentCounts, Vec<super::types::MemberStatus>) {
+    use super::types::{AgentCounts, MemberStatus};
+    use crate::agent::{ActivityState, AgentPhase};
+
     let mut counts = AgentCounts::default();
     let mut listed = Vec::new();
     let mut sorted: Vec<&Agent> = members.iter().collect();
@@ -358,71 +384,68 @@ pub fn status(
         });
     }
     listed.truncate(MAX_MEMBERS_LISTED);
-    status.agents = counts;
-    status.members = listed;
-    let mut goal_counts = GoalCounts::default();
+    (counts, listed)
+}
+
+/// The swarm's goals counted by phase.
+fn goal_counts(goals: &[crate::goal::Goal]) -> super::types::GoalCounts {
+    use crate::goal::GoalPhase;
+
+    let mut counts = super::types::GoalCounts::default();
     for goal in goals {
-        goal_counts.total += 1;
+        counts.total += 1;
         match goal.status.as_ref().and_then(|s| s.phase) {
-            Some(GoalPhase::Waiting) => goal_counts.waiting += 1,
-            Some(GoalPhase::Running) => goal_counts.running += 1,
-            Some(GoalPhase::Paused) => goal_counts.paused += 1,
-            Some(GoalPhase::Succeeded) => goal_counts.succeeded += 1,
-            Some(GoalPhase::Failed) => goal_counts.failed += 1,
-            Some(GoalPhase::Pending) | None => goal_counts.pending += 1,
+            Some(GoalPhase::Waiting) => counts.waiting += 1,
+            Some(GoalPhase::Running) => counts.running += 1,
+            Some(GoalPhase::Paused) => counts.paused += 1,
+            Some(GoalPhase::Succeeded) => counts.succeeded += 1,
+            Some(GoalPhase::Failed) => counts.failed += 1,
+            Some(GoalPhase::Pending) | None => counts.pending += 1,
         }
     }
-    status.goals = goal_counts;
-    let generation = swarm.metadata.generation;
-    let set = |conditions: &mut Vec<_>, type_: &str, ok: bool, reason: &str, message: &str| {
-        conditions::set(conditions, type_, ok, reason, message, generation, now);
-    };
-    let mut conditions = std::mem::take(&mut status.conditions);
-    match problems.first() {
-        Some(problem) => set(
-            &mut conditions,
+    counts
+}
+
+/// The swarm's conditions (type, status, reason, message) from its counted status.
+fn swarm_conditions(
+    swarm: &Swarm,
+    status: &super::types::SwarmStatus,
+    problems: &[String],
+) -> [(&'static str, bool, &'static str, String); 2] {
+    let spec_valid = match problems.first() {
+        Some(problem) => (
             conditions::SPEC_VALID,
             false,
             reasons::INVALID_SPEC,
-            problem,
+            problem.clone(),
         ),
-        None => set(
-            &mut conditions,
+        None => (
             conditions::SPEC_VALID,
             true,
             reasons::VALID,
-            "the spec is consistent",
+            "the spec is consistent".to_string(),
         ),
-    }
+    };
     let expected = swarm.spec.agents.len() as i32 + 1;
-    if status.agents.total < expected {
+    let ready = if status.agents.total < expected {
         let message = format!("{} of {expected} agents exist", status.agents.total);
-        set(
-            &mut conditions,
-            conditions::READY,
-            false,
-            reasons::MEMBERS_MISSING,
-            &message,
-        );
+        (conditions::READY, false, reasons::MEMBERS_MISSING, message)
     } else if !status.overseer.as_ref().is_some_and(|o| o.ready) {
-        set(
-            &mut conditions,
+        (
             conditions::READY,
             false,
             reasons::OVERSEER_NOT_READY,
-            "the overseer's pod is not ready",
-        );
+            "the overseer's pod is not ready".to_string(),
+        )
     } else {
-        set(
-            &mut conditions,
+        (
             conditions::READY,
             true,
             conditions::READY,
-            "every agent exists and the overseer is ready",
-        );
-    }
-    status.conditions = conditions;
-    status
+            "every agent exists and the overseer is ready".to_string(),
+        )
+    };
+    [spec_valid, ready]
 }
 
 /// Members listed in status at most (the counts cover all of them).
