@@ -221,7 +221,6 @@ pub struct PodShape<'a> {
 /// ServiceAccount, working in `/workspace`.
 pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodShape) -> Pod {
     let spec = &agent.spec;
-    let runtime_name = spec.runtime.name.unwrap_or(RuntimeName::Custom);
     let mode = spec.runtime.mode.unwrap_or(RuntimeMode::Tui);
     let mut command = vec![
         format!("{}/overseer", pods::BIN_DIR),
@@ -229,87 +228,16 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
         "--".into(),
     ];
     command.extend(runtimes::base_command(&spec.runtime, mode));
-    let name_of = |v: serde_json::Value| v.as_str().unwrap_or_default().to_string();
-    let mut env_vars = vec![
-        env("OVERSEER_AGENT", agent.name_any()),
-        EnvVar {
-            name: "OVERSEER_NAMESPACE".into(),
-            value_from: Some(EnvVarSource {
-                field_ref: Some(ObjectFieldSelector {
-                    field_path: "metadata.namespace".into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
-        env("OVERSEER_ATTEMPT", attempt.to_string()),
-        env("OVERSEER_RUNTIME", name_of(serde_json::json!(runtime_name))),
-        env("OVERSEER_MODE", name_of(serde_json::json!(mode))),
-        env("OVERSEER_INTERVAL", spec.loop_.interval.as_str()),
-    ];
-    let prompt = match shape.overseer {
-        true => Some(preamble::overseer_prompt(spec.prompt.as_deref())),
-        false => spec.prompt.clone(),
-    };
-    if let Some(prompt) = prompt {
-        env_vars.push(env("OVERSEER_PROMPT", prompt));
-    }
     let overlay = spec.pod_template.clone().unwrap_or_default();
+    let mut env_vars = shim_env(agent, attempt, shape.overseer);
     env_vars.extend(overlay.env);
     // The template's labels first: ours win, since ownership and exec input are
     // decided by them.
     let mut pod_labels = overlay.labels;
     pod_labels.extend(labels(agent));
     pod_labels.insert(labels::ATTEMPT.into(), attempt.to_string());
-    let mut mounts = vec![pods::overseer_mount()];
-    let mut volumes = vec![pods::overseer_volume()];
-    if !overlay.volumes.iter().any(|v| v.name == WORKSPACE_VOLUME) {
-        volumes.push(Volume {
-            name: WORKSPACE_VOLUME.into(),
-            empty_dir: Some(Default::default()),
-            ..Default::default()
-        });
-    }
-    volumes.extend(overlay.volumes);
-    let mut user_mounts = vec![VolumeMount {
-        name: WORKSPACE_VOLUME.into(),
-        mount_path: WORKSPACE.into(),
-        ..Default::default()
-    }];
-    user_mounts.extend(
-        overlay
-            .volume_mounts
-            .into_iter()
-            .filter(|m| m.mount_path != WORKSPACE),
-    );
-    if shape.read_only {
-        // The platform enforces the role's boundary, not the prompt.
-        for mount in &mut user_mounts {
-            mount.read_only = Some(true);
-        }
-    }
-    mounts.extend(user_mounts);
-    if let Some(file) = shape.instructions_file {
-        volumes.push(Volume {
-            name: "instructions".into(),
-            config_map: Some(ConfigMapVolumeSource {
-                name: instructions_name(&agent.name_any()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
-        mounts.push(VolumeMount {
-            name: "instructions".into(),
-            mount_path: INSTRUCTIONS_DIR.into(),
-            read_only: Some(true),
-            ..Default::default()
-        });
-        env_vars.push(env(
-            "OVERSEER_INSTRUCTIONS",
-            format!("{INSTRUCTIONS_DIR}/{file}"),
-        ));
-    }
+    let storage = storage(agent, overlay.volumes, overlay.volume_mounts, &shape);
+    env_vars.extend(storage.env);
     let non_empty = |v: BTreeMap<String, String>| (!v.is_empty()).then_some(v);
     Pod {
         metadata: ObjectMeta {
@@ -333,17 +261,127 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
                 env: Some(env_vars),
                 env_from: non_empty_vec(overlay.env_from),
                 resources: overlay.resources,
-                volume_mounts: Some(mounts),
+                volume_mounts: Some(storage.mounts),
                 security_context: Some(pods::restricted()),
                 ..Default::default()
             }],
-            volumes: Some(volumes),
+            volumes: Some(storage.volumes),
             node_selector: non_empty(overlay.node_selector),
             tolerations: non_empty_vec(overlay.tolerations),
             image_pull_secrets: non_empty_vec(overlay.image_pull_secrets),
             ..Default::default()
         }),
         status: None,
+    }
+}
+
+/// What the shim reads from its environment: who it runs for, how, and the prompt
+/// (an overseer's starts with its standing instructions).
+fn shim_env(agent: &Agent, attempt: i64, overseer: bool) -> Vec<EnvVar> {
+    let spec = &agent.spec;
+    let runtime_name = spec.runtime.name.unwrap_or(RuntimeName::Custom);
+    let mode = spec.runtime.mode.unwrap_or(RuntimeMode::Tui);
+    let name_of = |v: serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let mut env_vars = vec![
+        env("OVERSEER_AGENT", agent.name_any()),
+        EnvVar {
+            name: "OVERSEER_NAMESPACE".into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: "metadata.namespace".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        env("OVERSEER_ATTEMPT", attempt.to_string()),
+        env("OVERSEER_RUNTIME", name_of(serde_json::json!(runtime_name))),
+        env("OVERSEER_MODE", name_of(serde_json::json!(mode))),
+        env("OVERSEER_INTERVAL", spec.loop_.interval.as_str()),
+    ];
+    let prompt = match overseer {
+        true => Some(preamble::overseer_prompt(spec.prompt.as_deref())),
+        false => spec.prompt.clone(),
+    };
+    if let Some(prompt) = prompt {
+        env_vars.push(env("OVERSEER_PROMPT", prompt));
+    }
+    env_vars
+}
+
+/// The pod's volumes and the agent container's mounts, and where its instructions are.
+struct Storage {
+    volumes: Vec<Volume>,
+    mounts: Vec<VolumeMount>,
+    /// `OVERSEER_INSTRUCTIONS`, for a swarm member.
+    env: Option<EnvVar>,
+}
+
+/// The `overseer` binary, the workspace (the template's own volume of that name, or an
+/// emptyDir), the template's volumes, and a swarm member's instructions. A read-only
+/// role mounts everything of the user's read-only.
+fn storage(
+    agent: &Agent,
+    template_volumes: Vec<Volume>,
+    template_mounts: Vec<VolumeMount>,
+    shape: &PodShape,
+) -> Storage {
+    let mut mounts = vec![pods::overseer_mount()];
+    let mut volumes = vec![pods::overseer_volume()];
+    if !template_volumes.iter().any(|v| v.name == WORKSPACE_VOLUME) {
+        volumes.push(Volume {
+            name: WORKSPACE_VOLUME.into(),
+            empty_dir: Some(Default::default()),
+            ..Default::default()
+        });
+    }
+    volumes.extend(template_volumes);
+    let mut user_mounts = vec![VolumeMount {
+        name: WORKSPACE_VOLUME.into(),
+        mount_path: WORKSPACE.into(),
+        ..Default::default()
+    }];
+    user_mounts.extend(
+        template_mounts
+            .into_iter()
+            .filter(|m| m.mount_path != WORKSPACE),
+    );
+    if shape.read_only {
+        // The platform enforces the role's boundary, not the prompt.
+        for mount in &mut user_mounts {
+            mount.read_only = Some(true);
+        }
+    }
+    mounts.extend(user_mounts);
+    let Some(file) = shape.instructions_file else {
+        return Storage {
+            volumes,
+            mounts,
+            env: None,
+        };
+    };
+    volumes.push(Volume {
+        name: "instructions".into(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: instructions_name(&agent.name_any()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    mounts.push(VolumeMount {
+        name: "instructions".into(),
+        mount_path: INSTRUCTIONS_DIR.into(),
+        read_only: Some(true),
+        ..Default::default()
+    });
+    Storage {
+        volumes,
+        mounts,
+        env: Some(env(
+            "OVERSEER_INSTRUCTIONS",
+            format!("{INSTRUCTIONS_DIR}/{file}"),
+        )),
     }
 }
 
