@@ -266,32 +266,8 @@ async fn apply(
     started: Instant,
 ) -> Result<Action> {
     let ctx = &gc.ctx;
-    let namespace = goal.namespace().unwrap_or_default();
-    let name = goal.name_any();
-    let goals_api: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    // The status and the results the next step reads are written together, before
-    // its pod: the results derive from the planned status, and writing them again
-    // after a status write that failed is harmless.
-    let status = async {
-        if goal.status.as_ref() != Some(&plan.status) {
-            let written =
-                apply_status_returning(&goals_api, &name, CONTROLLER_MANAGER, &plan.status).await?;
-            gc.versions.saw(&written);
-        }
-        Ok::<_, crate::Error>(())
-    };
-    let results = async {
-        if plan
-            .actions
-            .iter()
-            .any(|a| matches!(a, plan::Action::CreatePod { .. }))
-        {
-            apply_results(ctx, goal, &plan.status).await?;
-        }
-        Ok(())
-    };
-    futures::try_join!(status, results)?;
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &goal.namespace().unwrap_or_default());
+    write_status_and_results(gc, goal, plan).await?;
     let recorded_success =
         plan.status.completed_steps > goal.status.as_ref().map_or(0, |s| s.completed_steps);
     // Pods first: Events and notifications must not delay the next step.
@@ -343,24 +319,7 @@ async fn apply(
                 reason,
                 message,
                 pod,
-            } => {
-                let related = pod.as_ref().map(|name| ObjectReference {
-                    api_version: Some("v1".into()),
-                    kind: Some("Pod".into()),
-                    name: Some(name.clone()),
-                    namespace: Some(namespace.clone()),
-                    ..Default::default()
-                });
-                ctx.publish(&goal.object_ref(&()), *warning, reason, message, related);
-                if *reason == reasons::STEP_SUCCEEDED || *reason == reasons::STEP_FAILED {
-                    ctx.metrics
-                        .step_results
-                        .get_or_create(&crate::metrics::StepResultLabels {
-                            result: reason.to_string(),
-                        })
-                        .inc();
-                }
-            }
+            } => publish_event(ctx, goal, *warning, reason, message, pod.as_deref()),
             plan::Action::Notify {
                 reason, message, ..
             } => notify(ctx, goal, *reason, message, None).await,
@@ -368,6 +327,63 @@ async fn apply(
         }
     }
     Ok(duration::requeue(plan.requeue_after))
+}
+
+/// Writes the planned status and, when a step pod is to be created, the results it
+/// reads, together, before the pod: the results derive from the planned status, and
+/// writing them again after a status write that failed is harmless.
+async fn write_status_and_results(gc: &GoalContext, goal: &Goal, plan: &plan::Plan) -> Result<()> {
+    let goals: Api<Goal> =
+        Api::namespaced(gc.ctx.client.clone(), &goal.namespace().unwrap_or_default());
+    let status = async {
+        if goal.status.as_ref() != Some(&plan.status) {
+            let written =
+                apply_status_returning(&goals, &goal.name_any(), CONTROLLER_MANAGER, &plan.status)
+                    .await?;
+            gc.versions.saw(&written);
+        }
+        Ok::<_, crate::Error>(())
+    };
+    let results = async {
+        if plan
+            .actions
+            .iter()
+            .any(|a| matches!(a, plan::Action::CreatePod { .. }))
+        {
+            apply_results(&gc.ctx, goal, &plan.status).await?;
+        }
+        Ok(())
+    };
+    futures::try_join!(status, results)?;
+    Ok(())
+}
+
+/// Queues an Event about the goal (related to a step pod, if named), and counts step
+/// results.
+fn publish_event(
+    ctx: &Context,
+    goal: &Goal,
+    warning: bool,
+    reason: &str,
+    message: &str,
+    pod: Option<&str>,
+) {
+    let related = pod.map(|name| ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: Some(name.to_string()),
+        namespace: goal.namespace(),
+        ..Default::default()
+    });
+    ctx.publish(&goal.object_ref(&()), warning, reason, message, related);
+    if reason == reasons::STEP_SUCCEEDED || reason == reasons::STEP_FAILED {
+        ctx.metrics
+            .step_results
+            .get_or_create(&crate::metrics::StepResultLabels {
+                result: reason.to_string(),
+            })
+            .inc();
+    }
 }
 
 /// Applies the ConfigMap of the results of `status`'s completed steps, which a step pod reads.
