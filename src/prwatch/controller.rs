@@ -91,41 +91,11 @@ async fn reconcile(cached: Arc<PRWatch>, wc: Arc<WatchContext>) -> Result<Action
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let watches: Api<PRWatch> = Api::namespaced(ctx.client.clone(), &namespace);
-    // Decide on the latest status (what was reported), never on a stale cache.
-    let Some(mut watch) = watches.get_opt(&name).await? else {
+    let Some(watch) = current_watch(&ctx, &watches, &name).await? else {
         return Ok(Action::await_change());
     };
-    if watch.meta().deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
-    }
-    if let Some(claimed) = watch.status.as_ref().and_then(|s| s.wake_in_flight.clone()) {
-        deliver_claimed(&ctx, &watches, &watch, &claimed).await?;
-        let Some(settled) = watches.get_opt(&name).await? else {
-            return Ok(Action::await_change());
-        };
-        watch = settled;
-    }
-    if decide::ended(watch.status.as_ref().and_then(|s| s.phase)) {
-        return Ok(Action::await_change());
-    }
     let now = jiff::Timestamp::now();
-    let due = !watch.spec.stop && decide::poll_due(watch.status.as_ref(), now);
-    let outcome = if due {
-        Some(poll(&ctx, &watch).await)
-    } else {
-        None
-    };
-    if let Some(result) = &outcome {
-        let result = match result {
-            Ok(_) => "ok",
-            Err(PollError::RateLimited { .. }) => "rate_limited",
-            Err(PollError::Failed(_)) => "failed",
-        };
-        ctx.metrics
-            .pr_polls
-            .get_or_create(&PollLabels { result })
-            .inc();
-    }
+    let outcome = poll_if_due(&ctx, &watch, now).await;
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let agent_pod = crate::input::target_named(&agents, &pods, &watch.spec.agent).await?;
@@ -147,40 +117,117 @@ async fn reconcile(cached: Arc<PRWatch>, wc: Arc<WatchContext>) -> Result<Action
         apply_status(&watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
     }
     if let (Some(text), Some(pod)) = (plan.wake.clone(), &agent_pod) {
-        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-        // The wake's number, counted in the status written above.
-        let ids = [decide::wake_id(&name, plan.status.wakes)];
-        let delivered = crate::input::deliver(&ctx, &pods, pod, &text, &ids).await;
-        ctx.metrics.count_delivery("pr", &delivered);
-        match delivered {
-            Ok(()) => {
-                info!(agent = %watch.spec.agent, "woke the agent");
-                plan.status = decide::wake_settled(&plan.status);
-                apply_status(&watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
-                if plan.status.reported.len()
-                    > watch.status.as_ref().map_or(0, |s| s.reported.len())
-                {
-                    ctx.metrics
-                        .pr_settle_to_wake
-                        .observe(started.elapsed().as_secs_f64());
-                }
-            }
-            Err(error) => {
-                let message = format!(
-                    "the wake was not delivered to agent {} (the news is kept for the next poll): {error}",
-                    watch.spec.agent
-                );
-                // Kept first, then told: whoever reads the Event finds the news kept.
-                plan = decide::kept_for_next_poll(&input);
-                apply_status(&watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
-                ctx.publish_about(&watch, true, reasons::WAKE_FAILED, &message);
-            }
-        }
+        let wake = Wake {
+            watches: &watches,
+            pods: &pods,
+            watch: &watch,
+            pod,
+            started,
+        };
+        plan = deliver_wake(&ctx, &wake, &input, plan, &text).await?;
     }
     for event in &plan.events {
         ctx.publish_about(&watch, event.warning, event.reason, &event.message);
     }
     Ok(duration::requeue(plan.requeue_after))
+}
+
+/// The watch to decide on, read fresh (what was reported, never a stale cache), with a
+/// wake a stopped operator left claimed delivered first; None when it is gone, being
+/// deleted or ended.
+async fn current_watch(
+    ctx: &Context,
+    watches: &Api<PRWatch>,
+    name: &str,
+) -> Result<Option<PRWatch>> {
+    let Some(mut watch) = watches.get_opt(name).await? else {
+        return Ok(None);
+    };
+    if watch.meta().deletion_timestamp.is_some() {
+        return Ok(None);
+    }
+    if let Some(claimed) = watch.status.as_ref().and_then(|s| s.wake_in_flight.clone()) {
+        deliver_claimed(ctx, watches, &watch, &claimed).await?;
+        let Some(settled) = watches.get_opt(name).await? else {
+            return Ok(None);
+        };
+        watch = settled;
+    }
+    if decide::ended(watch.status.as_ref().and_then(|s| s.phase)) {
+        return Ok(None);
+    }
+    Ok(Some(watch))
+}
+
+/// Polls GitHub when the poll is due (and the watch not stopped), counted by result.
+async fn poll_if_due(
+    ctx: &Context,
+    watch: &PRWatch,
+    now: jiff::Timestamp,
+) -> Option<std::result::Result<github::Snapshot, PollError>> {
+    if watch.spec.stop || !decide::poll_due(watch.status.as_ref(), now) {
+        return None;
+    }
+    let outcome = poll(ctx, watch).await;
+    let result = match &outcome {
+        Ok(_) => "ok",
+        Err(PollError::RateLimited { .. }) => "rate_limited",
+        Err(PollError::Failed(_)) => "failed",
+    };
+    ctx.metrics
+        .pr_polls
+        .get_or_create(&PollLabels { result })
+        .inc();
+    Some(outcome)
+}
+
+/// Where a planned wake goes, and when the reconcile that plans it started.
+struct Wake<'a> {
+    watches: &'a Api<PRWatch>,
+    pods: &'a Api<Pod>,
+    watch: &'a PRWatch,
+    /// The agent's ready pod, by name.
+    pod: &'a str,
+    started: Instant,
+}
+
+/// Types the planned wake `text` into the agent's pod under the wake's number (counted
+/// in the status already written) and settles it; one not delivered keeps the news for
+/// the next poll, then says so. Returns the plan as settled.
+async fn deliver_wake(
+    ctx: &Context,
+    wake: &Wake<'_>,
+    input: &decide::Input<'_>,
+    mut plan: decide::Plan,
+    text: &str,
+) -> Result<decide::Plan> {
+    let (watch, name) = (wake.watch, wake.watch.name_any());
+    let ids = [decide::wake_id(&name, plan.status.wakes)];
+    let delivered = crate::input::deliver(ctx, wake.pods, wake.pod, text, &ids).await;
+    ctx.metrics.count_delivery("pr", &delivered);
+    match delivered {
+        Ok(()) => {
+            info!(agent = %watch.spec.agent, "woke the agent");
+            plan.status = decide::wake_settled(&plan.status);
+            apply_status(wake.watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
+            if plan.status.reported.len() > watch.status.as_ref().map_or(0, |s| s.reported.len()) {
+                ctx.metrics
+                    .pr_settle_to_wake
+                    .observe(wake.started.elapsed().as_secs_f64());
+            }
+        }
+        Err(error) => {
+            let message = format!(
+                "the wake was not delivered to agent {} (the news is kept for the next poll): {error}",
+                watch.spec.agent
+            );
+            // Kept first, then told: whoever reads the Event finds the news kept.
+            plan = decide::kept_for_next_poll(input);
+            apply_status(wake.watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
+            ctx.publish_about(watch, true, reasons::WAKE_FAILED, &message);
+        }
+    }
+    Ok(plan)
 }
 
 /// Delivers the wake that an operator claimed in status and stopped before it knew the
