@@ -56,6 +56,32 @@ impl Fixture {
         .await
     }
 
+    /// Starts watching goal `name` now and returns the first status `check` accepts,
+    /// however briefly it held: a state that lasts a second (a retry's backoff) can fall
+    /// between two polls of `status_where` on a loaded machine.
+    fn first_status_where(
+        &self,
+        name: &str,
+        what: &str,
+        check: impl Fn(&GoalStatus) -> bool + Send + 'static,
+    ) -> tokio::task::JoinHandle<GoalStatus> {
+        use futures::StreamExt;
+        use kube::runtime::{WatchStreamExt, watcher};
+        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let statuses = watcher(self.goals.clone(), config)
+            .applied_objects()
+            .filter_map(|goal| async move { goal.ok()?.status })
+            .filter(move |status| std::future::ready(check(status)));
+        let what = format!("goal {name}: {what}");
+        tokio::spawn(async move {
+            let mut statuses = Box::pin(statuses);
+            match tokio::time::timeout(WAIT, statuses.next()).await {
+                Ok(Some(status)) => status,
+                _ => panic!("timed out after {WAIT:?} watching for {what}"),
+            }
+        })
+    }
+
     async fn running_pod(&self, name: &str) -> Pod {
         wait_in(&self.ns, &format!("pod {name} Running"), WAIT, || async {
             let pod = self.pods.get_opt(name).await.ok()??;
@@ -204,12 +230,11 @@ async fn a_step_fails_twice_then_succeeds_with_backoff() {
         json!({"defaults": defaults, "steps": steps(&["flaky"])}),
     )
     .await;
+    let failure = f.first_status_where("retry", "first failure recorded", |s| {
+        s.steps[0].next_retry_time.is_some()
+    });
     f.finish("retry-s0-a1", "Failed", "boom").await;
-    let failed = f
-        .status_where("retry", "first failure recorded", |s| {
-            s.steps[0].next_retry_time.is_some()
-        })
-        .await;
+    let failed = failure.await.expect("the watch for the first failure");
     let first = &failed.steps[0];
     let backoff = first
         .next_retry_time
