@@ -31,7 +31,7 @@ use overseer::agent::{Agent, AgentPhase};
 use overseer::goal::{Goal, GoalPhase};
 use serde_json::json;
 use support::cluster::{Operator, TestNamespace, client, setup};
-use support::measure::{cpu_seconds, cpu_seconds_of, rss_mib, sum_of};
+use support::measure::{cpu_seconds, cpu_seconds_of, create_goals, rss_mib, sum_of};
 use tokio::sync::Semaphore;
 
 /// Writes in flight at once, as the shims of many pods would send them.
@@ -142,26 +142,7 @@ async fn create_agents(api: &Api<Agent>, agents: usize) {
 /// keeps a step pod Running).
 async fn start_goals(api: &Api<Goal>, goals: usize) {
     let started = Instant::now();
-    futures::stream::iter(0..goals)
-        .for_each_concurrent(32, |i| {
-            let api = api.clone();
-            let steps: Vec<_> = (0..3)
-                .map(|s| json!({"name": format!("s{s}"), "action": "Implement it"}))
-                .collect();
-            let goal: Goal = serde_json::from_value(json!({
-                "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
-                "metadata": {"name": format!("g{i}")},
-                "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}},
-                         "steps": steps}
-            }))
-            .unwrap();
-            async move {
-                api.create(&PostParams::default(), &goal)
-                    .await
-                    .expect("create goal");
-            }
-        })
-        .await;
+    create_goals(api, "g", goals, 3).await;
     loop {
         let list = api.list(&ListParams::default()).await.expect("list goals");
         let running = list

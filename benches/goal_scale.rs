@@ -23,7 +23,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use overseer::goal::Goal;
 use serde_json::json;
 use support::cluster::{Operator, TestNamespace, setup};
-use support::measure::{cpu_seconds, sum_of};
+use support::measure::{cpu_seconds, create_goals, sum_of};
 use tokio::sync::Semaphore;
 
 const STEPS: usize = 3;
@@ -209,26 +209,7 @@ async fn run_operator(ns: &TestNamespace, goals: usize) -> (Measured, Option<Str
     let operator = Operator::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let kubelet = tokio::spawn(play_kubelet(ns.api(), goals));
     let api: Api<Goal> = ns.api();
-    let steps: Vec<_> = (0..STEPS)
-        .map(|i| json!({"name": format!("s{i}"), "action": "Implement it"}))
-        .collect();
-    futures::stream::iter(0..goals)
-        .for_each_concurrent(32, |g| {
-            let api = api.clone();
-            let goal: Goal = serde_json::from_value(json!({
-                "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
-                "metadata": {"name": format!("c{g}")},
-                "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}},
-                         "steps": steps}
-            }))
-            .unwrap();
-            async move {
-                api.create(&PostParams::default(), &goal)
-                    .await
-                    .expect("create goal");
-            }
-        })
-        .await;
+    create_goals(&api, "c", goals, STEPS).await;
     let started = Instant::now();
     let cpu_before = cpu_seconds(operator.child.id());
     let measured = kubelet.await.unwrap();

@@ -110,11 +110,11 @@ impl Applied {
     }
 }
 
-/// How long a created child is awaited in the cache. Past it the owner decides without
-/// it again: a child created and deleted before a relist never shows in the cache, and
-/// its owner would otherwise wait for it for good. A child still on its way then is
-/// created again and refused as existing, which is harmless.
-pub const CREATING_AWAITED: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long a child created (or deleted) is awaited in the cache. Past it the owner
+/// decides without it again: a child created and deleted before a relist never shows
+/// in the cache, and its owner would otherwise wait for it for good. A child still on
+/// its way then is created again and refused as existing, which is harmless.
+pub const CACHE_LAG_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The child each owner (by namespace and name) last created that its cache has not
 /// shown yet, with what the owner should take it for meanwhile.
@@ -166,18 +166,18 @@ impl<T: Clone> Creating<T> {
     }
 
     /// The child `owner` is creating, by name, as it should be taken meanwhile: None
-    /// when there is none, or it has been awaited for `CREATING_AWAITED`.
+    /// when there is none, or it has been awaited for `CACHE_LAG_LIMIT`.
     pub fn awaited(&self, namespace: &str, owner: &str) -> Option<(String, T)> {
         let creating = self.0.lock().unwrap_or_else(|p| p.into_inner());
         creating
             .get(&(namespace.to_string(), owner.to_string()))
-            .filter(|(.., since)| since.elapsed() < CREATING_AWAITED)
+            .filter(|(.., since)| since.elapsed() < CACHE_LAG_LIMIT)
             .map(|(name, pending, _)| (name.clone(), pending.clone()))
     }
 }
 
 /// Children this operator deleted (by namespace and name) that its cache may still
-/// show as they were, for at most `CREATING_AWAITED`. A reconcile run before the
+/// show as they were, for at most `CACHE_LAG_LIMIT`. A reconcile run before the
 /// cache shows the deletion must not take such a child for alive: an agent whose
 /// stalled pod was just deleted was found stalled again on it and counted twice.
 #[derive(Default)]
@@ -194,14 +194,14 @@ impl Deleting {
     }
 
     /// Whether `cached`, as the cache shows it, is a child deleted since: true while
-    /// the cache shows it without its deletion, for at most `CREATING_AWAITED`.
+    /// the cache shows it without its deletion, for at most `CACHE_LAG_LIMIT`.
     pub fn hides<K: Resource>(&self, cached: &K) -> bool {
         let mut deleting = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let key = key(cached);
         let Some(since) = deleting.get(&key) else {
             return false;
         };
-        if cached.meta().deletion_timestamp.is_some() || since.elapsed() >= CREATING_AWAITED {
+        if cached.meta().deletion_timestamp.is_some() || since.elapsed() >= CACHE_LAG_LIMIT {
             deleting.remove(&key);
             return false;
         }

@@ -41,3 +41,33 @@ pub fn sum_of(metrics: &str, metric: &str) -> f64 {
         // Not `sum()`: an empty f64 sum is -0.0, printed "-0".
         .fold(0.0, |total, value| total + value)
 }
+
+/// Creates `goals` Goals named `{prefix}{i}` of `steps` steps each (codex, a fake
+/// image), 32 at a time, as the scale benchmarks start them.
+pub async fn create_goals(
+    api: &kube::Api<overseer::goal::Goal>,
+    prefix: &str,
+    goals: usize,
+    steps: usize,
+) {
+    use futures::StreamExt;
+    let steps: Vec<_> = (0..steps)
+        .map(|s| serde_json::json!({"name": format!("s{s}"), "action": "Implement it"}))
+        .collect();
+    futures::stream::iter(0..goals)
+        .for_each_concurrent(32, |i| {
+            let goal: overseer::goal::Goal = serde_json::from_value(serde_json::json!({
+                "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
+                "metadata": {"name": format!("{prefix}{i}")},
+                "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}},
+                         "steps": steps}
+            }))
+            .unwrap();
+            async move {
+                api.create(&kube::api::PostParams::default(), &goal)
+                    .await
+                    .expect("create goal");
+            }
+        })
+        .await;
+}
