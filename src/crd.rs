@@ -9,7 +9,8 @@ use crate::{Result, agent::Agent, goal::Goal, prwatch::PRWatch, swarm::Swarm};
 pub fn all() -> Vec<CustomResourceDefinition> {
     vec![Agent::crd(), Goal::crd(), PRWatch::crd(), Swarm::crd()]
         .into_iter()
-        .map(bound_timestamps)
+        .map(|crd| rewrite_schema(crd, bound_timestamps))
+        .map(|crd| rewrite_schema(crd, brief_embedded_types))
         .collect()
 }
 
@@ -19,30 +20,71 @@ pub fn all() -> Vec<CustomResourceDefinition> {
 /// list and watch of the kind fail to deserialise, stalling the controller for all.
 pub const TIMESTAMP_PATTERN: &str = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$";
 
-fn bound_timestamps(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
-    fn walk(schema: &mut serde_json::Value) {
+fn bound_timestamps(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if map.get("format").and_then(|f| f.as_str()) == Some("date-time")
+                && !map.contains_key("pattern")
+            {
+                map.insert("pattern".into(), TIMESTAMP_PATTERN.into());
+            }
+            map.values_mut().for_each(bound_timestamps);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(bound_timestamps),
+        _ => {}
+    }
+}
+
+/// Kubernetes' own types (volumes, env, affinity, ...) without their upstream
+/// descriptions, which `kubectl explain pod.spec` already gives: with them, the pod
+/// template's six places in the Swarm and Goal schemas made CRDs of several hundred
+/// KiB, past what `kubectl apply` can keep in its last-applied annotation (256 KiB).
+/// The field's own description (ours) stays.
+fn brief_embedded_types(schema: &mut serde_json::Value) {
+    fn strip(schema: &mut serde_json::Value) {
         match schema {
             serde_json::Value::Object(map) => {
-                if map.get("format").and_then(|f| f.as_str()) == Some("date-time")
-                    && !map.contains_key("pattern")
-                {
-                    map.insert("pattern".into(), TIMESTAMP_PATTERN.into());
-                }
-                map.values_mut().for_each(walk);
+                map.remove("description");
+                map.values_mut().for_each(strip);
             }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
             _ => {}
         }
     }
+    match schema {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::Object(properties)) = map.get_mut("properties") {
+                for (name, field) in properties.iter_mut() {
+                    if !EMBEDDED_KUBERNETES_FIELDS.contains(&name.as_str()) {
+                        continue;
+                    }
+                    let own = field.get("description").cloned();
+                    strip(field);
+                    if let (Some(own), Some(field)) = (own, field.as_object_mut()) {
+                        field.insert("description".into(), own);
+                    }
+                }
+            }
+            map.values_mut().for_each(brief_embedded_types);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(brief_embedded_types),
+        _ => {}
+    }
+}
+
+fn rewrite_schema(
+    mut crd: CustomResourceDefinition,
+    rewrite: fn(&mut serde_json::Value),
+) -> CustomResourceDefinition {
     for version in &mut crd.spec.versions {
         let Some(schema) = version.schema.as_mut() else {
             continue;
         };
         let mut value =
             serde_json::to_value(&schema.open_api_v3_schema).expect("a schema serialises to JSON");
-        walk(&mut value);
+        rewrite(&mut value);
         schema.open_api_v3_schema =
-            serde_json::from_value(value).expect("a schema with patterns is still a schema");
+            serde_json::from_value(value).expect("a rewritten schema is still a schema");
     }
     crd
 }
@@ -94,6 +136,7 @@ const EMBEDDED_KUBERNETES_FIELDS: &[&str] = &[
     "volumes",
     "volumeMounts",
     "tolerations",
+    "affinity",
     "imagePullSecrets",
     "conditions",
 ];

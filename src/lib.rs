@@ -31,6 +31,7 @@ pub mod shim;
 pub mod step;
 pub mod swarm;
 pub mod telemetry;
+pub mod template;
 pub mod timeouts;
 pub mod writes;
 

@@ -228,23 +228,17 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
         "--".into(),
     ];
     command.extend(runtimes::base_command(&spec.runtime, mode));
-    let overlay = spec.pod_template.clone().unwrap_or_default();
+    let template = spec.pod_template.clone().unwrap_or_default();
     let mut env_vars = shim_env(agent, attempt, shape.overseer);
-    env_vars.extend(overlay.env);
-    // The template's labels first: ours win, since ownership and exec input are
-    // decided by them.
-    let mut pod_labels = overlay.labels;
-    pod_labels.extend(labels(agent));
+    let mut pod_labels = labels(agent);
     pod_labels.insert(labels::ATTEMPT.into(), attempt.to_string());
-    let storage = storage(agent, overlay.volumes, overlay.volume_mounts, &shape);
+    let storage = storage(agent, &template.volumes, &shape);
     env_vars.extend(storage.env);
-    let non_empty = |v: BTreeMap<String, String>| (!v.is_empty()).then_some(v);
-    Pod {
+    let mut pod = Pod {
         metadata: ObjectMeta {
             name: Some(pod_name(&agent.name_any(), attempt)),
             namespace: agent.namespace(),
             labels: Some(pod_labels),
-            annotations: non_empty(overlay.annotations),
             owner_references: agent.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()
         },
@@ -259,19 +253,34 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
                 command: Some(command),
                 working_dir: Some(WORKSPACE.into()),
                 env: Some(env_vars),
-                env_from: non_empty_vec(overlay.env_from),
-                resources: overlay.resources,
                 volume_mounts: Some(storage.mounts),
                 security_context: Some(pods::restricted()),
                 ..Default::default()
             }],
             volumes: Some(storage.volumes),
-            node_selector: non_empty(overlay.node_selector),
-            tolerations: non_empty_vec(overlay.tolerations),
-            image_pull_secrets: non_empty_vec(overlay.image_pull_secrets),
             ..Default::default()
         }),
         status: None,
+    };
+    template.dress(&mut pod);
+    if shape.read_only {
+        read_only_mounts(&mut pod);
+    }
+    pod
+}
+
+/// A read-only role mounts everything of the user's read-only: the platform enforces
+/// the role's boundary, not the prompt. Only the shim's own directory stays writable.
+fn read_only_mounts(pod: &mut Pod) {
+    let mounts = pod
+        .spec
+        .iter_mut()
+        .flat_map(|s| s.containers.iter_mut())
+        .flat_map(|c| c.volume_mounts.iter_mut().flatten());
+    for mount in mounts {
+        if mount.name != pods::overseer_mount().name {
+            mount.read_only = Some(true);
+        }
     }
 }
 
@@ -319,15 +328,17 @@ struct Storage {
 }
 
 /// The `overseer` binary, the workspace (the template's own volume of that name, or an
-/// emptyDir), the template's volumes, and a swarm member's instructions. A read-only
-/// role mounts everything of the user's read-only.
-fn storage(
-    agent: &Agent,
-    template_volumes: Vec<Volume>,
-    template_mounts: Vec<VolumeMount>,
-    shape: &PodShape,
-) -> Storage {
-    let mut mounts = vec![pods::overseer_mount()];
+/// emptyDir) and a swarm member's instructions; the template's other volumes and
+/// mounts are added when the pod is dressed.
+fn storage(agent: &Agent, template_volumes: &[Volume], shape: &PodShape) -> Storage {
+    let mut mounts = vec![
+        pods::overseer_mount(),
+        VolumeMount {
+            name: WORKSPACE_VOLUME.into(),
+            mount_path: WORKSPACE.into(),
+            ..Default::default()
+        },
+    ];
     let mut volumes = vec![pods::overseer_volume()];
     if !template_volumes.iter().any(|v| v.name == WORKSPACE_VOLUME) {
         volumes.push(Volume {
@@ -336,24 +347,6 @@ fn storage(
             ..Default::default()
         });
     }
-    volumes.extend(template_volumes);
-    let mut user_mounts = vec![VolumeMount {
-        name: WORKSPACE_VOLUME.into(),
-        mount_path: WORKSPACE.into(),
-        ..Default::default()
-    }];
-    user_mounts.extend(
-        template_mounts
-            .into_iter()
-            .filter(|m| m.mount_path != WORKSPACE),
-    );
-    if shape.read_only {
-        // The platform enforces the role's boundary, not the prompt.
-        for mount in &mut user_mounts {
-            mount.read_only = Some(true);
-        }
-    }
-    mounts.extend(user_mounts);
     let Some(file) = shape.instructions_file else {
         return Storage {
             volumes,
@@ -383,10 +376,6 @@ fn storage(
             format!("{INSTRUCTIONS_DIR}/{file}"),
         )),
     }
-}
-
-fn non_empty_vec<T>(items: Vec<T>) -> Option<Vec<T>> {
-    (!items.is_empty()).then_some(items)
 }
 
 #[cfg(test)]

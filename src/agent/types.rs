@@ -1,11 +1,6 @@
 //! The `Agent` kind: one long-running agent pod, optionally in the loop.
 
-use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{
-    EnvFromSource, EnvVar, LocalObjectReference, ResourceRequirements, Toleration, Volume,
-    VolumeMount,
-};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
@@ -16,6 +11,7 @@ use crate::api::{
     role_schema,
 };
 use crate::conditions;
+use crate::template::PodTemplate;
 use crate::duration::{self, DurationOrOff, SpecDuration};
 
 /// An agent CLI running in a pod; in the loop it must keep working until it
@@ -66,9 +62,9 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 65536))]
     pub prompt: Option<String>,
-    /// Additions merged into the generated pod.
+    /// Settings merged into the generated pod (over its swarm's defaults and role).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pod_template: Option<PodOverlay>,
+    pub pod_template: Option<PodTemplate>,
     /// The loop: keep the agent working until it declares done or blocked.
     #[serde(default, rename = "loop")]
     pub loop_: LoopSpec,
@@ -83,42 +79,6 @@ pub struct AgentSpec {
 
 pub fn default_role() -> String {
     "builder".into()
-}
-
-/// Additions merged into a generated pod (agent or step pod).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PodOverlay {
-    /// Labels added to the pod.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    /// Annotations added to the pod.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
-    /// Environment variables added to the agent container.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<EnvVar>,
-    /// Sources of environment variables for the agent container.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub env_from: Vec<EnvFromSource>,
-    /// Compute resources of the agent container.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources: Option<ResourceRequirements>,
-    /// Volumes added to the pod.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub volumes: Vec<Volume>,
-    /// Volume mounts added to the agent container.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub volume_mounts: Vec<VolumeMount>,
-    /// Node selector of the pod.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub node_selector: BTreeMap<String, String>,
-    /// Tolerations of the pod.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tolerations: Vec<Toleration>,
-    /// Secrets for pulling the images.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub image_pull_secrets: Vec<LocalObjectReference>,
 }
 
 /// Loop settings: when an agent counts as stopped too early and what is done about it.

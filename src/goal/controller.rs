@@ -286,7 +286,7 @@ async fn apply(
                 role,
                 runtime,
                 timeout,
-                resources,
+                template,
             } => {
                 let params = StepPodParams {
                     goal,
@@ -295,7 +295,7 @@ async fn apply(
                     role,
                     runtime,
                     timeout: *timeout,
-                    resources: resources.clone(),
+                    template: template.clone(),
                     overseer_image: &ctx.overseer_image,
                 };
                 if !create_step_pod(gc, goal, &plan.status, &params).await? {

@@ -13,6 +13,7 @@ use super::roles::{Performer, performer};
 use super::types::*;
 use crate::api::RuntimeSpec;
 use crate::reasons;
+use crate::template::PodTemplate;
 use crate::{conditions, duration};
 
 mod attempts;
@@ -82,9 +83,9 @@ pub enum Action {
         role: String,
         runtime: RuntimeSpec,
         timeout: Duration,
-        /// The resources of the swarm's role of that name, if any.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+        /// The step's pod settings: its swarm's defaults and role, the goal's, its own.
+        #[serde(skip_serializing_if = "PodTemplate::is_empty")]
+        template: PodTemplate,
     },
     /// Stop a pod that ran past its deadline.
     DeletePod { name: String },
@@ -523,6 +524,17 @@ impl Planner<'_> {
             .flatten()
             .fold(step.runtime.clone().unwrap_or_default(), |r, f| r.or(&f));
         runtime.image.is_some().then_some(runtime)
+    }
+
+    /// The step's pod settings: the swarm's defaults, its swarm role's, the goal's,
+    /// then its own.
+    fn pod_template(&self, step: &Step, role: &str) -> PodTemplate {
+        PodTemplate::layered([
+            self.input.swarm.and_then(|s| s.defaults.pod_template.as_ref()),
+            self.swarm_role(role).and_then(|r| r.pod_template.as_ref()),
+            self.input.spec.pod_template.as_ref(),
+            step.pod_template.as_ref(),
+        ])
     }
 
     fn timeout(&self, step: &Step) -> Duration {

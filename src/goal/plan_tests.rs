@@ -459,7 +459,7 @@ defaults: {runtime: {name: claude, image: example.com/claude:1}}
 roles:
   reviewer:
     runtime: {name: codex, image: example.com/codex:2}
-    resources: {limits: {memory: 1Gi}}
+    podTemplate: {resources: {limits: {memory: 1Gi}}}
 "#,
         )
         .unwrap(),
@@ -468,7 +468,7 @@ roles:
     let Some(Action::CreatePod {
         role,
         runtime,
-        resources,
+        template,
         ..
     }) = plan
         .actions
@@ -483,7 +483,8 @@ roles:
         Some("example.com/codex:2"),
         "the role's template"
     );
-    let memory = resources
+    let memory = template
+        .resources
         .clone()
         .and_then(|r| r.limits)
         .and_then(|l| l.get("memory").cloned());
@@ -503,7 +504,7 @@ roles:
     });
     let next = later.plan();
     let Some(Action::CreatePod {
-        runtime, resources, ..
+        runtime, template, ..
     }) = next
         .actions
         .iter()
@@ -512,7 +513,7 @@ roles:
         panic!("no second pod: {:?}", next.actions);
     };
     assert_eq!(runtime.image.as_deref(), Some("example.com/claude:1"));
-    assert!(resources.is_none());
+    assert!(template.is_empty());
 }
 
 fn summary(name: &str, phase: Option<GoalPhase>, depends_on: &[&str]) -> GoalSummary {

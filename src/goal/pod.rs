@@ -12,6 +12,7 @@ use kube::api::ObjectMeta;
 use super::types::{Goal, GoalStatus, StepPhase};
 use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
 use crate::labels;
+use crate::template::PodTemplate;
 use crate::{pods, runtimes};
 
 /// Where the init container puts the `overseer` binary.
@@ -26,8 +27,8 @@ pub struct StepPodParams<'a> {
     pub role: &'a str,
     pub runtime: &'a RuntimeSpec,
     pub timeout: Duration,
-    /// The resources of the step's role in its swarm.
-    pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    /// The step's pod settings, merged.
+    pub template: PodTemplate,
     /// Image holding the `overseer` binary (the operator's own).
     pub overseer_image: &'a str,
 }
@@ -78,7 +79,7 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
         read_only: Some(true),
         ..Default::default()
     };
-    Pod {
+    let mut pod = Pod {
         metadata: ObjectMeta {
             name: Some(super::plan::pod_name(&goal_name, p.step, p.attempt)),
             namespace: p.goal.metadata.namespace.clone(),
@@ -98,7 +99,6 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
                 command: Some(command),
                 env: Some(env),
                 volume_mounts: Some(vec![bin_mount, results_mount]),
-                resources: p.resources.clone(),
                 security_context: Some(pods::restricted()),
                 termination_message_policy: Some("File".into()),
                 ..Default::default()
@@ -117,7 +117,9 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
             ..Default::default()
         }),
         status: None,
-    }
+    };
+    p.template.clone().dress(&mut pod);
+    pod
 }
 
 /// The results of the completed steps, as the file a step pod reads.

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::{RuntimeSpec, SecretKeyRef, duration_schema, object_name_schema, role_schema};
 use crate::duration::{self, SpecDuration};
+use crate::template::PodTemplate;
 
 /// An ordered list of steps; each step runs as a pod and is checkpointed in status.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -61,6 +62,9 @@ pub struct GoalSpec {
     /// Webhook told about completion and pauses; a failed send is an Event only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<Notify>,
+    /// Pod settings of every step, over its swarm's defaults and role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
 }
 
 /// One step of a goal.
@@ -88,6 +92,9 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 100))]
     pub max_retries: Option<i32>,
+    /// Pod settings of this step, over the goal's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
 }
 
 /// Defaults for the steps of a goal.

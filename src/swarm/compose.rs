@@ -5,17 +5,17 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::ResourceRequirements;
 use kube::Resource;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
 use super::types::{Swarm, SwarmRole};
-use crate::agent::{Agent, AgentSpec, LoopSpec, PodOverlay};
+use crate::agent::{Agent, AgentSpec, LoopSpec};
 use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
 use crate::conditions;
 use crate::labels;
 use crate::reasons;
+use crate::template::PodTemplate;
 
 /// Name of a swarm's overseer Agent: `<swarm>-overseer`.
 pub const OVERSEER_MEMBER: &str = "overseer";
@@ -78,7 +78,7 @@ pub struct ResolvedRole {
     pub read_only: bool,
     /// The profile text (a named profile of the swarm, else the built-in one).
     pub profile: Option<String>,
-    pub resources: Option<ResourceRequirements>,
+    pub pod_template: Option<PodTemplate>,
 }
 
 /// What is wrong with a swarm's spec, in words naming the field.
@@ -111,7 +111,7 @@ pub fn role(swarm: Option<&Swarm>, name: &str) -> ResolvedRole {
             r.read_only || builtin.is_some_and(|b| b.read_only)
         }),
         profile: named_profile.or_else(|| builtin.map(|b| b.profile.to_string())),
-        resources: own.and_then(|r| r.resources.clone()),
+        pod_template: own.and_then(|r| r.pod_template.clone()),
     }
 }
 
@@ -139,12 +139,12 @@ pub fn effective_spec(spec: &AgentSpec, swarm: Option<&Swarm>, member: bool) -> 
     {
         effective.loop_ = swarm_loop.clone();
     }
-    if let Some(resources) = role.resources {
-        let overlay = effective
-            .pod_template
-            .get_or_insert_with(PodOverlay::default);
-        overlay.resources.get_or_insert(resources);
-    }
+    let template = PodTemplate::layered([
+        defaults.pod_template.as_ref(),
+        role.pod_template.as_ref(),
+        spec.pod_template.as_ref(),
+    ]);
+    effective.pod_template = (!template.is_empty()).then_some(template);
     effective
 }
 
@@ -267,6 +267,7 @@ pub fn desired_agents(swarm: &Swarm) -> Vec<DesiredAgent> {
     for member in &swarm.spec.agents {
         let mut spec = base_spec(&name, &member.role);
         spec.prompt = member.prompt.clone();
+        spec.pod_template = member.pod_template.clone();
         spec.overseer = Some(overseer_name.clone());
         let member_loop = member.loop_.as_ref().or(swarm.spec.defaults.loop_.as_ref());
         if let Some(member_loop) = member_loop {

@@ -14,7 +14,7 @@ spec:
     scout: {profile: research}
     builder:
       runtime: {name: codex, image: example.com/codex:2}
-      resources: {limits: {memory: 4Gi}}
+      podTemplate: {resources: {limits: {memory: 4Gi}}}
     tester: {readOnly: true}
   prompts:
     base: Work only inside the billing service.

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
@@ -10,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent::LoopSpec;
 use crate::api::{RuntimeSpec, object_name_schema, role_schema};
+use crate::template::PodTemplate;
 
 /// A group of agents with roles and an overseer, isolated from other swarms.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -80,6 +80,10 @@ pub struct SwarmDefaults {
     /// Loop settings of members that set none.
     #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
     pub loop_: Option<LoopSpec>,
+    /// Pod settings of every member and of the steps of the swarm's goals; roles and
+    /// members layer over them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
 }
 
 /// Settings of one role.
@@ -94,8 +98,9 @@ pub struct SwarmRole {
     /// Name of the prompt profile (in `prompts.profiles`) for this role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// Pod settings of the role's agents and steps, over the swarm's defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources: Option<ResourceRequirements>,
+    pub pod_template: Option<PodTemplate>,
 }
 
 /// Prompt layers of a swarm.
@@ -145,6 +150,9 @@ pub struct SwarmMember {
     pub prompt: Option<String>,
     #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
     pub loop_: Option<LoopSpec>,
+    /// Pod settings of this member, over its role's and the swarm's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
 }
 
 /// Observed state of a Swarm.

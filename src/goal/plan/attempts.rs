@@ -33,7 +33,7 @@ impl Planner<'_> {
             return;
         };
         let timeout = self.timeout(step);
-        let resources = self.swarm_role(&role).and_then(|r| r.resources.clone());
+        let template = self.pod_template(step, &role);
         let entry = &mut self.status.steps[i];
         let new_attempt = entry.attempts < attempt;
         entry.attempts = attempt;
@@ -52,7 +52,7 @@ impl Planner<'_> {
             role,
             runtime,
             timeout,
-            resources,
+            template,
         });
         if new_attempt {
             self.step_event(
