@@ -34,9 +34,11 @@ pub struct PodTemplate {
     pub annotations: BTreeMap<String, String>,
     /// Environment variables of the agent container (the operator's `OVERSEER_*` win).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 128))]
     pub env: Vec<EnvVar>,
     /// Sources of environment variables of the agent container.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
     pub env_from: Vec<EnvFromSource>,
     /// Compute resources of the agent container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -44,15 +46,18 @@ pub struct PodTemplate {
     /// Volumes added to the pod (one named `workspace` replaces an agent's emptyDir).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(validation = Rule::new("self.all(v, !has(v.hostPath))").message("hostPath volumes are refused: a template must not reach into the node"))]
+    #[schemars(length(max = 32))]
     pub volumes: Vec<Volume>,
     /// Volume mounts added to the agent container.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
     pub volume_mounts: Vec<VolumeMount>,
     /// Node selector of the pod.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub node_selector: BTreeMap<String, String>,
     /// Tolerations of the pod.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
     pub tolerations: Vec<Toleration>,
     /// Affinity of the pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,6 +72,7 @@ pub struct PodTemplate {
     pub security_context: Option<PodIdentity>,
     /// Secrets for pulling the images.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
     pub image_pull_secrets: Vec<LocalObjectReference>,
 }
 
@@ -99,7 +105,9 @@ impl PodTemplate {
         layers
             .into_iter()
             .flatten()
-            .fold(PodTemplate::default(), |base, over| base.under(over.clone()))
+            .fold(PodTemplate::default(), |base, over| {
+                base.under(over.clone())
+            })
     }
 
     /// Whether the template sets nothing.
@@ -133,9 +141,11 @@ impl PodTemplate {
                 }),
                 (base, over) => over.or(base),
             },
-            image_pull_secrets: replaced_by(self.image_pull_secrets, over.image_pull_secrets, |s| {
-                s.name.clone()
-            }),
+            image_pull_secrets: replaced_by(
+                self.image_pull_secrets,
+                over.image_pull_secrets,
+                |s| s.name.clone(),
+            ),
         }
     }
 
@@ -180,7 +190,10 @@ impl PodTemplate {
     }
 }
 
-fn extended(mut base: BTreeMap<String, String>, over: BTreeMap<String, String>) -> BTreeMap<String, String> {
+fn extended(
+    mut base: BTreeMap<String, String>,
+    over: BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
     base.extend(over);
     base
 }
@@ -214,7 +227,10 @@ fn without_keys<T, K: PartialEq>(items: Vec<T>, taken: &[T], key: impl Fn(&T) ->
         .collect()
 }
 
-fn merged_resources(base: ResourceRequirements, over: ResourceRequirements) -> ResourceRequirements {
+fn merged_resources(
+    base: ResourceRequirements,
+    over: ResourceRequirements,
+) -> ResourceRequirements {
     let merge = |base: Option<BTreeMap<_, _>>, over: Option<BTreeMap<_, _>>| match (base, over) {
         (Some(mut base), Some(over)) => {
             base.extend(over);

@@ -526,3 +526,125 @@ async fn a_persons_suspend_of_a_member_is_not_undone_by_the_swarm() {
         Some(AgentPhase::Suspended)
     );
 }
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn pod_templates_layer_into_member_and_step_pods() {
+    let ns = setup("swarm-templates").await;
+    let _operator = operator(&ns);
+    let keys = json!({"secretRef": {"name": "api-keys"}});
+    create_swarm(
+        &ns,
+        "tmpl",
+        json!({
+            "defaults": {
+                "runtime": {"name": "claude", "mode": "tui", "image": "example.com/claude:1"},
+                "podTemplate": {
+                    "envFrom": [keys],
+                    "env": [{"name": "LAYER", "value": "defaults"}],
+                    "securityContext": {"runAsUser": 1000, "fsGroup": 1000}
+                }
+            },
+            "roles": {"builder": {"podTemplate": {
+                "resources": {"limits": {"memory": "1Gi"}},
+                "tolerations": [{"key": "agents", "operator": "Exists"}]
+            }}},
+            "agents": [{
+                "name": "builder", "role": "builder",
+                "podTemplate": {"labels": {"team": "billing"}, "env": [{"name": "LAYER", "value": "member"}]}
+            }]
+        }),
+    )
+    .await;
+    create_object::<Goal>(
+        &ns,
+        json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
+            "metadata": {"name": "ship"},
+            "spec": {
+                "swarm": "tmpl",
+                "podTemplate": {"env": [{"name": "LAYER", "value": "goal"}, {"name": "GOAL_ONLY", "value": "1"}]},
+                "steps": [{
+                    "name": "build", "role": "builder", "action": "Implement it",
+                    "podTemplate": {"env": [{"name": "LAYER", "value": "step"}], "annotations": {"note": "step"}}
+                }]
+            }
+        }),
+    )
+    .await;
+
+    // (pod, the value of LAYER its last layer set, GOAL_ONLY)
+    let member = wait_pod(&ns, "tmpl-builder-1").await;
+    let step = wait_pod(&ns, "ship-s0-a1").await;
+    for (pod, layer, goal_only) in [(&member, "member", None), (&step, "step", Some("1"))] {
+        let spec = pod.spec.clone().unwrap();
+        let container = &spec.containers[0];
+        let env = |name: &str| {
+            container
+                .env
+                .iter()
+                .flatten()
+                .find(|e| e.name == name)
+                .and_then(|e| e.value.clone())
+        };
+        let name = pod.name_any();
+        assert_eq!(
+            env("LAYER").as_deref(),
+            Some(layer),
+            "{name}: the last layer wins"
+        );
+        assert_eq!(env("GOAL_ONLY").as_deref(), goal_only, "{name}");
+        assert!(
+            env("OVERSEER_ATTEMPT").is_some(),
+            "{name}: the operator's env stays"
+        );
+        assert_eq!(
+            serde_json::to_value(&container.env_from).unwrap(),
+            json!([keys]),
+            "{name}: the swarm's defaults"
+        );
+        let memory = container.resources.as_ref().and_then(|r| r.limits.clone());
+        assert_eq!(
+            memory
+                .and_then(|l| l.get("memory").cloned())
+                .map(|q| q.0)
+                .as_deref(),
+            Some("1Gi"),
+            "{name}: the builder role's"
+        );
+        assert_eq!(
+            spec.tolerations
+                .iter()
+                .flatten()
+                .filter(|t| t.key.as_deref() == Some("agents"))
+                .count(),
+            1,
+            "{name}"
+        );
+        let security = spec.security_context.unwrap();
+        assert_eq!(
+            (
+                security.run_as_user,
+                security.fs_group,
+                security.run_as_non_root
+            ),
+            (Some(1000), Some(1000), Some(true)),
+            "{name}: the template's user, still restricted"
+        );
+    }
+    assert_eq!(
+        member.labels().get("team").map(String::as_str),
+        Some("billing")
+    );
+    assert_eq!(
+        member
+            .labels()
+            .get("overseer.dev/agent")
+            .map(String::as_str),
+        Some("tmpl-builder")
+    );
+    assert_eq!(
+        step.annotations().get("note").map(String::as_str),
+        Some("step")
+    );
+}
