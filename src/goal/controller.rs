@@ -295,7 +295,7 @@ async fn apply(
                     role,
                     runtime,
                     timeout: *timeout,
-                    template: template.clone(),
+                    template: template.as_ref().clone(),
                     overseer_image: &ctx.overseer_image,
                 };
                 if !create_step_pod(gc, goal, &plan.status, &params).await? {

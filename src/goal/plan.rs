@@ -85,7 +85,7 @@ pub enum Action {
         timeout: Duration,
         /// The step's pod settings: its swarm's defaults and role, the goal's, its own.
         #[serde(skip_serializing_if = "PodTemplate::is_empty")]
-        template: PodTemplate,
+        template: Box<PodTemplate>,
     },
     /// Stop a pod that ran past its deadline.
     DeletePod { name: String },
@@ -530,7 +530,9 @@ impl Planner<'_> {
     /// then its own.
     fn pod_template(&self, step: &Step, role: &str) -> PodTemplate {
         PodTemplate::layered([
-            self.input.swarm.and_then(|s| s.defaults.pod_template.as_ref()),
+            self.input
+                .swarm
+                .and_then(|s| s.defaults.pod_template.as_ref()),
             self.swarm_role(role).and_then(|r| r.pod_template.as_ref()),
             self.input.spec.pod_template.as_ref(),
             step.pod_template.as_ref(),

@@ -52,7 +52,7 @@ impl Planner<'_> {
             role,
             runtime,
             timeout,
-            template,
+            template: Box::new(template),
         });
         if new_attempt {
             self.step_event(
