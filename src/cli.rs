@@ -61,7 +61,7 @@ pub enum Command {
         #[arg(long, env = "OVERSEER_INPUT_SOCKET", default_value = crate::shim::protocol::DEFAULT_SOCKET)]
         socket: std::path::PathBuf,
     },
-    /// In an agent pod: end this agent's loop (`overseer loop done|block`).
+    /// In an agent pod: report progress or end this agent's loop (`overseer loop progress|done|block`).
     Loop {
         #[command(subcommand)]
         command: LoopCommand,
@@ -124,6 +124,12 @@ pub enum LoopCommand {
     Done {
         #[arg(long)]
         reason: Option<String>,
+    },
+    /// Report what the agent is doing now: one line, shown by `overseer ps` (and
+    /// required every `loop.reportEvery` when that is set).
+    Progress {
+        #[arg(required = true)]
+        summary: Vec<String>,
     },
     /// The agent cannot go on without help.
     Block {
@@ -201,6 +207,9 @@ pub async fn dispatch(cli: Cli) -> i32 {
             match command {
                 LoopCommand::Done { reason } => {
                     crate::shim::client::exit(ExitOutcome::Done, reason, &socket).await
+                }
+                LoopCommand::Progress { summary } => {
+                    crate::shim::client::progress(summary.join(" "), &socket).await
                 }
                 LoopCommand::Block { reason } => {
                     crate::shim::client::exit(ExitOutcome::Blocked, Some(reason), &socket).await

@@ -13,6 +13,8 @@ pub const IN_LOOP: &str = "InLoop";
 pub const STOPPED_EARLY: &str = "StoppedEarly";
 /// Agent: working, but nothing changed for `loop.stallAfter`.
 pub const STALLED: &str = "Stalled";
+/// Agent: no progress report (`overseer loop progress`) for `loop.reportEvery`.
+pub const UNRESPONSIVE: &str = "Unresponsive";
 /// Goal: a step runs or can start.
 pub const PROGRESSING: &str = "Progressing";
 /// Goal: no new step starts (asked for, or a step failed for good).

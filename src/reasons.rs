@@ -48,6 +48,8 @@ pub const MISSING_RUNTIME: &str = "MissingRuntime";
 pub const NO_ACTIVITY: &str = "NoActivity";
 /// Agent.
 pub const NO_IMAGE: &str = "NoImage";
+/// Agent.
+pub const NO_PROGRESS_REPORT: &str = "NoProgressReport";
 /// Goal.
 pub const NOT_BLOCKED: &str = "NotBlocked";
 /// Goal.
@@ -82,6 +84,10 @@ pub const POLL_FAILED: &str = "PollFailed";
 pub const POLLED: &str = "Polled";
 /// Goal.
 pub const PREDECESSOR_STALLED: &str = "PredecessorStalled";
+/// Agent.
+pub const PROGRESS_REPORTED: &str = "ProgressReported";
+/// Agent.
+pub const REPORT_NOT_REQUIRED: &str = "ReportNotRequired";
 /// PRWatch.
 pub const RATE_LIMITED: &str = "RateLimited";
 /// Agent.

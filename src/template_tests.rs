@@ -59,7 +59,10 @@ fn layers_merge_in_order_each_over_the_ones_before() {
         ),
         (
             "an empty layer changes nothing",
-            &["{env: [{name: A, value: '1'}], resources: {limits: {cpu: '1'}}}", "{}"],
+            &[
+                "{env: [{name: A, value: '1'}], resources: {limits: {cpu: '1'}}}",
+                "{}",
+            ],
             "{env: [{name: A, value: '1'}], resources: {limits: {cpu: '1'}}}",
         ),
     ];

@@ -37,6 +37,63 @@ pub struct CandidateInput {
     pub max_nudges: i32,
     pub overseer: OverseerState,
     pub auto_nudge_without_overseer: bool,
+    /// `loop.reportEvery`: None, no progress reports are required.
+    pub report_every: Option<Duration>,
+    /// How long since the agent last reported progress (or its pod became ready).
+    pub unreported_for: Duration,
+}
+
+/// How a candidate stopped: idle or exited for `idleAfter`, else silent (no progress
+/// report) for `reportEvery`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Idle,
+    Exited,
+    Unresponsive,
+}
+
+impl Stop {
+    /// The word the texts use for it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Stop::Idle => "idle",
+            Stop::Exited => "exited",
+            Stop::Unresponsive => "unresponsive",
+        }
+    }
+}
+
+impl CandidateInput {
+    fn stopped_for_idle_after(&self) -> bool {
+        matches!(
+            self.activity,
+            Some(ActivityState::Idle | ActivityState::Exited)
+        ) && self.in_state_for >= self.idle_after
+    }
+
+    /// It has not reported progress for `loop.reportEvery`.
+    pub fn unresponsive(&self) -> bool {
+        self.report_every
+            .is_some_and(|every| self.unreported_for >= every)
+    }
+
+    /// How it stopped, for a candidate: idle or exited comes first, being what a
+    /// person acts on.
+    pub fn stop(&self) -> Stop {
+        match self.activity {
+            Some(ActivityState::Exited) if self.stopped_for_idle_after() => Stop::Exited,
+            _ if self.stopped_for_idle_after() || !self.unresponsive() => Stop::Idle,
+            _ => Stop::Unresponsive,
+        }
+    }
+
+    /// How long it has been stopped, and the setting that makes that too long.
+    pub fn stopped_for(&self) -> (Duration, Duration, &'static str) {
+        match (self.stop(), self.report_every) {
+            (Stop::Unresponsive, Some(every)) => (self.unreported_for, every, "reportEvery"),
+            _ => (self.in_state_for, self.idle_after, "idleAfter"),
+        }
+    }
 }
 
 /// What the premature-stop rule decides for one agent.
@@ -81,11 +138,9 @@ pub fn candidate(input: &CandidateInput) -> Verdict {
     }
     match input.activity {
         Some(ActivityState::Waiting) => return Verdict::Waiting,
-        Some(ActivityState::Idle | ActivityState::Exited) => {}
+        _ if input.stopped_for_idle_after() || input.unresponsive() => {}
+        Some(ActivityState::Idle | ActivityState::Exited) => return Verdict::NotIdleLongEnough,
         Some(ActivityState::Starting | ActivityState::Working) | None => return Verdict::Busy,
-    }
-    if input.in_state_for < input.idle_after {
-        return Verdict::NotIdleLongEnough;
     }
     if !input.cooldown_over {
         return Verdict::CoolingDown;
@@ -116,6 +171,18 @@ pub fn candidate_input(
         .into_iter()
         .flatten()
         .max_by_key(|t| t.0);
+    let attempt_ready = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == crate::conditions::READY && c.status == "True")
+        .map(|c| &c.last_transition_time);
+    let last_report = [
+        activity.and_then(|a| a.progress_time.as_ref()),
+        attempt_ready,
+    ]
+    .into_iter()
+    .flatten()
+    .max_by_key(|t| t.0);
     CandidateInput {
         loop_enabled: spec.loop_.enabled,
         exit_recorded: status.current_exit().is_some(),
@@ -128,19 +195,22 @@ pub fn candidate_input(
         max_nudges: spec.loop_.max_nudges,
         overseer,
         auto_nudge_without_overseer: spec.loop_.auto_nudge_without_overseer,
+        report_every: times.report_every,
+        unreported_for: duration::since(now, last_report),
     }
 }
 
 /// Why the agent counts as stopped, in words (no agent output is quoted).
 pub fn stop_reason(input: &CandidateInput) -> String {
-    let state = match input.activity {
-        Some(ActivityState::Exited) => "exited",
-        _ => "idle",
+    let (stopped_for, limit, setting) = input.stopped_for();
+    let what = match input.stop() {
+        Stop::Unresponsive => "no progress report",
+        stop => stop.word(),
     };
     format!(
-        "{state} for {}s (idleAfter {}s) without `overseer loop done|block`",
-        input.in_state_for.as_secs(),
-        input.idle_after.as_secs()
+        "{what} for {}s ({setting} {}s) without `overseer loop done|block`",
+        stopped_for.as_secs(),
+        limit.as_secs()
     )
 }
 
@@ -152,6 +222,7 @@ pub struct LoopTimes {
     pub cooldown: Duration,
     pub stall_after: Duration,
     pub session_timeout: Option<Duration>,
+    pub report_every: Option<Duration>,
 }
 
 /// When a nudge or wake that was not delivered is tried again with `interval: off`
@@ -172,6 +243,7 @@ impl LoopTimes {
             cooldown: spec.cooldown.get(),
             stall_after: spec.stall_after.get(),
             session_timeout: spec.session_timeout.as_ref().map(SpecDuration::get),
+            report_every: spec.report_every.as_ref().map(SpecDuration::get),
         }
     }
 }

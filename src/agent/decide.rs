@@ -464,6 +464,9 @@ fn act_on_verdict(b: &mut Builder, times: &LoopTimes) {
     let status = b.status.clone();
     let verdict_input = candidate_input(spec, &status, input.overseer, input.now);
     let verdict = candidate(&verdict_input);
+    if !matches!(verdict, Verdict::NotInLoop | Verdict::LoopEnded) {
+        report_deadline(b, &verdict_input);
+    }
     match verdict {
         Verdict::WakeOverseer => b.actions.push(Action::Deliver(Delivery::Wake)),
         Verdict::Nudge => b.actions.push(Action::Deliver(Delivery::Nudge)),
@@ -524,6 +527,52 @@ fn act_on_verdict(b: &mut Builder, times: &LoopTimes) {
         }
         Verdict::NotInLoop | Verdict::LoopEnded | Verdict::Waiting => {}
     }
+}
+
+/// `loop.reportEvery`: the `Unresponsive` condition, and when it can next turn true.
+/// The wake or nudge itself comes from the candidate rule.
+fn report_deadline(b: &mut Builder, input: &CandidateInput) {
+    let Some(every) = input.report_every else {
+        if b.status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == conditions::UNRESPONSIVE)
+        {
+            b.condition(
+                conditions::UNRESPONSIVE,
+                false,
+                reasons::REPORT_NOT_REQUIRED,
+                "loop.reportEvery is not set",
+            );
+        }
+        return;
+    };
+    if input.unresponsive() {
+        let message = format!(
+            "no progress report (`overseer loop progress`) within loop.reportEvery ({}s)",
+            every.as_secs()
+        );
+        if b.condition(
+            conditions::UNRESPONSIVE,
+            true,
+            reasons::NO_PROGRESS_REPORT,
+            &message,
+        ) {
+            b.event(true, reasons::NO_PROGRESS_REPORT, message);
+        }
+        return;
+    }
+    b.condition(
+        conditions::UNRESPONSIVE,
+        false,
+        reasons::PROGRESS_REPORTED,
+        "progress reported within loop.reportEvery",
+    );
+    let now = b.input.now;
+    b.fire_at(duration::later(
+        now,
+        every.saturating_sub(input.unreported_for),
+    ));
 }
 
 /// The terminal phase came from an exit (done, block, release), not from the operator.

@@ -19,7 +19,15 @@ fn base() -> CandidateInput {
         max_nudges: 20,
         overseer: OverseerState::Ready,
         auto_nudge_without_overseer: false,
+        report_every: None,
+        unreported_for: Duration::from_secs(30),
     }
+}
+
+/// `loop.reportEvery` of 10 minutes, last report `silent` seconds ago.
+fn reporting(i: &mut CandidateInput, silent: u64) {
+    i.report_every = Some(Duration::from_secs(600));
+    i.unreported_for = Duration::from_secs(silent);
 }
 
 /// Every row of the premature-stop rule: (row, change from an idle-past-threshold
@@ -160,6 +168,65 @@ fn candidate_truth_table() {
             Verdict::ObserveOnly,
         ),
         (
+            "working, reports due every 10m, last 9m59s ago",
+            |i| {
+                i.activity = Some(ActivityState::Working);
+                reporting(i, 599);
+            },
+            Verdict::Busy,
+        ),
+        (
+            "working, no report for 10m: unresponsive",
+            |i| {
+                i.activity = Some(ActivityState::Working);
+                reporting(i, 600);
+            },
+            Verdict::WakeOverseer,
+        ),
+        (
+            "nothing reported at all for 10m",
+            |i| {
+                i.activity = None;
+                reporting(i, 601);
+            },
+            Verdict::WakeOverseer,
+        ),
+        (
+            "idle shorter than idleAfter but unresponsive",
+            |i| {
+                i.in_state_for = Duration::from_secs(5);
+                reporting(i, 700);
+            },
+            Verdict::WakeOverseer,
+        ),
+        (
+            "unresponsive but waiting at a prompt: left to a person",
+            |i| {
+                i.activity = Some(ActivityState::Waiting);
+                reporting(i, 700);
+            },
+            Verdict::Waiting,
+        ),
+        (
+            "unresponsive, cooldown running",
+            |i| {
+                i.activity = Some(ActivityState::Working);
+                reporting(i, 700);
+                i.cooldown_over = false;
+            },
+            Verdict::CoolingDown,
+        ),
+        (
+            "unresponsive, no overseer, auto-nudge on",
+            |i| {
+                i.activity = Some(ActivityState::Working);
+                reporting(i, 700);
+                i.overseer = OverseerState::Unset;
+                i.auto_nudge_without_overseer = true;
+            },
+            Verdict::Nudge,
+        ),
+        (
             "exited, no overseer, auto-nudge on",
             |i| {
                 i.activity = Some(ActivityState::Exited);
@@ -206,6 +273,7 @@ fn activity(state: ActivityState, since: i64, attempt: i64) -> Activity {
         attempt: Some(attempt),
         exit_code: None,
         summary: None,
+        progress_time: None,
     }
 }
 
@@ -246,6 +314,139 @@ fn run(
         overseer,
         now: at(now),
     })
+}
+
+#[test]
+fn how_a_candidate_stopped_names_the_setting_it_crossed() {
+    // (row, change, stop, "for" seconds, limit seconds, setting)
+    type Change = fn(&mut CandidateInput);
+    let rows: &[(&str, Change, Stop, u64, u64, &str)] = &[
+        ("idle", |_| {}, Stop::Idle, 90, 60, "idleAfter"),
+        (
+            "exited",
+            |i| i.activity = Some(ActivityState::Exited),
+            Stop::Exited,
+            90,
+            60,
+            "idleAfter",
+        ),
+        (
+            "idle and unresponsive: idle is what a person acts on",
+            |i| reporting(i, 700),
+            Stop::Idle,
+            90,
+            60,
+            "idleAfter",
+        ),
+        (
+            "working and unresponsive",
+            |i| {
+                i.activity = Some(ActivityState::Working);
+                reporting(i, 700);
+            },
+            Stop::Unresponsive,
+            700,
+            600,
+            "reportEvery",
+        ),
+    ];
+    for (row, change, stop, stopped_for, limit, setting) in rows {
+        let mut input = base();
+        change(&mut input);
+        assert_eq!(input.stop(), *stop, "{row}");
+        assert_eq!(
+            input.stopped_for(),
+            (
+                Duration::from_secs(*stopped_for),
+                Duration::from_secs(*limit),
+                *setting
+            ),
+            "{row}"
+        );
+    }
+}
+
+#[test]
+fn a_working_agent_that_stops_reporting_progress_is_unresponsive() {
+    let spec = spec("{enabled: true, reportEvery: 10m}");
+    let mut status = running_status(Some(activity(ActivityState::Working, 0, 1)));
+    // The clock starts when the pod became ready (at 0), then at each report.
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        300,
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(
+        condition(&plan.status, "Unresponsive"),
+        Some(("False", "ProgressReported"))
+    );
+    assert_eq!(
+        plan.requeue_after,
+        Some(Duration::from_secs(300)),
+        "the deadline"
+    );
+    status.activity.as_mut().unwrap().progress_time = Some(Time(at(500)));
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        700,
+    );
+    assert!(
+        plan.actions.is_empty(),
+        "a report at 500 moves the deadline to 1100"
+    );
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(400)));
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        1100,
+    );
+    assert_eq!(
+        condition(&plan.status, "Unresponsive"),
+        Some(("True", "NoProgressReport"))
+    );
+    assert_eq!(
+        plan.actions,
+        vec![
+            Action::Event {
+                warning: true,
+                reason: "NoProgressReport",
+                message:
+                    "no progress report (`overseer loop progress`) within loop.reportEvery (600s)"
+                        .into(),
+            },
+            Action::Deliver(Delivery::Wake),
+        ]
+    );
+    // Without reportEvery the condition is cleared, not left behind.
+    let mut unrequired = status.clone();
+    unrequired.conditions = plan.status.conditions.clone();
+    let plan = run(
+        &super::tests::spec("{enabled: true}"),
+        Some(&unrequired),
+        &[running_pod(1)],
+        OverseerState::Ready,
+        1100,
+    );
+    assert_eq!(
+        condition(&plan.status, "Unresponsive"),
+        Some(("False", "ReportNotRequired"))
+    );
+}
+
+fn condition<'a>(status: &'a AgentStatus, type_: &str) -> Option<(&'a str, &'a str)> {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.as_str(), c.reason.as_str()))
 }
 
 #[test]

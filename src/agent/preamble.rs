@@ -24,6 +24,7 @@ pub fn standing_instructions() -> String {
             state: "idle",
             idle_for: Duration::from_secs(75),
             idle_after: Duration::from_secs(60),
+            limit: "idleAfter",
             nudges: 0,
             max_nudges: 20,
             attempt: 1,

@@ -1,6 +1,5 @@
 //! The `Agent` kind: one long-running agent pod, optionally in the loop.
 
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
@@ -11,8 +10,8 @@ use crate::api::{
     role_schema,
 };
 use crate::conditions;
-use crate::template::PodTemplate;
 use crate::duration::{self, DurationOrOff, SpecDuration};
+use crate::template::PodTemplate;
 
 /// An agent CLI running in a pod; in the loop it must keep working until it
 /// declares itself done or blocked.
@@ -39,6 +38,12 @@ use crate::duration::{self, DurationOrOff, SpecDuration};
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "Summary",
+        type_ = "string",
+        json_path = ".status.activity.summary",
+        priority = "1"
     )
 )]
 #[x_kube(
@@ -115,6 +120,11 @@ pub struct LoopSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "duration_schema")]
     pub session_timeout: Option<SpecDuration>,
+    /// An agent in the loop must report progress (`overseer loop progress`) at least
+    /// this often; one that has not is `Unresponsive` and its overseer is woken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "duration_schema")]
+    pub report_every: Option<SpecDuration>,
 }
 
 fn default_interval() -> DurationOrOff {
@@ -144,6 +154,7 @@ impl Default for LoopSpec {
             auto_nudge_without_overseer: false,
             stall_after: default_stall_after(),
             session_timeout: None,
+            report_every: None,
         }
     }
 }
@@ -263,10 +274,13 @@ pub struct Activity {
     pub attempt: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
-    /// Short self-reported summary of the current work.
+    /// Short self-reported summary of the current work (`overseer loop progress`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
     pub summary: Option<String>,
+    /// When the agent last reported progress (`overseer loop progress`), this attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_time: Option<Time>,
 }
 
 /// How an agent ended its loop.

@@ -8,7 +8,7 @@ use super::candidate::{self, OverseerState, Verdict};
 use super::claims;
 use super::decide;
 use super::message::{self, WakeItem};
-use super::types::{ActivityState, Agent, AgentPhase, AgentStatus, Delivery, InFlightDelivery};
+use super::types::{Agent, AgentPhase, AgentStatus, Delivery, InFlightDelivery};
 
 /// One wake of an overseer.
 pub struct WakeBatch<'a> {
@@ -16,16 +16,6 @@ pub struct WakeBatch<'a> {
     pub text: String,
     /// Each member, with the claim recorded on it before the text is typed.
     pub members: Vec<(&'a Agent, InFlightDelivery)>,
-}
-
-/// `idle` or `exited`: the word the texts use for how an agent stopped.
-pub fn activity_word(agent: &Agent) -> &'static str {
-    let exited = agent
-        .status
-        .as_ref()
-        .and_then(AgentStatus::current_activity)
-        .is_some_and(|a| a.state == ActivityState::Exited);
-    if exited { "exited" } else { "idle" }
 }
 
 /// The batch that wakes `overseer` of `namespace` on behalf of `asking`: every Running
@@ -55,20 +45,24 @@ pub fn wake_batch<'a>(
     }
     let items: Vec<WakeItem> = batch
         .iter()
-        .map(|(a, status, input)| WakeItem {
-            agent: a.name_any(),
-            role: a.spec.role.clone(),
-            state: activity_word(a),
-            idle_for: input.in_state_for,
-            idle_after: input.idle_after,
-            nudges: input.nudges,
-            max_nudges: input.max_nudges,
-            attempt: status.attempt.unwrap_or(0),
-            // Named from what the operator knows, never from status text.
-            pod: status
-                .attempt
-                .map(|attempt| decide::pod_name(&a.name_any(), attempt))
-                .unwrap_or_default(),
+        .map(|(a, status, input)| {
+            let (idle_for, idle_after, limit) = input.stopped_for();
+            WakeItem {
+                agent: a.name_any(),
+                role: a.spec.role.clone(),
+                state: input.stop().word(),
+                idle_for,
+                idle_after,
+                limit,
+                nudges: input.nudges,
+                max_nudges: input.max_nudges,
+                attempt: status.attempt.unwrap_or(0),
+                // Named from what the operator knows, never from status text.
+                pod: status
+                    .attempt
+                    .map(|attempt| decide::pod_name(&a.name_any(), attempt))
+                    .unwrap_or_default(),
+            }
         })
         .collect();
     // Each member's wake is claimed under an id of its own: an operator that stops
@@ -100,7 +94,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     use super::*;
-    use crate::agent::types::Activity;
+    use crate::agent::types::{Activity, ActivityState};
 
     fn at(seconds: i64) -> jiff::Timestamp {
         jiff::Timestamp::from_second(1_800_000_000 + seconds).unwrap()
@@ -125,6 +119,7 @@ mod tests {
                 attempt: Some(1),
                 exit_code: None,
                 summary: None,
+                progress_time: None,
             }),
             ..Default::default()
         });

@@ -54,6 +54,11 @@ pub async fn confirm(ids: Vec<String>, socket: &Path) -> Result<()> {
     confirmed(protocol::request(socket, &Request::Confirm { ids }, DELIVERY_TIMEOUT).await)
 }
 
+/// Reports what the agent is doing now (`status.activity.summary`).
+pub async fn progress(summary: String, socket: &Path) -> Result<()> {
+    confirmed(protocol::request(socket, &Request::Progress { summary }, DELIVERY_TIMEOUT).await)
+}
+
 /// Records the agent's own end of its loop for the current attempt.
 pub async fn exit(outcome: ExitOutcome, reason: Option<String>, socket: &Path) -> Result<()> {
     confirmed(protocol::request(socket, &Request::Exit { outcome, reason }, DELIVERY_TIMEOUT).await)

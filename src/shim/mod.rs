@@ -137,6 +137,8 @@ struct Shim {
     mirror: mirror::Mirror,
     /// The delivery ids confirmed so far.
     delivered: delivered::Delivered,
+    /// The agent's last `overseer loop progress`: its summary, and when.
+    progress: Option<(String, Timestamp)>,
 }
 
 /// Mirrors agent output to stdout, the container log (the shim's own log is stderr).
@@ -259,6 +261,7 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         last_screen: None,
         mirror: mirror::Mirror::default(),
         delivered: delivered::Delivered::default(),
+        progress: None,
         args,
     };
 
@@ -351,7 +354,8 @@ impl Shim {
             heartbeat_time: Some(Time(Timestamp::now())),
             attempt: Some(self.args.attempt),
             exit_code: t.exit_code.filter(|_| t.state == ActivityState::Exited),
-            summary: None,
+            summary: self.progress.as_ref().map(|(summary, _)| summary.clone()),
+            progress_time: self.progress.as_ref().map(|(_, at)| Time(*at)),
         }
     }
 
@@ -464,6 +468,7 @@ impl Shim {
                     Reply::refused("this shim has not delivered all of those ids")
                 }
             }
+            Request::Progress { summary } => self.record_progress(&summary).await,
             Request::Exit { outcome, reason } => {
                 let Some(reporter) = &self.reporter else {
                     return Reply::refused(
@@ -482,6 +487,24 @@ impl Shim {
                 }
             }
         }
+    }
+
+    /// `overseer loop progress`: the summary, on one line and bounded, reported at once
+    /// with the activity (the shim owns `status.activity`, so a new attempt's first
+    /// report clears the last attempt's summary).
+    async fn record_progress(&mut self, summary: &str) -> Reply {
+        if self.reporter.is_none() {
+            return Reply::refused("this shim reports to no Agent (OVERSEER_AGENT is not set)");
+        }
+        let Some(summary) = protocol::one_line(summary, protocol::MAX_SUMMARY_CHARS) else {
+            return Reply::refused("empty summary");
+        };
+        self.progress = Some((summary, Timestamp::now()));
+        self.report().await;
+        if self.report_failed {
+            return Reply::refused("reporting the progress failed; the shim retries it");
+        }
+        Reply::ok()
     }
 
     /// Delivers a message; Ok only when delivery is confirmed.

@@ -13,6 +13,27 @@ use crate::agent::{Activity, ExitOutcome};
 pub const DEFAULT_SOCKET: &str = "/overseer/run/input.sock";
 /// Longest message accepted (a wake names many agents; keep it bounded).
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+/// Longest progress summary kept (`overseer ps` shows one line per agent).
+pub const MAX_SUMMARY_CHARS: usize = 200;
+
+/// `text` as one line: control characters and runs of whitespace become one space,
+/// cut at `max` characters (with `…`); None when nothing is left.
+pub fn one_line(text: &str, max: usize) -> Option<String> {
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let line = words.join(" ");
+    if line.is_empty() {
+        return None;
+    }
+    if line.chars().count() <= max {
+        return Some(line);
+    }
+    let mut cut: String = line.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    Some(cut)
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "op", rename_all = "lowercase")]
@@ -29,6 +50,8 @@ pub enum Request {
     /// Whether every one of `ids` was delivered (nothing is typed): an operator that
     /// stopped between typing a delivery and recording it asks before it records.
     Confirm { ids: Vec<String> },
+    /// The agent reports what it is doing (`overseer loop progress`).
+    Progress { summary: String },
     /// The agent ends its loop (`overseer loop done|block`).
     Exit {
         outcome: ExitOutcome,
@@ -89,4 +112,27 @@ pub async fn request(socket: &Path, request: &Request, timeout: Duration) -> Res
     tokio::time::timeout(timeout, exchange)
         .await
         .map_err(|_| format!("the shim did not answer within {timeout:?}"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_is_one_bounded_line() {
+        let table = [
+            ("fixing the parser", 200, Some("fixing the parser")),
+            (
+                "  two\nlines\t and\x1b[31m escapes ",
+                200,
+                Some("two lines and [31m escapes"),
+            ),
+            (" \n\t ", 200, None),
+            ("abcdefgh", 5, Some("abcd…")),
+            ("ééééé", 5, Some("ééééé")),
+        ];
+        for (text, max, expected) in table {
+            assert_eq!(one_line(text, max).as_deref(), expected, "{text:?}");
+        }
+    }
 }

@@ -12,7 +12,7 @@ use overseer::agent::{ActivityState, Agent, AgentPhase};
 use serde_json::json;
 
 use crate::support::cluster::{
-    TestNamespace, agent_account, can_i, create_agent, operator, setup, wait_in,
+    TestNamespace, agent_account, can_i, create_agent, kubectl, operator, setup, wait_in,
 };
 use crate::support::shim::pod_shim;
 
@@ -485,4 +485,92 @@ async fn a_session_timeout_stops_the_agent_and_keeps_its_state() {
             .and_then(|p| p.is_none().then_some(()))
     })
     .await;
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn an_agent_reports_progress_and_one_that_stops_reporting_wakes_its_overseer() {
+    let ns = setup("agent-progress").await;
+    let _operator = operator(&ns);
+    let lead = pod_shim(&ns, "lead", 1, "pi", "tui-works-then-idles.sh").await;
+    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    let worker = pod_shim(&ns, "worker", 1, "pi", "tui-keeps-working.sh").await;
+    create_agent(
+        &ns,
+        "worker",
+        json!({"overseer": "lead", "loop": {"enabled": true, "interval": "1s", "idleAfter": "1h",
+            "cooldown": "1h", "reportEvery": "4s"}}),
+    )
+    .await;
+    wait_condition(&ns, "worker", "working and Running", |a| {
+        let status = a.status.as_ref();
+        status.and_then(|s| s.phase) == Some(AgentPhase::Running)
+            && status
+                .and_then(|s| s.activity.as_ref())
+                .is_some_and(|a| a.state == ActivityState::Working)
+    })
+    .await;
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_overseer"))
+        .args(["loop", "progress", "mapping", "invoices\nin billing/"])
+        .arg("--socket")
+        .arg(worker.socket())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let reported = wait_condition(&ns, "worker", "the summary reported", |a| {
+        a.status
+            .as_ref()
+            .and_then(|s| s.activity.as_ref())
+            .is_some_and(|a| a.summary.is_some())
+    })
+    .await;
+    let activity = reported.status.unwrap().activity.unwrap();
+    assert_eq!(
+        activity.summary.as_deref(),
+        Some("mapping invoices in billing/"),
+        "one line"
+    );
+    assert!(activity.progress_time.is_some());
+    let wide = kubectl(
+        &["-n", &ns.name, "get", "agent", "worker", "-o", "wide"],
+        "",
+    );
+    assert!(
+        String::from_utf8_lossy(&wide.stdout).contains("mapping invoices in billing/"),
+        "the wide printer column: {}",
+        String::from_utf8_lossy(&wide.stdout)
+    );
+
+    // No report for reportEvery (4s) while it keeps working: Unresponsive, and one wake
+    // that says so in names and numbers.
+    let silent = wait_condition(&ns, "worker", "Unresponsive", |a| {
+        condition_true(a, "Unresponsive")
+    })
+    .await;
+    let progress_time = silent.status.unwrap().activity.unwrap().progress_time;
+    assert_eq!(progress_time, activity.progress_time, "no report since");
+    let log = wait_in(&ns, "the wake read by the overseer's CLI", WAIT, || async {
+        let log = lead.fake_log();
+        log.contains("- agent=worker").then_some(log)
+    })
+    .await;
+    assert_eq!(
+        count(&log, "- agent=worker role=builder state=unresponsive for="),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("reportEvery=4s"), "{log}");
+    assert!(
+        !log.contains("mapping invoices"),
+        "the summary is never quoted: {log}"
+    );
+    assert_eq!(
+        wait_events(&ns, "worker", "NoProgressReport").await.len(),
+        1
+    );
 }

@@ -19,7 +19,7 @@ use crate::agent::message;
 use crate::agent::types::{
     Agent, AgentStatus, Delivery, InFlightDelivery, InboxMessage, LastMessage, LoopStatus,
 };
-use crate::agent::wake::{activity_word, wake_batch};
+use crate::agent::wake::wake_batch;
 use crate::api::{self, CONTROLLER_MANAGER};
 use crate::controller::Context;
 use crate::metrics::DeliveryLabels;
@@ -273,14 +273,12 @@ pub(super) fn in_flight(agent: &Agent) -> Option<InFlightDelivery> {
         .and_then(|l| l.in_flight.clone())
 }
 
-/// Time from the agent crossing `idleAfter` to now (the delivery).
+/// Time from the agent crossing `idleAfter` (or `reportEvery`) to now (the delivery).
 pub(super) fn since_threshold(agent: &Agent, now: jiff::Timestamp) -> f64 {
     let status = agent.status.clone().unwrap_or_default();
     let input = candidate::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
-    input
-        .in_state_for
-        .saturating_sub(input.idle_after)
-        .as_secs_f64()
+    let (stopped_for, limit, _) = input.stopped_for();
+    stopped_for.saturating_sub(limit).as_secs_f64()
 }
 
 /// Sends the canned nudge into the agent's own pod; true once delivered.
@@ -294,7 +292,8 @@ pub(super) async fn nudge(
     let name = agent.name_any();
     let status = agent.status.clone().unwrap_or_default();
     let input = candidate::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
-    let text = message::nudge(activity_word(agent), input.in_state_for);
+    let (stopped_for, ..) = input.stopped_for();
+    let text = message::nudge(input.stop(), stopped_for);
     let Some(pod) = crate::input::target(pods, agent).await? else {
         return Ok(false);
     };
