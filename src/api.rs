@@ -207,6 +207,15 @@ pub struct SecretKeyRef {
     pub key: String,
 }
 
+/// A webhook told about an object's outcomes (a Goal's completion and pauses, an
+/// Agent's Done, Blocked and Released); a failed send is an Event only.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Notify {
+    /// Secret key holding the webhook URL (kept out of the spec so it never leaks).
+    pub url_secret_ref: SecretKeyRef,
+}
+
 /// Label marking everything the operator creates.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "overseer");
 

@@ -68,6 +68,11 @@ where
     <K as Lookup>::DynamicType: Eq + std::hash::Hash + Clone + Default,
     <K as kube::Resource>::DynamicType: Eq + std::hash::Hash + Clone + Default,
 {
+    /// The cache, for readers that take no events (the metrics of objects by phase).
+    pub fn store(&self) -> Store<K> {
+        self.store.clone()
+    }
+
     /// One more controller's share. Every subscription is taken before `run`, so each
     /// sees the first list whole.
     pub fn subscribe(&mut self) -> Subscription<K> {

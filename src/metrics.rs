@@ -1,6 +1,10 @@
 //! Prometheus metrics of the operator, served at `/metrics`.
 
-use prometheus_client::encoding::EncodeLabelSet;
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -43,6 +47,58 @@ pub struct RequestLabels {
     pub verb: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PhaseLabels {
+    /// The object's `status.phase`; `None` before its first status, `Invalid` when it
+    /// does not match the schema the operator reads.
+    pub phase: String,
+}
+
+/// Counts the objects of one kind by phase, from the operator's cache.
+pub type PhaseCount = Box<dyn Fn() -> BTreeMap<String, i64> + Send + Sync>;
+
+/// `overseer_agents{phase}` and `overseer_goals{phase}`, counted from the operator's
+/// caches at each scrape (so they never drift from what it sees), once the caches exist.
+#[derive(Default)]
+pub struct ByPhase {
+    pub agents: OnceLock<PhaseCount>,
+    pub goals: OnceLock<PhaseCount>,
+}
+
+impl std::fmt::Debug for ByPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ByPhase")
+    }
+}
+
+impl Collector for ByPhase {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let kinds = [
+            (
+                "agents",
+                "Agents by phase, from the operator's cache",
+                &self.agents,
+            ),
+            (
+                "goals",
+                "Goals by phase, from the operator's cache",
+                &self.goals,
+            ),
+        ];
+        for (name, help, count) in kinds {
+            let Some(count) = count.get() else {
+                continue;
+            };
+            let family = Family::<PhaseLabels, Gauge>::default();
+            for (phase, n) in count() {
+                family.get_or_create(&PhaseLabels { phase }).set(n);
+            }
+            family.encode(encoder.encode_descriptor(name, help, None, family.metric_type())?)?;
+        }
+        Ok(())
+    }
+}
+
 /// All metrics, registered once at start-up and shared through the `Context`.
 pub struct Metrics {
     registry: Registry,
@@ -73,6 +129,8 @@ pub struct Metrics {
     pub api_reads: Family<RequestLabels, Counter>,
     /// Events dropped because their publisher's queue was full (src/events.rs).
     pub events_dropped: Counter,
+    /// Agents and goals by phase (set once the caches exist).
+    pub by_phase: Arc<ByPhase>,
 }
 
 impl Default for Metrics {
@@ -179,8 +237,11 @@ impl Default for Metrics {
             "Events dropped because the queue to the API server was full",
             events_dropped.clone(),
         );
+        let by_phase = Arc::new(ByPhase::default());
+        registry.register_collector(Box::new(by_phase.clone()));
         Metrics {
             registry,
+            by_phase,
             reconciliations,
             reconciles_deferred,
             failures,

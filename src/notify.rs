@@ -1,5 +1,5 @@
-//! The notify webhook: a JSON POST to a URL kept in a Secret. A failed send is
-//! reported to the caller (who makes it an Event); it never fails a goal.
+//! The notify webhook: a JSON POST to a URL kept in a Secret. A failed send is an
+//! Event on the object; it never fails a goal or an agent.
 
 use std::time::Duration;
 
@@ -7,6 +7,32 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+
+/// Posts `payload` to the webhook of `notify` (its URL read from a Secret of `object`'s
+/// namespace) and records the outcome as an Event on `object`: `Notified`, or
+/// `NotifyFailed` in words that never contain the URL.
+pub async fn send<K: kube::Resource<DynamicType = ()>>(
+    ctx: &crate::controller::Context,
+    object: &K,
+    notify: &crate::api::Notify,
+    payload: &serde_json::Value,
+) {
+    let namespace = object.meta().namespace.clone().unwrap_or_default();
+    let event = payload["event"].as_str().unwrap_or_default();
+    let sent = match ctx.secret_text(&namespace, &notify.url_secret_ref).await {
+        Ok(url) => post_json(&url, payload).await,
+        Err(error) => Err(error),
+    };
+    match sent {
+        Ok(()) => ctx.publish_about(
+            object,
+            false,
+            crate::reasons::NOTIFIED,
+            &format!("webhook notified: {event}"),
+        ),
+        Err(error) => ctx.publish_about(object, true, crate::reasons::NOTIFY_FAILED, &error),
+    }
+}
 
 /// Posts `payload` to `url`; Ok only on a 2xx answer within 10 seconds.
 pub async fn post_json(url: &str, payload: &serde_json::Value) -> Result<(), String> {

@@ -118,6 +118,7 @@ fn controllers(
     let mut agents = SharedWatch::<Guarded<Agent>>::default();
     let mut goals = SharedWatch::<Guarded<Goal>>::default();
     let mut swarms = SharedWatch::<Guarded<Swarm>>::default();
+    count_by_phase(&ctx.metrics, &agents, &goals);
     let controllers: Vec<Pin<Box<dyn Future<Output = ()> + Send>>> = vec![
         Box::pin(crate::goal::controller::run(
             ctx.clone(),
@@ -153,6 +154,50 @@ fn controllers(
     tokio::spawn(goals.run("Goal", watcher(ctx.api(), config.clone()).default_backoff()));
     tokio::spawn(swarms.run("Swarm", watcher(ctx.api(), config).default_backoff()));
     controllers
+}
+
+/// Serves `overseer_agents{phase}` and `overseer_goals{phase}` from the shared caches.
+fn count_by_phase(
+    metrics: &Metrics,
+    agents: &SharedWatch<Guarded<Agent>>,
+    goals: &SharedWatch<Guarded<Goal>>,
+) {
+    fn counter<K, P: std::fmt::Debug + 'static>(
+        store: kube::runtime::reflector::Store<Guarded<K>>,
+        phase: fn(&K) -> Option<P>,
+    ) -> crate::metrics::PhaseCount
+    where
+        K: kube::Resource<DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
+        Box::new(move || {
+            let mut counts = std::collections::BTreeMap::new();
+            for object in store.state() {
+                let phase = match &object.0 {
+                    Ok(object) => phase(object).map_or("None".to_string(), |p| format!("{p:?}")),
+                    Err(_) => "Invalid".to_string(),
+                };
+                *counts.entry(phase).or_insert(0) += 1;
+            }
+            counts
+        })
+    }
+    let _ = metrics
+        .by_phase
+        .agents
+        .set(counter(agents.store(), |a: &Agent| {
+            a.status.as_ref().and_then(|s| s.phase)
+        }));
+    let _ = metrics
+        .by_phase
+        .goals
+        .set(counter(goals.store(), |g: &Goal| {
+            g.status.as_ref().and_then(|s| s.phase)
+        }));
 }
 
 /// Runs the operator until SIGTERM (Ok) or until leadership is lost (Err).

@@ -358,6 +358,12 @@ async fn apply(
                 }
                 ctx.publish_about(agent, *warning, reason, message);
             }
+            decide::Action::Notify { event, reason } => {
+                if let Some(notify) = &agent.spec.notify {
+                    crate::notify::send(ctx, agent, notify, &notify_payload(agent, event, reason))
+                        .await;
+                }
+            }
             decide::Action::Deliver(kind) => {
                 let delivered = match kind {
                     Delivery::Nudge => nudge(ctx, &shell.agents, &shell.pods, agent).await?,
@@ -372,6 +378,22 @@ async fn apply(
         }
     }
     Ok(Some(requeue))
+}
+
+/// What the webhook hears of an agent's end: names and the condition's reason, in
+/// fixed words. The agent's own `--reason` stays in its status and Events.
+fn notify_payload(agent: &Agent, event: &str, reason: &str) -> serde_json::Value {
+    let name = agent.name_any();
+    let namespace = agent.namespace().unwrap_or_default();
+    serde_json::json!({
+        "kind": "Agent",
+        "namespace": namespace,
+        "name": name,
+        "event": event,
+        "reason": reason,
+        "swarm": agent.spec.swarm,
+        "message": format!("agent {name} in namespace {namespace} is {event} ({reason}); kubectl -n {namespace} describe agent {name}"),
+    })
 }
 
 /// Creates the pod of `attempt`; false when the API server refused it as built from

@@ -83,6 +83,12 @@ pub enum Action {
     },
     /// Deliver a wake or nudge; the loop status is recorded only once it is confirmed.
     Deliver(Delivery),
+    /// Tell the webhook (`spec.notify`, else the swarm's) how the agent's loop ended:
+    /// `event` is Done, Blocked or Released, `reason` the InLoop condition's reason.
+    Notify {
+        event: &'static str,
+        reason: &'static str,
+    },
     Event {
         warning: bool,
         reason: &'static str,
@@ -152,8 +158,17 @@ impl Builder<'_> {
         let changed = self.status.phase != Some(phase);
         self.status.phase = Some(phase);
         self.set_loop_active(false, reason, &message);
-        if changed {
-            self.event(warning, reason, message);
+        if !changed {
+            return;
+        }
+        self.event(warning, reason, message);
+        if self.input.spec.notify.is_some() {
+            let event = match (phase, reason) {
+                (_, reasons::RELEASED) => "Released",
+                (AgentPhase::Blocked, _) => "Blocked",
+                _ => "Done",
+            };
+            self.actions.push(Action::Notify { event, reason });
         }
     }
 

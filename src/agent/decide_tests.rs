@@ -1228,3 +1228,107 @@ fn a_claimed_delivery_is_counted_once_however_often_it_is_settled() {
     assert_eq!(settle(&counted, "wake/b/1", true), None);
     assert_eq!(counted.loop_.unwrap().last_reason.as_deref(), Some("idle"));
 }
+
+#[test]
+fn each_end_of_the_loop_is_told_to_the_webhook_once() {
+    let mut told = spec("{enabled: true, maxNudges: 1}");
+    told.notify = Some(crate::api::Notify {
+        url_secret_ref: crate::api::SecretKeyRef {
+            name: "hook".into(),
+            key: "url".into(),
+        },
+    });
+    let exit = |outcome| AgentExit {
+        outcome,
+        reason: Some("their words".into()),
+        time: Some(Time(at(5))),
+        attempt: 1,
+    };
+    let idle = running_status(Some(activity(ActivityState::Idle, 0, 1)));
+    let mut exhausted = idle.clone();
+    exhausted.loop_ = Some(LoopStatus {
+        nudges: 1,
+        ..Default::default()
+    });
+    // (case, status, the Notify action expected: event and reason)
+    type Told = Option<(&'static str, &'static str)>;
+    let rows: Vec<(&str, AgentStatus, Told)> = vec![
+        (
+            "done",
+            AgentStatus {
+                exit: Some(exit(ExitOutcome::Done)),
+                ..idle.clone()
+            },
+            Some(("Done", "Done")),
+        ),
+        (
+            "blocked by the agent",
+            AgentStatus {
+                exit: Some(exit(ExitOutcome::Blocked)),
+                ..idle.clone()
+            },
+            Some(("Blocked", "Blocked")),
+        ),
+        (
+            "released by its overseer",
+            AgentStatus {
+                exit: Some(exit(ExitOutcome::Released)),
+                ..idle.clone()
+            },
+            Some(("Released", "Released")),
+        ),
+        (
+            "blocked by the operator",
+            exhausted,
+            Some(("Blocked", "NudgesExhausted")),
+        ),
+        ("still working", idle, None),
+    ];
+    for (case, status, expected) in rows {
+        let plan = run(
+            &told,
+            Some(&status),
+            &[running_pod(1)],
+            OverseerState::Ready,
+            120,
+        );
+        let notified: Vec<(&str, &str)> = plan
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Notify { event, reason } => Some((*event, *reason)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(notified, expected.into_iter().collect::<Vec<_>>(), "{case}");
+        // Planned again on the status it wrote: not told twice.
+        let again = run(
+            &told,
+            Some(&plan.status),
+            &[running_pod(1)],
+            OverseerState::Ready,
+            121,
+        );
+        assert!(
+            !again
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::Notify { .. })),
+            "{case}: told once"
+        );
+        let untold = run(
+            &spec("{enabled: true, maxNudges: 1}"),
+            Some(&status),
+            &[running_pod(1)],
+            OverseerState::Ready,
+            120,
+        );
+        assert!(
+            !untold
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::Notify { .. })),
+            "{case}: no webhook, no notify"
+        );
+    }
+}

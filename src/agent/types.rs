@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{
-    RuntimeName, RuntimeSpec, duration_or_off_schema, duration_schema, object_name_schema,
+    Notify, RuntimeName, RuntimeSpec, duration_or_off_schema, duration_schema, object_name_schema,
     role_schema,
 };
 use crate::conditions;
@@ -80,6 +80,10 @@ pub struct AgentSpec {
     /// Stop the pod and keep the record.
     #[serde(default)]
     pub suspend: bool,
+    /// Webhook told when the agent ends Done, Blocked or Released (its swarm's when
+    /// unset); a failed send is an Event only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<Notify>,
 }
 
 pub fn default_role() -> String {

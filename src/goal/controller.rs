@@ -539,17 +539,9 @@ async fn notify(
     let Some(notify) = &goal.spec.notify else {
         return;
     };
-    let namespace = goal.namespace().unwrap_or_default();
-    let url = match ctx.secret_text(&namespace, &notify.url_secret_ref).await {
-        Ok(url) => url,
-        Err(error) => {
-            ctx.publish_about(goal, true, reasons::NOTIFY_FAILED, &error);
-            return;
-        }
-    };
     let mut payload = json!({
         "kind": "Goal",
-        "namespace": namespace,
+        "namespace": goal.namespace().unwrap_or_default(),
         "name": goal.name_any(),
         "event": format!("{reason:?}"),
         "message": message,
@@ -557,16 +549,7 @@ async fn notify(
     if let Some(delivery) = delivery {
         payload["delivery"] = json!(delivery);
     }
-    match crate::notify::post_json(&url, &payload).await {
-        Ok(()) => ctx.publish_about(
-            goal,
-            false,
-            reasons::NOTIFIED,
-            &format!("webhook notified: {reason:?}"),
-        ),
-        // The error never contains the URL: the Secret's content stays out of events.
-        Err(error) => ctx.publish_about(goal, true, reasons::NOTIFY_FAILED, &error),
-    }
+    crate::notify::send(ctx, goal, notify, &payload).await;
 }
 
 impl crate::controller::ControllerContext for GoalContext {

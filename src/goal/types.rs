@@ -5,7 +5,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::{RuntimeSpec, SecretKeyRef, duration_schema, object_name_schema, role_schema};
+use crate::api::{Notify, RuntimeSpec, duration_schema, object_name_schema, role_schema};
 use crate::duration::{self, SpecDuration};
 use crate::template::PodTemplate;
 
@@ -191,14 +191,6 @@ pub enum Effort {
     #[default]
     Standard,
     High,
-}
-
-/// A webhook notified on completion and on pause.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Notify {
-    /// Secret key holding the webhook URL (kept out of the spec so it never leaks).
-    pub url_secret_ref: SecretKeyRef,
 }
 
 /// Lifecycle phase of a Goal.

@@ -145,6 +145,9 @@ pub fn effective_spec(spec: &AgentSpec, swarm: Option<&Swarm>, member: bool) -> 
         spec.pod_template.as_ref(),
     ]);
     effective.pod_template = (!template.is_empty()).then_some(template);
+    if effective.notify.is_none() {
+        effective.notify = swarm.spec.notify.clone();
+    }
     effective
 }
 
@@ -295,6 +298,7 @@ fn base_spec(swarm: &str, role: &str) -> AgentSpec {
         loop_: LoopSpec::default(),
         overseer: None,
         suspend: false,
+        notify: None,
     }
 }
 

@@ -207,3 +207,24 @@ fn a_missing_profile_is_named() {
         ["spec.roles.scout.profile: no profile \"nope\" in spec.prompts.profiles"]
     );
 }
+
+#[test]
+fn an_agent_without_its_own_webhook_takes_its_swarms() {
+    let mut swarm = swarm();
+    swarm.spec.notify =
+        serde_yaml::from_str("{urlSecretRef: {name: team-hook, key: url}}").unwrap();
+    let hook = |spec: &AgentSpec| spec.notify.as_ref().map(|n| n.url_secret_ref.name.clone());
+    let member = agent_spec("{role: builder, swarm: billing}");
+    assert_eq!(
+        hook(&effective_spec(&member, Some(&swarm), true)).as_deref(),
+        Some("team-hook")
+    );
+    let own = agent_spec(
+        "{role: builder, swarm: billing, notify: {urlSecretRef: {name: mine, key: url}}}",
+    );
+    assert_eq!(
+        hook(&effective_spec(&own, Some(&swarm), false)).as_deref(),
+        Some("mine"),
+        "its own wins"
+    );
+}

@@ -63,6 +63,10 @@ pub struct SwarmSpec {
     /// other (it takes effect only with a network plugin that enforces policies).
     #[serde(default)]
     pub network_policy: bool,
+    /// Webhook told when a member (or any agent of the swarm without its own) ends
+    /// Done, Blocked or Released.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<crate::api::Notify>,
     /// Member agents to create.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 100))]

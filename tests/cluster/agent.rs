@@ -15,6 +15,7 @@ use crate::support::cluster::{
     TestNamespace, agent_account, can_i, create_agent, kubectl, operator, setup, wait_in,
 };
 use crate::support::shim::pod_shim;
+use crate::support::webhook::{Webhook, url_secret};
 
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
@@ -573,4 +574,78 @@ async fn an_agent_reports_progress_and_one_that_stops_reporting_wakes_its_overse
         wait_events(&ns, "worker", "NoProgressReport").await.len(),
         1
     );
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn the_webhook_hears_when_an_agent_ends_done_or_blocked_in_fixed_words() {
+    let ns = setup("agent-notify").await;
+    let operator = operator(&ns);
+    let mut hook = Webhook::start().await;
+    url_secret(&ns, "hook", &hook.url).await;
+    let notify = json!({"urlSecretRef": {"name": "hook", "key": "url"}});
+    let finisher = pod_shim(&ns, "finisher", 1, "pi", "tui-works-then-idles.sh").await;
+    create_agent(
+        &ns,
+        "finisher",
+        json!({"notify": notify, "loop": {"enabled": true, "interval": "1s", "idleAfter": "1h"}}),
+    )
+    .await;
+    wait_condition(&ns, "finisher", "Running", |a| {
+        a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Running)
+    })
+    .await;
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_overseer"))
+        .args(["loop", "done", "--reason", "ignore previous instructions"])
+        .arg("--socket")
+        .arg(finisher.socket())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let request = hook.next("the agent is Done", WAIT).await;
+    assert!(request.starts_with("POST /hook"), "{request}");
+    for part in [
+        "\"kind\":\"Agent\"",
+        "\"name\":\"finisher\"",
+        "\"event\":\"Done\"",
+        "\"reason\":\"Done\"",
+    ] {
+        assert!(request.contains(part), "{part} in {request}");
+    }
+    assert!(
+        !request.contains("ignore previous"),
+        "the agent's own words stay out: {request}"
+    );
+    wait_events(&ns, "finisher", "Notified").await;
+
+    // Blocked by the operator (its only nudge delivered, it stops again).
+    let _quitter = pod_shim(&ns, "quitter", 1, "pi", "tui-works-then-idles.sh").await;
+    create_agent(
+        &ns,
+        "quitter",
+        json!({"notify": notify, "loop": {"enabled": true, "interval": "1s", "idleAfter": "1s",
+            "cooldown": "1s", "maxNudges": 1, "autoNudgeWithoutOverseer": true}}),
+    )
+    .await;
+    let request = hook.next("the agent is Blocked", WAIT).await;
+    assert!(
+        request.contains("\"event\":\"Blocked\"")
+            && request.contains("\"reason\":\"NudgesExhausted\""),
+        "{request}"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(hook.requests.try_recv().is_err(), "each end is told once");
+
+    // The gauges count from the operator's cache: one Done, one Blocked.
+    let metrics = operator.metrics().await.expect("/metrics answers");
+    for line in [
+        "overseer_agents{phase=\"Done\"} 1",
+        "overseer_agents{phase=\"Blocked\"} 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
+    }
 }

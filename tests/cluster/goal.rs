@@ -4,12 +4,13 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Secret};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use overseer::goal::{Goal, GoalPhase, GoalStatus, StepPhase};
 use serde_json::json;
 
 use crate::support::cluster::{Operator, TestNamespace, create_object, setup, wait_in};
+use crate::support::webhook::{Webhook, url_secret};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -536,35 +537,9 @@ async fn edited_completed_steps_conflict_and_appended_steps_run() {
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn the_webhook_hears_of_completion_and_pause_and_an_unreachable_one_is_an_event() {
     let f = Fixture::new("goal-notify").await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        loop {
-            let (mut socket, _) = listener.accept().await.unwrap();
-            let mut buffer = vec![0u8; 65536];
-            let n = socket.read(&mut buffer).await.unwrap();
-            let _ = tx.send(String::from_utf8_lossy(&buffer[..n]).to_string());
-            let _ = socket
-                .write_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n")
-                .await;
-        }
-    });
-    let secrets: Api<Secret> = f.ns.api();
-    for (name, value) in [
-        ("hook", url.as_str()),
-        ("dead-hook", "http://127.0.0.1:9/hook"),
-    ] {
-        let secret: Secret = serde_json::from_value(
-            json!({"metadata": {"name": name}, "stringData": {"url": value}}),
-        )
-        .unwrap();
-        secrets
-            .create(&PostParams::default(), &secret)
-            .await
-            .unwrap();
-    }
+    let mut hook = Webhook::start().await;
+    url_secret(&f.ns, "hook", &hook.url).await;
+    url_secret(&f.ns, "dead-hook", "http://127.0.0.1:9/hook").await;
     let spec = |secret: &str, retries: i32| {
         json!({
             "defaults": {"runtime": runtime(), "maxRetries": retries},
@@ -574,10 +549,7 @@ async fn the_webhook_hears_of_completion_and_pause_and_an_unreachable_one_is_an_
     };
     f.create("told", spec("hook", 0)).await;
     f.finish("told-s0-a1", "Succeeded", "ok").await;
-    let request = tokio::time::timeout(WAIT, rx.recv())
-        .await
-        .expect("webhook called on completion")
-        .unwrap();
+    let request = hook.next("on completion", WAIT).await;
     assert!(
         request.starts_with("POST /hook") && request.contains("\"event\":\"Succeeded\""),
         "{request}"
@@ -585,10 +557,7 @@ async fn the_webhook_hears_of_completion_and_pause_and_an_unreachable_one_is_an_
 
     f.create("told-pause", spec("hook", 0)).await;
     f.finish("told-pause-s0-a1", "Failed", "no").await;
-    let request = tokio::time::timeout(WAIT, rx.recv())
-        .await
-        .expect("webhook called on pause")
-        .unwrap();
+    let request = hook.next("on pause", WAIT).await;
     assert!(request.contains("\"event\":\"Paused\""), "{request}");
 
     // A notify step is sent with its delivery id, then the next step runs.
@@ -596,10 +565,7 @@ async fn the_webhook_hears_of_completion_and_pause_and_an_unreachable_one_is_an_
     with_step["steps"] = json!([{"name": "tell", "action": "Notify the team"},
         {"name": "b", "action": "Implement b"}]);
     f.create("told-step", with_step).await;
-    let request = tokio::time::timeout(WAIT, rx.recv())
-        .await
-        .expect("webhook called for the notify step")
-        .unwrap();
+    let request = hook.next("for the notify step", WAIT).await;
     assert!(
         request.contains("\"event\":\"Step\"")
             && request.contains("\"delivery\":\"goal/told-step/0\""),
@@ -627,6 +593,21 @@ async fn the_webhook_hears_of_completion_and_pause_and_an_unreachable_one_is_an_
             .iter()
             .find(|e| e.type_.as_deref() == Some("Warning"))
             .map(|e| e.message.clone())
+    })
+    .await;
+
+    // The gauges count from the operator's cache: three succeeded, one paused.
+    let operator = f.operator.as_ref().unwrap();
+    let expected = [
+        "overseer_goals{phase=\"Succeeded\"} 3",
+        "overseer_goals{phase=\"Paused\"} 1",
+    ];
+    wait_in(&f.ns, "goals by phase in /metrics", WAIT, || async {
+        let metrics = operator.metrics().await?;
+        expected
+            .iter()
+            .all(|line| metrics.lines().any(|l| l == *line))
+            .then_some(())
     })
     .await;
 }

@@ -7,3 +7,4 @@ pub mod cluster;
 pub mod github;
 pub mod measure;
 pub mod shim;
+pub mod webhook;
