@@ -33,6 +33,9 @@ pub struct Context {
     pub input_command: String,
     /// How long an inbox message waits for a pod that can take it.
     pub send_expiry: std::time::Duration,
+    /// How long finished step pods and ended agents' pods are kept (None: until their
+    /// owner is deleted).
+    pub pod_retention: Option<std::time::Duration>,
     /// The API origins a PRWatch may poll (and send its token to).
     pub github_api_origins: Vec<String>,
     /// Each object's run of reconcile failures, for its error backoff.

@@ -42,6 +42,12 @@ pub fn parse_arg(text: &str) -> Result<Duration, String> {
     parse(text).ok_or_else(|| format!("{text:?} is not a duration such as 90s, 5m or 1h"))
 }
 
+/// A command-line duration, or `off` (None).
+pub fn parse_arg_or_off(text: &str) -> Result<Option<Duration>, String> {
+    parse_or_off(text)
+        .ok_or_else(|| format!("{text:?} is neither off nor a duration such as 90s, 5m or 1h"))
+}
+
 /// `at + wait`, or the latest time there is when that lies beyond it (a forged or
 /// far-future timestamp plus a long wait must not panic).
 pub fn later(at: Timestamp, wait: Duration) -> Timestamp {

@@ -65,6 +65,11 @@ pub struct RunArgs {
     /// before it is reported failed.
     #[arg(long, default_value = "5m", value_parser = crate::duration::parse_arg)]
     pub send_expiry: Duration,
+    /// How long a finished step pod, and the pod of an agent whose loop ended (Done,
+    /// Released, Blocked), is kept for a person to read before it is deleted; `off`
+    /// keeps them until their Goal or Agent is deleted. The status keeps the outcome.
+    #[arg(long, default_value = "1h", value_parser = crate::duration::parse_arg_or_off)]
+    pub pod_retention: std::option::Option<Duration>,
     /// Where a PRWatch may send its token: `https://HOST[:PORT]` of GitHub and each
     /// GitHub Enterprise server (repeat, or comma-separate). Anything else is refused
     /// before the Secret is read. A plain `http://` origin is honoured only when listed.
@@ -268,6 +273,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         overseer_image: args.overseer_image.clone(),
         input_command: args.input_command.clone(),
         send_expiry: args.send_expiry,
+        pod_retention: args.pod_retention,
         github_api_origins: args.github_api_origins.clone(),
         failures: Failures::default(),
     });

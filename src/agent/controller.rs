@@ -229,6 +229,7 @@ async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Action> 
         status: agent.status.as_ref(),
         pods: &observed.pods,
         overseer: observed.overseer,
+        pod_retention: ac.ctx.pod_retention,
         now: jiff::Timestamp::now(),
     });
     let Some(mut requeue) = apply(&shell, &mut agent, &observed, &plan).await? else {

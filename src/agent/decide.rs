@@ -59,6 +59,8 @@ pub struct Input<'a> {
     /// This agent's pods that are not being deleted.
     pub pods: &'a [AgentPod],
     pub overseer: OverseerState,
+    /// How long the pod of an agent whose loop ended is kept (None: until the Agent goes).
+    pub pod_retention: Option<Duration>,
     pub now: Timestamp,
 }
 
@@ -116,7 +118,7 @@ struct Builder<'a> {
     now_time: Time,
     /// Earliest time a rule of the heartbeat can fire.
     next_rule: Option<Timestamp>,
-    /// Earliest time a pod must be replaced (not bound by the heartbeat).
+    /// Earliest time a pod must be replaced or removed (not bound by the heartbeat).
     next_replace: Option<Timestamp>,
 }
 
@@ -143,6 +145,38 @@ impl Builder<'_> {
 
     fn fire_at(&mut self, at: Timestamp) {
         self.next_rule = Some(self.next_rule.map_or(at, |t| t.min(at)));
+    }
+
+    /// An ended agent's pods go `pod_retention` after the loop ended (the InLoop
+    /// condition turned False for it; without a loop, the exit's time); the status
+    /// keeps the outcome.
+    fn expire_pods(&mut self) {
+        let Some(retention) = self.input.pod_retention else {
+            return;
+        };
+        let loop_ended = self
+            .status
+            .conditions
+            .iter()
+            .find(|c| {
+                c.type_ == conditions::IN_LOOP
+                    && c.status == "False"
+                    && c.reason != reasons::LOOP_DISABLED
+            })
+            .map(|c| c.last_transition_time.clone());
+        let exited = self.status.current_exit().and_then(|e| e.time.clone());
+        let Some(ended) = loop_ended.or(exited) else {
+            return;
+        };
+        if self.input.pods.is_empty() {
+            return;
+        }
+        let expires = duration::after(&ended, retention);
+        if expires <= self.input.now {
+            self.delete_pods();
+        } else {
+            self.next_replace = Some(self.next_replace.map_or(expires, |t| t.min(expires)));
+        }
     }
 
     fn delete_pods(&mut self) {
@@ -314,17 +348,20 @@ fn exited(b: &mut Builder) -> ControlFlow<()> {
         ),
     };
     b.finish(phase, why, message, false);
+    b.expire_pods();
     ControlFlow::Break(())
 }
 
 /// Blocked or Failed by the operator stays so: the pod is kept for a person to look
-/// at. A phase that came from an exit ends with the exit (`overseer loop add`).
+/// at, for `pod_retention`. A phase that came from an exit ends with the exit
+/// (`overseer loop add`).
 fn ended_by_operator(b: &mut Builder) -> ControlFlow<()> {
     let ended = matches!(
         b.status.phase,
         Some(AgentPhase::Blocked | AgentPhase::Failed | AgentPhase::Done)
     ) && !ended_by_exit(&b.status);
     if ended {
+        b.expire_pods();
         ControlFlow::Break(())
     } else {
         ControlFlow::Continue(())

@@ -312,6 +312,7 @@ fn run(
         status,
         pods,
         overseer,
+        pod_retention: None,
         now: at(now),
     })
 }
@@ -1331,4 +1332,53 @@ fn each_end_of_the_loop_is_told_to_the_webhook_once() {
             "{case}: no webhook, no notify"
         );
     }
+}
+
+#[test]
+fn an_ended_agents_pod_goes_after_the_retention() {
+    let spec = spec("{enabled: true}");
+    let mut status = running_status(Some(activity(ActivityState::Idle, 0, 1)));
+    status.exit = Some(AgentExit {
+        outcome: ExitOutcome::Done,
+        reason: None,
+        time: Some(Time(at(10))),
+        attempt: 1,
+    });
+    let pods = [running_pod(1)];
+    let plan_at = |status: &AgentStatus, retention: Option<u64>, now: i64| {
+        plan(&Input {
+            name: "a",
+            generation: Some(1),
+            spec: &spec,
+            status: Some(status),
+            pods: &pods,
+            overseer: OverseerState::Unset,
+            pod_retention: retention.map(Duration::from_secs),
+            now: at(now),
+        })
+    };
+    // The loop ends at 20; it is kept an hour.
+    let ended = plan_at(&status, Some(3600), 20).status;
+    assert_eq!(ended.phase, Some(AgentPhase::Done));
+    let kept = plan_at(&ended, Some(3600), 1800);
+    assert!(kept.actions.is_empty(), "{:?}", kept.actions);
+    assert_eq!(
+        kept.requeue_after,
+        Some(Duration::from_secs(1820)),
+        "back when it expires"
+    );
+    let expired = plan_at(&ended, Some(3600), 3620);
+    assert_eq!(
+        expired.actions,
+        vec![Action::DeletePod { name: "a-1".into() }]
+    );
+    assert_eq!(
+        expired.status.phase,
+        Some(AgentPhase::Done),
+        "the status keeps the outcome"
+    );
+    assert!(
+        plan_at(&ended, None, 99_999).actions.is_empty(),
+        "retention off"
+    );
 }

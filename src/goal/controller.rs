@@ -236,6 +236,7 @@ async fn decide(ctx: &Context, goal: &Goal, observed: &Observed) -> plan::Plan {
         goals: &observed.goals,
         swarm: observed.swarm.as_ref().map(|s| &s.spec),
         notified: None,
+        pod_retention: ctx.pod_retention,
         now: jiff::Timestamp::now(),
     };
     let plan = plan::plan(&input);

@@ -61,6 +61,8 @@ pub struct Input<'a> {
     /// The notify step (index) whose webhook the operator has just sent: only then is
     /// it recorded complete, so a crash between the two sends it again, never loses it.
     pub notified: Option<usize>,
+    /// How long a finished pod whose outcome the status holds is kept (None: always).
+    pub pod_retention: Option<Duration>,
     pub now: Timestamp,
 }
 
@@ -134,6 +136,7 @@ pub fn plan(input: &Input) -> Plan {
     };
     planner.run();
     planner.stop_strays();
+    planner.expire_pods();
     let Planner {
         mut status,
         actions,
@@ -229,6 +232,35 @@ impl Planner<'_> {
                     .status
                     .steps
                     .push(StepStatus::pending_after(&step.name, others)),
+            }
+        }
+    }
+
+    /// Deletes each finished pod `pod_retention` after it finished, once the status holds
+    /// its outcome (every pod but the running attempt's), and comes back for the next.
+    fn expire_pods(&mut self) {
+        let Some(retention) = self.input.pod_retention else {
+            return;
+        };
+        for pod in self.input.pods {
+            let Some(finished) = pod.finished_at else {
+                continue;
+            };
+            let awaited = self.status.steps.get(pod.step).is_some_and(|s| {
+                s.name == pod.step_name
+                    && s.attempts == pod.attempt
+                    && s.phase == StepPhase::Running
+            });
+            if awaited {
+                continue;
+            }
+            let expires = duration::later(finished, retention);
+            if expires <= self.input.now {
+                self.actions.push(Action::DeletePod {
+                    name: pod.name.clone(),
+                });
+            } else {
+                self.requeue_at(expires);
             }
         }
     }

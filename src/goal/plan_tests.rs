@@ -41,6 +41,7 @@ struct Case<'a> {
     name: &'a str,
     swarm: Option<crate::swarm::SwarmSpec>,
     notified: Option<usize>,
+    retention: Option<Duration>,
 }
 
 impl<'a> Case<'a> {
@@ -54,6 +55,7 @@ impl<'a> Case<'a> {
             name: "ship",
             swarm: None,
             notified: None,
+            retention: None,
         }
     }
     fn status(mut self, status: GoalStatus) -> Self {
@@ -94,6 +96,7 @@ impl<'a> Case<'a> {
             goals: &self.goals,
             swarm: self.swarm.as_ref(),
             notified: self.notified,
+            pod_retention: self.retention,
             now: now(),
         })
     }
@@ -777,4 +780,67 @@ fn a_pod_of_a_removed_step_is_stopped() {
         plan.actions
     );
     assert_eq!(creates(&plan), [(1, 2)]);
+}
+
+fn deletes(plan: &Plan) -> Vec<String> {
+    plan.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::DeletePod { name } => Some(name.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn finished_pods_are_deleted_after_the_retention_once_their_outcome_is_recorded() {
+    // Step 0 succeeded; step 1's first attempt failed and its second runs.
+    let first = Case::new(THREE_STEPS).pod(0, 1, PodPhase::Succeeded);
+    let plan = first.plan();
+    let mut status = then(first, &plan).plan().status;
+    status.steps[1].attempts = 2;
+    status.steps[1].phase = StepPhase::Running;
+    let case = |retention: Option<Duration>, running: PodPhase| {
+        let mut case = Case::new(THREE_STEPS)
+            .status(status.clone())
+            .pod(0, 1, PodPhase::Succeeded)
+            .pod(1, 1, PodPhase::Failed)
+            .pod(1, 2, running);
+        case.retention = retention;
+        case
+    };
+    // (case, retention, the running attempt's pod phase, pods deleted)
+    let rows: &[(&str, Option<Duration>, PodPhase, &[&str])] = &[
+        ("kept: retention off", None, PodPhase::Running, &[]),
+        (
+            "kept: within an hour",
+            Some(Duration::from_secs(3600)),
+            PodPhase::Running,
+            &[],
+        ),
+        (
+            "expired: the succeeded step's and the failed attempt's, not the running one",
+            Some(Duration::ZERO),
+            PodPhase::Running,
+            &["ship-s0-a1", "ship-s1-a1"],
+        ),
+        (
+            "the attempt just finished: its outcome is in this plan's status, which is written first",
+            Some(Duration::ZERO),
+            PodPhase::Succeeded,
+            &["ship-s0-a1", "ship-s1-a1", "ship-s1-a2"],
+        ),
+    ];
+    for (row, retention, running, deleted) in rows {
+        let plan = case(*retention, *running).plan();
+        assert_eq!(deletes(&plan), *deleted, "{row}");
+    }
+    let waiting = case(Some(Duration::from_secs(3600)), PodPhase::Running).plan();
+    assert!(
+        waiting
+            .requeue_after
+            .is_some_and(|r| r <= Duration::from_secs(3600)),
+        "back when the first pod expires: {:?}",
+        waiting.requeue_after
+    );
 }

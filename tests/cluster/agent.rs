@@ -649,3 +649,55 @@ async fn the_webhook_hears_when_an_agent_ends_done_or_blocked_in_fixed_words() {
         assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
     }
 }
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_done_agents_pod_goes_after_the_retention_and_the_record_stays() {
+    let ns = setup("agent-retention").await;
+    let _operator = crate::support::cluster::Operator::start(&[
+        "--namespace",
+        &ns.name,
+        "--input-command",
+        env!("CARGO_BIN_EXE_overseer"),
+        "--pod-retention",
+        "2s",
+    ]);
+    let shim = pod_shim(&ns, "worker", 1, "pi", "tui-works-then-idles.sh").await;
+    create_agent(
+        &ns,
+        "worker",
+        json!({"loop": {"enabled": true, "idleAfter": "1h"}}),
+    )
+    .await;
+    wait_condition(&ns, "worker", "Running", |a| {
+        a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Running)
+    })
+    .await;
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_overseer"))
+        .args(["loop", "done", "--reason", "shipped"])
+        .arg("--socket")
+        .arg(shim.socket())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let pods: Api<Pod> = ns.api();
+    wait_in(&ns, "the Done agent's pod deleted", WAIT, || async {
+        pods.get_opt("worker-1").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let status = agent(&ns, "worker").await.status.unwrap();
+    assert_eq!(status.phase, Some(AgentPhase::Done));
+    assert_eq!(
+        status.exit.and_then(|e| e.reason).as_deref(),
+        Some("shipped")
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        pods.get_opt("worker-2").await.unwrap().is_none(),
+        "a Done agent is not given a new pod"
+    );
+}

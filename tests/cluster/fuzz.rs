@@ -273,6 +273,7 @@ fn operator_reads_and_plans(kind: &str, stored: &Value) -> Result<(), String> {
                     status: None,
                     pods: &[],
                     overseer: overseer::agent::candidate::OverseerState::Offline,
+                    pod_retention: Some(std::time::Duration::from_secs(3600)),
                     now,
                 });
                 reasons_given(&plan.status.conditions)
@@ -290,6 +291,7 @@ fn operator_reads_and_plans(kind: &str, stored: &Value) -> Result<(), String> {
                     goals: &[],
                     swarm: None,
                     notified: None,
+                    pod_retention: Some(std::time::Duration::from_secs(3600)),
                     now,
                 });
                 reasons_given(&plan.status.conditions)

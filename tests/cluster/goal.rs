@@ -611,3 +611,46 @@ async fn the_webhook_hears_of_completion_and_pause_and_an_unreachable_one_is_an_
     })
     .await;
 }
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn finished_step_pods_go_after_the_retention_and_the_status_keeps_the_results() {
+    let ns = setup("goal-retention").await;
+    let operator = Some(Operator::start(&[
+        "--namespace",
+        &ns.name,
+        "--pod-retention",
+        "3s",
+    ]));
+    let f = Fixture {
+        goals: ns.api(),
+        pods: ns.api(),
+        ns,
+        operator,
+    };
+    f.create(
+        "kept",
+        json!({"defaults": {"runtime": runtime()}, "steps": steps(&["a", "b"])}),
+    )
+    .await;
+    f.finish("kept-s0-a1", "Succeeded", "result a").await;
+    f.finish("kept-s1-a1", "Succeeded", "result b").await;
+    let status = f
+        .status_where("kept", "Succeeded", |s| {
+            s.phase == Some(GoalPhase::Succeeded)
+        })
+        .await;
+    assert_eq!(status.completed_steps, 2);
+    wait_in(&f.ns, "both step pods deleted", WAIT, || async {
+        f.pod_names().await.is_empty().then_some(())
+    })
+    .await;
+    let status = f.goals.get("kept").await.unwrap().status.unwrap();
+    let results: Vec<_> = status.steps.iter().map(|s| s.result.clone()).collect();
+    assert_eq!(
+        results,
+        [Some("result a".to_string()), Some("result b".to_string())],
+        "the checkpoint keeps the results"
+    );
+    assert_eq!(status.phase, Some(GoalPhase::Succeeded));
+}
