@@ -308,13 +308,13 @@ async fn observe(shell: &Shell<'_>, agent: &mut Agent) -> Result<Option<Observed
             return Ok(None);
         }
     };
-    if let Some(swarm) = &swarm {
-        sync_instructions(ac, agent, swarm).await?;
-    }
     let namespace = agent.namespace().unwrap_or_default();
+    let overseen = overseen_by(&ac.store, &ac.overseen, &namespace, &agent.name_any());
+    let overseer = pod::acts_as_overseer(agent, &overseen);
+    sync_instructions(ac, agent, swarm.as_deref(), overseer).await?;
     Ok(Some(Observed {
         pods: observe_pods(ac, &shell.pods, agent).await?,
-        overseen: overseen_by(&ac.store, &ac.overseen, &namespace, &agent.name_any()),
+        overseen,
         overseer: overseer_state(&ac.store, agent),
         swarm,
     }))
@@ -410,7 +410,7 @@ async fn create_pod(
     let shape = pod::PodShape {
         overseer: pod::acts_as_overseer(agent, &observed.overseen),
         read_only: compose::role(observed.swarm.as_deref(), &agent.spec.role).read_only,
-        instructions_file: observed.swarm.as_ref().map(|_| instruction_file(agent)),
+        instructions_file: instruction_file(agent),
     };
     let pod = pod::agent_pod(agent, attempt, &ac.ctx.overseer_image, shape);
     match shell.pods.create(&PostParams::default(), &pod).await {

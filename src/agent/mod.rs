@@ -6,6 +6,7 @@ pub mod commands;
 pub mod controller;
 pub mod decide;
 pub mod inbox;
+pub mod instructions;
 pub mod message;
 pub mod pod;
 pub mod preamble;

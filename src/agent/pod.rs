@@ -207,14 +207,25 @@ pub fn instructions_name(agent: &str) -> String {
 }
 
 /// How an agent's pod differs by what the agent is.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct PodShape<'a> {
     /// It acts as an overseer: its prompt starts with the standing instructions.
     pub overseer: bool,
     /// Its role only reads: every volume it mounts is read-only.
     pub read_only: bool,
-    /// Its composed instructions (a swarm member): the runtime's instruction file name.
-    pub instructions_file: Option<&'a str>,
+    /// The runtime's instruction file name (CLAUDE.md, AGENTS.md), under which the
+    /// agent's composed instructions are mounted.
+    pub instructions_file: &'a str,
+}
+
+impl Default for PodShape<'_> {
+    fn default() -> Self {
+        PodShape {
+            overseer: false,
+            read_only: false,
+            instructions_file: "AGENTS.md",
+        }
+    }
 }
 
 /// The pod of one attempt: the agent CLI under `overseer shim`, as its own
@@ -233,7 +244,7 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
     let mut pod_labels = labels(agent);
     pod_labels.insert(labels::ATTEMPT.into(), attempt.to_string());
     let storage = storage(agent, &template.volumes, &shape);
-    env_vars.extend(storage.env);
+    env_vars.push(storage.env);
     let mut pod = Pod {
         metadata: ObjectMeta {
             name: Some(pod_name(&agent.name_any(), attempt)),
@@ -323,13 +334,13 @@ fn shim_env(agent: &Agent, attempt: i64, overseer: bool) -> Vec<EnvVar> {
 struct Storage {
     volumes: Vec<Volume>,
     mounts: Vec<VolumeMount>,
-    /// `OVERSEER_INSTRUCTIONS`, for a swarm member.
-    env: Option<EnvVar>,
+    /// `OVERSEER_INSTRUCTIONS`.
+    env: EnvVar,
 }
 
 /// The `overseer` binary, the workspace (the template's own volume of that name, or an
-/// emptyDir) and a swarm member's instructions; the template's other volumes and
-/// mounts are added when the pod is dressed.
+/// emptyDir) and the agent's instructions; the template's other volumes and mounts are
+/// added when the pod is dressed.
 fn storage(agent: &Agent, template_volumes: &[Volume], shape: &PodShape) -> Storage {
     let mut mounts = vec![
         pods::overseer_mount(),
@@ -347,13 +358,7 @@ fn storage(agent: &Agent, template_volumes: &[Volume], shape: &PodShape) -> Stor
             ..Default::default()
         });
     }
-    let Some(file) = shape.instructions_file else {
-        return Storage {
-            volumes,
-            mounts,
-            env: None,
-        };
-    };
+    let file = shape.instructions_file;
     volumes.push(Volume {
         name: "instructions".into(),
         config_map: Some(ConfigMapVolumeSource {
@@ -371,10 +376,10 @@ fn storage(agent: &Agent, template_volumes: &[Volume], shape: &PodShape) -> Stor
     Storage {
         volumes,
         mounts,
-        env: Some(env(
+        env: env(
             "OVERSEER_INSTRUCTIONS",
             format!("{INSTRUCTIONS_DIR}/{file}"),
-        )),
+        ),
     }
 }
 
@@ -472,12 +477,11 @@ spec:
         )
         .unwrap();
         agent.metadata.namespace = Some("team".into());
-        let pod = agent_pod(
-            &agent,
-            3,
-            "ghcr.io/overseer-dev/overseer:0.1.0",
-            PodShape::default(),
-        );
+        let shape = PodShape {
+            instructions_file: "CLAUDE.md",
+            ..Default::default()
+        };
+        let pod = agent_pod(&agent, 3, "ghcr.io/overseer-dev/overseer:0.1.0", shape);
         let (account, role, binding) = identity(&agent, &[]);
         insta::assert_yaml_snapshot!("agent_pod", pod);
         insta::assert_yaml_snapshot!("agent_role", (account, role, binding));
@@ -503,7 +507,7 @@ spec:
         let shape = PodShape {
             overseer: false,
             read_only: true,
-            instructions_file: Some("CLAUDE.md"),
+            instructions_file: "CLAUDE.md",
         };
         let spec = agent_pod(&scout, 1, "img", shape).spec.unwrap();
         let container = &spec.containers[0];

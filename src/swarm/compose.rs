@@ -151,32 +151,6 @@ pub fn effective_spec(spec: &AgentSpec, swarm: Option<&Swarm>, member: bool) -> 
     effective
 }
 
-/// The agent's instructions: the swarm's base, its role's profile, its own prompt.
-pub fn instructions(agent: &str, spec: &AgentSpec, swarm: &Swarm) -> String {
-    let role = role(Some(swarm), &spec.role);
-    let mut out = format!(
-        "# Instructions for {agent} (role {}, swarm {})\n\nComposed by overseer from the swarm's layers: base, then the role's profile, then this agent's own prompt.\n",
-        spec.role,
-        swarm.name_any()
-    );
-    let layers = [
-        ("Base", swarm.spec.prompts.base.clone()),
-        ("Role: ", role.profile),
-        ("Your task", spec.prompt.clone()),
-    ];
-    for (title, text) in layers {
-        let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
-            continue;
-        };
-        let title = match title {
-            "Role: " => format!("Role: {}", spec.role),
-            other => other.to_string(),
-        };
-        out.push_str(&format!("\n## {title}\n\n{}\n", text.trim_end()));
-    }
-    out
-}
-
 /// The Agent name of a member (`<swarm>-<member>`).
 pub fn member_name(swarm: &str, member: &str) -> String {
     format!("{swarm}-{member}")

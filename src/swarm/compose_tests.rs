@@ -135,35 +135,6 @@ fn an_agent_inherits_what_it_leaves_unset() {
 }
 
 #[test]
-fn instructions_are_layered_base_profile_prompt() {
-    let swarm = swarm();
-    let spec = agent_spec("{role: scout, swarm: billing, prompt: Map invoices.}");
-    insta::assert_snapshot!(instructions("billing-scout", &spec, &swarm), @r"
-    # Instructions for billing-scout (role scout, swarm billing)
-
-    Composed by overseer from the swarm's layers: base, then the role's profile, then this agent's own prompt.
-
-    ## Base
-
-    Work only inside the billing service.
-
-    ## Role: scout
-
-    Report findings with file paths.
-
-    ## Your task
-
-    Map invoices.
-    ");
-    let bare = agent_spec("{role: tester, swarm: billing}");
-    let text = instructions("billing-t", &bare, &swarm);
-    assert!(
-        !text.contains("## Role") && !text.contains("## Your task"),
-        "{text}"
-    );
-}
-
-#[test]
 fn a_swarm_wants_its_overseer_and_members() {
     let agents = desired_agents(&swarm());
     let names: Vec<String> = agents.iter().map(|a| a.agent.name_any()).collect();

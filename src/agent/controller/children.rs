@@ -1,5 +1,5 @@
 //! What an Agent owns besides its pod, applied only when it changed: its
-//! ServiceAccount, Role and RoleBinding, and the ConfigMap of its swarm instructions.
+//! ServiceAccount, Role and RoleBinding, and the ConfigMap of its instructions.
 
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -8,11 +8,11 @@ use kube::{Api, Resource, ResourceExt};
 use tracing::info;
 
 use crate::Result;
-use crate::agent::pod;
 use crate::agent::types::Agent;
+use crate::agent::{instructions, pod};
 use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
 use crate::labels;
-use crate::swarm::{Swarm, compose};
+use crate::swarm::Swarm;
 
 use super::AgentContext;
 
@@ -22,19 +22,25 @@ pub(super) fn instruction_file(agent: &Agent) -> &'static str {
     crate::runtimes::lookup(name).instruction_file
 }
 
-/// Writes a swarm member's composed instructions to its ConfigMap (owned by the
-/// Agent) when they differ from what is there (read only when they differ from what
-/// this operator last applied or read).
+/// Writes an agent's composed instructions to its ConfigMap (owned by the Agent) when
+/// they differ from what is there (read only when they differ from what this operator
+/// last applied or read).
 pub(super) async fn sync_instructions(
     ac: &AgentContext,
     agent: &Agent,
-    swarm: &Swarm,
+    swarm: Option<&Swarm>,
+    overseer: bool,
 ) -> Result<()> {
     const KIND: &str = "ConfigMap";
     let namespace = agent.namespace().unwrap_or_default();
     let name = pod::instructions_name(&agent.name_any());
     let file = instruction_file(agent);
-    let text = compose::instructions(&agent.name_any(), &agent.spec, swarm);
+    let text = instructions::compose(&instructions::Layers {
+        agent: &agent.name_any(),
+        spec: &agent.spec,
+        swarm,
+        overseer,
+    });
     let wanted = std::collections::BTreeMap::from([(file.to_string(), text)]);
     if ac.applied.holds(KIND, &namespace, &name, &wanted) {
         return Ok(());
@@ -49,11 +55,16 @@ pub(super) async fn sync_instructions(
         metadata: kube::api::ObjectMeta {
             name: Some(name.clone()),
             namespace: Some(namespace.clone()),
-            labels: Some(std::collections::BTreeMap::from([
-                (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-                (labels::AGENT.to_string(), label_value(&agent.name_any())),
-                (labels::SWARM.to_string(), label_value(&swarm.name_any())),
-            ])),
+            labels: Some(
+                [
+                    Some((MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string())),
+                    Some((labels::AGENT.to_string(), label_value(&agent.name_any()))),
+                    swarm.map(|s| (labels::SWARM.to_string(), label_value(&s.name_any()))),
+                ]
+                .into_iter()
+                .flatten()
+                .collect(),
+            ),
             owner_references: agent.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()
         },

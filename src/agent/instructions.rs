@@ -1,0 +1,217 @@
+//! What an agent is told, as a file its runtime reads (CLAUDE.md, AGENTS.md) and
+//! rereads after compacting its context: composed from its layers, first to last.
+
+use kube::ResourceExt;
+
+use super::preamble;
+use super::types::AgentSpec;
+use crate::pods::BIN_DIR;
+use crate::swarm::Swarm;
+use crate::swarm::compose::role;
+
+/// What an agent's instructions are composed from.
+pub struct Layers<'a> {
+    pub agent: &'a str,
+    /// Its effective spec (its swarm's defaults applied).
+    pub spec: &'a AgentSpec,
+    pub swarm: Option<&'a Swarm>,
+    /// It acts as an overseer: the standing instructions come first.
+    pub overseer: bool,
+}
+
+/// The layers in order: the overseer's standing instructions (for an overseer), the
+/// swarm's base, the role's profile (the swarm's, else the built-in one), how to work
+/// in the loop (for an agent in it), the agent's own prompt. Empty layers are left out.
+pub fn compose(layers: &Layers) -> String {
+    let spec = layers.spec;
+    let within = layers
+        .swarm
+        .map(|s| format!(", swarm {}", s.name_any()))
+        .unwrap_or_default();
+    let mut out = format!(
+        "# Instructions for {} (role {}{within})\n\nComposed by overseer from this agent's layers: \
+         the overseer's standing instructions, the swarm's base, the role's profile, the loop, \
+         then this agent's own prompt.\n",
+        layers.agent, spec.role
+    );
+    let sections = [
+        (
+            "Overseer standing instructions".to_string(),
+            layers.overseer.then(standing_instructions_body),
+        ),
+        (
+            "Base".to_string(),
+            layers.swarm.and_then(|s| s.spec.prompts.base.clone()),
+        ),
+        (
+            format!("Role: {}", spec.role),
+            role(layers.swarm, &spec.role).profile,
+        ),
+        (
+            "The loop".to_string(),
+            spec.loop_.enabled.then(|| loop_section(spec)),
+        ),
+        ("Your task".to_string(), spec.prompt.clone()),
+    ];
+    for (title, text) in sections {
+        let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+            continue;
+        };
+        out.push_str(&format!("\n## {title}\n\n{}\n", text.trim_end()));
+    }
+    out
+}
+
+/// The standing instructions without their own title (the section has one).
+fn standing_instructions_body() -> String {
+    let text = preamble::standing_instructions();
+    match text.split_once('\n') {
+        Some((_title, body)) => body.trim_start().to_string(),
+        None => text,
+    }
+}
+
+/// How an agent in the loop reports and ends its work.
+fn loop_section(spec: &AgentSpec) -> String {
+    let every = spec
+        .loop_
+        .report_every
+        .as_ref()
+        .map(|e| format!(" at least every {}", e.as_str()))
+        .unwrap_or_default();
+    format!(
+        "You work in overseer's loop: keep going until your task is genuinely done.\n\
+         - Report what you are doing now{every}, in one line: `{BIN_DIR}/overseer loop progress \"<what you are doing>\"`.\n\
+         - When the task is genuinely finished: `{BIN_DIR}/overseer loop done --reason \"<what you did>\"`.\n\
+         - When you cannot go on without help: `{BIN_DIR}/overseer loop block --reason \"<why>\"`.\n\
+         Stopping without one of the last two counts as stopping too early: you will be asked to continue."
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn swarm() -> Swarm {
+        serde_yaml::from_str(
+            r#"
+apiVersion: overseer.dev/v1alpha1
+kind: Swarm
+metadata: {name: billing, namespace: team}
+spec:
+  roles:
+    scout: {profile: research}
+  prompts:
+    base: Work only inside the billing service.
+    profiles:
+      research: Report findings with file paths.
+"#,
+        )
+        .unwrap()
+    }
+
+    fn spec(yaml: &str) -> AgentSpec {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn a_swarm_member_gets_base_then_profile_then_its_prompt() {
+        let spec = spec("{role: scout, swarm: billing, prompt: Map invoices.}");
+        let layers = Layers {
+            agent: "billing-scout",
+            spec: &spec,
+            swarm: Some(&swarm()),
+            overseer: false,
+        };
+        insta::assert_snapshot!(compose(&layers), @r"
+        # Instructions for billing-scout (role scout, swarm billing)
+
+        Composed by overseer from this agent's layers: the overseer's standing instructions, the swarm's base, the role's profile, the loop, then this agent's own prompt.
+
+        ## Base
+
+        Work only inside the billing service.
+
+        ## Role: scout
+
+        Report findings with file paths.
+
+        ## Your task
+
+        Map invoices.
+        ");
+    }
+
+    #[test]
+    fn an_agent_alone_in_the_loop_gets_its_role_the_loop_and_its_task() {
+        let spec = spec(
+            "{role: builder, runtime: {name: claude, image: i}, prompt: Fix the parser., loop: {enabled: true, reportEvery: 10m}}",
+        );
+        let layers = Layers {
+            agent: "builder",
+            spec: &spec,
+            swarm: None,
+            overseer: false,
+        };
+        insta::assert_snapshot!(compose(&layers), @r#"
+        # Instructions for builder (role builder)
+
+        Composed by overseer from this agent's layers: the overseer's standing instructions, the swarm's base, the role's profile, the loop, then this agent's own prompt.
+
+        ## Role: builder
+
+        You build: implement your task in small, tested steps, commit as you go, and run `overseer loop done` only when it works.
+
+        ## The loop
+
+        You work in overseer's loop: keep going until your task is genuinely done.
+        - Report what you are doing now at least every 10m, in one line: `/overseer/bin/overseer loop progress "<what you are doing>"`.
+        - When the task is genuinely finished: `/overseer/bin/overseer loop done --reason "<what you did>"`.
+        - When you cannot go on without help: `/overseer/bin/overseer loop block --reason "<why>"`.
+        Stopping without one of the last two counts as stopping too early: you will be asked to continue.
+
+        ## Your task
+
+        Fix the parser.
+        "#);
+    }
+
+    #[test]
+    fn an_overseer_keeps_its_standing_instructions_in_the_file() {
+        let spec =
+            spec("{role: lead, runtime: {name: claude, image: i}, prompt: Keep them going.}");
+        let layers = Layers {
+            agent: "lead",
+            spec: &spec,
+            swarm: None,
+            overseer: true,
+        };
+        let text = compose(&layers);
+        assert!(
+            text.contains(
+                "\n## Overseer standing instructions\n\nYou oversee other coding agents."
+            ),
+            "{text}"
+        );
+        assert!(text.contains("overseer send AGENT"), "the commands: {text}");
+        assert!(
+            text.ends_with("## Your task\n\nKeep them going.\n"),
+            "{text}"
+        );
+        let bare = spec_without_role_profile();
+        let text = compose(&Layers {
+            agent: "t",
+            spec: &bare,
+            swarm: None,
+            overseer: false,
+        });
+        assert!(
+            !text.contains("## Role") && !text.contains("## Your task"),
+            "{text}"
+        );
+    }
+
+    fn spec_without_role_profile() -> AgentSpec {
+        spec("{role: tester, runtime: {name: claude, image: i}}")
+    }
+}
