@@ -180,6 +180,17 @@ pub struct RuntimeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64), inner(length(max = 4096)))]
     pub args: Option<Vec<String>>,
+    /// The model, passed with the runtime's model flag (docs/runtimes.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._:/@\[\]-]*$")
+    )]
+    pub model: Option<String>,
+    /// Run without asking a person: the runtime's autonomy flags (docs/runtimes.md) are
+    /// added unless this is false. The pod is the sandbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unattended: Option<bool>,
 }
 
 impl RuntimeSpec {
@@ -191,6 +202,8 @@ impl RuntimeSpec {
             image: self.image.clone().or_else(|| fallback.image.clone()),
             command: self.command.clone().or_else(|| fallback.command.clone()),
             args: self.args.clone().or_else(|| fallback.args.clone()),
+            model: self.model.clone().or_else(|| fallback.model.clone()),
+            unattended: self.unattended.or(fallback.unattended),
         }
     }
 }

@@ -19,6 +19,22 @@ pub struct Runtime {
     pub waiting_patterns: &'static [&'static str],
     /// The instruction file the CLI reads from its working directory.
     pub instruction_file: &'static str,
+    /// Flag before the model's name (`runtime.model`).
+    pub model_flag: &'static str,
+    /// Flags that let the CLI act without asking a person (`runtime.unattended`,
+    /// default true): inside its pod, the pod is the sandbox.
+    pub autonomy_flags: &'static [&'static str],
+    /// Dialogs a first run shows before the prompt (folder trust, theme, accepting the
+    /// autonomy mode), and the keys that answer each, typed by the shim.
+    pub first_run_dialogs: &'static [Dialog],
+}
+
+/// A dialog the shim answers: when `pattern` shows in the prompt area, it types `keys`
+/// (tmux key names, one send-keys each).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Dialog {
+    pub pattern: &'static str,
+    pub keys: &'static [&'static str],
 }
 
 pub const REGISTRY: &[Runtime] = &[
@@ -34,6 +50,26 @@ pub const REGISTRY: &[Runtime] = &[
             "❯ 1. Yes",
         ],
         instruction_file: "CLAUDE.md",
+        model_flag: "--model",
+        autonomy_flags: &["--dangerously-skip-permissions"],
+        first_run_dialogs: &[
+            Dialog {
+                pattern: "Choose the text style that looks best with your terminal",
+                keys: &["Enter"],
+            },
+            Dialog {
+                pattern: "Do you trust the files in this folder?",
+                keys: &["Enter"],
+            },
+            Dialog {
+                pattern: "Do you want to use this API key?",
+                keys: &["Up", "Enter"],
+            },
+            Dialog {
+                pattern: "Bypass Permissions mode",
+                keys: &["Down", "Enter"],
+            },
+        ],
     },
     Runtime {
         name: RuntimeName::Codex,
@@ -43,6 +79,12 @@ pub const REGISTRY: &[Runtime] = &[
         resume_flag: &["resume", "--last"],
         waiting_patterns: &["Allow command?", "Approve", "(y/n)"],
         instruction_file: "AGENTS.md",
+        model_flag: "--model",
+        autonomy_flags: &["--dangerously-bypass-approvals-and-sandbox"],
+        first_run_dialogs: &[Dialog {
+            pattern: "Do you trust the contents of this directory?",
+            keys: &["Enter"],
+        }],
     },
     Runtime {
         name: RuntimeName::Pi,
@@ -52,6 +94,9 @@ pub const REGISTRY: &[Runtime] = &[
         resume_flag: &["--continue"],
         waiting_patterns: &["Allow?", "(y/n)"],
         instruction_file: "AGENTS.md",
+        model_flag: "--model",
+        autonomy_flags: &[],
+        first_run_dialogs: &[],
     },
     Runtime {
         name: RuntimeName::Copilot,
@@ -61,6 +106,12 @@ pub const REGISTRY: &[Runtime] = &[
         resume_flag: &["--continue"],
         waiting_patterns: &["Do you want to run this command?", "Allow"],
         instruction_file: "AGENTS.md",
+        model_flag: "--model",
+        autonomy_flags: &["--allow-all-tools"],
+        first_run_dialogs: &[Dialog {
+            pattern: "Do you trust the files in this folder?",
+            keys: &["Enter"],
+        }],
     },
     Runtime {
         name: RuntimeName::Cursor,
@@ -70,6 +121,12 @@ pub const REGISTRY: &[Runtime] = &[
         resume_flag: &["--resume"],
         waiting_patterns: &["Run this command?", "(y/n)"],
         instruction_file: "AGENTS.md",
+        model_flag: "--model",
+        autonomy_flags: &["--force"],
+        first_run_dialogs: &[Dialog {
+            pattern: "Trust this workspace",
+            keys: &["Enter"],
+        }],
     },
     Runtime {
         name: RuntimeName::Custom,
@@ -79,6 +136,9 @@ pub const REGISTRY: &[Runtime] = &[
         resume_flag: &[],
         waiting_patterns: &[],
         instruction_file: "AGENTS.md",
+        model_flag: "",
+        autonomy_flags: &[],
+        first_run_dialogs: &[],
     },
 ];
 
@@ -90,7 +150,8 @@ pub fn lookup(name: RuntimeName) -> &'static Runtime {
 }
 
 /// The command that starts the agent CLI: a user `command` replaces the registry's
-/// (and is required for custom); `args` are appended.
+/// (and is required for custom); then the model flag with `model`, the autonomy flags
+/// unless `unattended: false`, and `args`.
 pub fn base_command(spec: &RuntimeSpec, mode: RuntimeMode) -> Vec<String> {
     let runtime = lookup(spec.name.unwrap_or(RuntimeName::Claude));
     let registry = match mode {
@@ -101,6 +162,16 @@ pub fn base_command(spec: &RuntimeSpec, mode: RuntimeMode) -> Vec<String> {
         Some(command) => command.clone(),
         None => registry.iter().map(|s| s.to_string()).collect(),
     };
+    if let Some(model) = spec
+        .model
+        .as_ref()
+        .filter(|_| !runtime.model_flag.is_empty())
+    {
+        command.extend([runtime.model_flag.to_string(), model.clone()]);
+    }
+    if spec.unattended != Some(false) {
+        command.extend(runtime.autonomy_flags.iter().map(|f| f.to_string()));
+    }
     command.extend(spec.args.iter().flatten().cloned());
     command
 }
@@ -158,7 +229,7 @@ pub fn markdown_table() -> String {
         }
     };
     let mut out = String::from(
-        "| runtime | TUI command | headless command | prompt flag | resume flag | waiting-for-human patterns | instruction file |\n|---|---|---|---|---|---|---|\n",
+        "| runtime | TUI command | headless command | prompt flag | resume flag | waiting-for-human patterns | instruction file | model flag | autonomy flags (`unattended`) | first-run dialogs answered (keys) |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in REGISTRY {
         let name = serde_json::to_value(r.name)
@@ -175,17 +246,32 @@ pub fn markdown_table() -> String {
             .iter()
             .map(|p| format!("`{p}`"))
             .collect();
+        let dialogs: Vec<String> = r
+            .first_run_dialogs
+            .iter()
+            .map(|d| format!("`{}` ({})", d.pattern, d.keys.join(" ")))
+            .collect();
+        let list = |items: Vec<String>| {
+            if items.is_empty() {
+                "-".to_string()
+            } else {
+                items.join(", ")
+            }
+        };
+        let model_flag = if r.model_flag.is_empty() {
+            "-".to_string()
+        } else {
+            format!("`{}`", r.model_flag)
+        };
         out.push_str(&format!(
-            "| {name} | {} | {} | {flag} | {} | {} | {} |\n",
+            "| {name} | {} | {} | {flag} | {} | {} | {} | {model_flag} | {} | {} |\n",
             code(r.tui),
             code(r.headless),
             code(r.resume_flag),
-            if patterns.is_empty() {
-                "-".into()
-            } else {
-                patterns.join(", ")
-            },
-            r.instruction_file
+            list(patterns),
+            r.instruction_file,
+            code(r.autonomy_flags),
+            list(dialogs),
         ));
     }
     out
@@ -215,15 +301,26 @@ mod tests {
         let rows = [
             (
                 spec(RuntimeName::Claude, None, None),
-                vec!["claude", "--print", "fix it"],
+                vec![
+                    "claude",
+                    "--print",
+                    "--dangerously-skip-permissions",
+                    "fix it",
+                ],
             ),
             (
-                spec(RuntimeName::Codex, None, Some(&["--full-auto"])),
-                vec!["codex", "exec", "--full-auto", "fix it"],
+                spec(RuntimeName::Codex, None, Some(&["--json"])),
+                vec![
+                    "codex",
+                    "exec",
+                    "--dangerously-bypass-approvals-and-sandbox",
+                    "--json",
+                    "fix it",
+                ],
             ),
             (
                 spec(RuntimeName::Copilot, None, None),
-                vec!["copilot", "-p", "fix it"],
+                vec!["copilot", "--allow-all-tools", "-p", "fix it"],
             ),
             (
                 spec(RuntimeName::Custom, Some(&["my-agent", "run"]), None),
@@ -241,6 +338,64 @@ mod tests {
     }
 
     #[test]
+    fn the_model_and_the_autonomy_flags_come_before_the_users_args() {
+        let spec = |name, model: Option<&str>, unattended: Option<bool>| RuntimeSpec {
+            name: Some(name),
+            model: model.map(String::from),
+            unattended,
+            args: Some(vec!["--verbose".into()]),
+            ..Default::default()
+        };
+        // (runtime spec, mode, the command)
+        let rows = [
+            (
+                spec(RuntimeName::Claude, Some("claude-opus-4"), None),
+                RuntimeMode::Tui,
+                vec![
+                    "claude",
+                    "--model",
+                    "claude-opus-4",
+                    "--dangerously-skip-permissions",
+                    "--verbose",
+                ],
+            ),
+            (
+                spec(RuntimeName::Claude, None, Some(false)),
+                RuntimeMode::Headless,
+                vec!["claude", "--print", "--verbose"],
+            ),
+            (
+                spec(RuntimeName::Codex, Some("gpt-5-codex"), Some(true)),
+                RuntimeMode::Headless,
+                vec![
+                    "codex",
+                    "exec",
+                    "--model",
+                    "gpt-5-codex",
+                    "--dangerously-bypass-approvals-and-sandbox",
+                    "--verbose",
+                ],
+            ),
+            (
+                spec(RuntimeName::Pi, None, None),
+                RuntimeMode::Tui,
+                vec!["pi", "--verbose"],
+            ),
+            (
+                RuntimeSpec {
+                    command: Some(vec!["my-agent".into()]),
+                    ..spec(RuntimeName::Custom, Some("m"), None)
+                },
+                RuntimeMode::Tui,
+                vec!["my-agent", "--verbose"],
+            ),
+        ];
+        for (spec, mode, expected) in rows {
+            assert_eq!(base_command(&spec, mode), expected, "{:?}", spec.name);
+        }
+    }
+
+    #[test]
     fn a_prompt_is_never_read_as_a_flag() {
         let claude = RuntimeSpec {
             name: Some(RuntimeName::Claude),
@@ -250,16 +405,20 @@ mod tests {
             name: Some(RuntimeName::Copilot),
             ..Default::default()
         };
+        let supervised = |spec: &RuntimeSpec| RuntimeSpec {
+            unattended: Some(false),
+            ..spec.clone()
+        };
         assert_eq!(
-            headless_command(&claude, "--dangerously-skip-permissions"),
+            headless_command(&supervised(&claude), "--dangerously-skip-permissions"),
             vec!["claude", "--print", " --dangerously-skip-permissions"]
         );
         assert_eq!(
-            headless_command(&copilot, "-rf everything"),
+            headless_command(&supervised(&copilot), "-rf everything"),
             vec!["copilot", "-p", " -rf everything"]
         );
         assert_eq!(
-            headless_command(&claude, "fix the - bug"),
+            headless_command(&supervised(&claude), "fix the - bug"),
             vec!["claude", "--print", "fix the - bug"]
         );
     }

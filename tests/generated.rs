@@ -54,7 +54,12 @@ fn runtime_registry_doc_matches_the_code() {
     let doc = format!(
         "# Runtime registry\n\nGenerated from `src/runtimes.rs`; a test fails when this file drifts.\n\
          A `custom` runtime has no defaults: its `command` is required. A user `command`\n\
-         replaces the registry's; `args` are appended before the prompt.\n\n{}",
+         replaces the registry's; then come `--model <runtime.model>` (with the runtime's\n\
+         model flag), the autonomy flags unless `runtime.unattended: false` (the pod is the\n\
+         sandbox), and `args`, before the prompt. In the TUI, the shim answers the first-run\n\
+         dialogs below with the keys given when one shows in the prompt area (the last 15\n\
+         non-blank lines of the screen; at most 3 times each, 2 s apart), and matches the\n\
+         waiting-for-human patterns in the prompt area only, not in the output above it.\n\n{}",
         overseer::runtimes::markdown_table()
     );
     check_generated("docs/runtimes.md", &doc);

@@ -243,3 +243,22 @@ async fn instructions_that_cannot_be_linked_open_the_first_prompt() {
     );
     assert_eq!(shim.fake_log(), "args: # Swarm rules\n\nMap the code.\n");
 }
+
+#[tokio::test]
+async fn first_run_dialogs_are_answered_and_the_agent_reaches_its_prompt() {
+    let shim = Shim::start("tui-first-run", "tui", "claude", "tui-first-run.sh", &[]);
+    let log = shim.wait_for_log("first run done").await;
+    assert!(!log.contains("declined"), "{log}");
+    shim.wait_for(ActivityState::Idle).await;
+    let delivered = shim.input("start on the parser");
+    assert!(delivered.status.success(), "{}", stderr(&delivered));
+    assert!(shim.fake_log().ends_with("start on the parser\n"));
+}
+
+#[tokio::test]
+async fn a_question_quoted_above_the_prompt_area_is_not_waiting() {
+    let shim = Shim::start("tui-quotes", "tui", "pi", "tui-quotes-questions.sh", &[]);
+    shim.wait_for(ActivityState::Idle).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(shim.activity().await.unwrap().state, ActivityState::Idle);
+}

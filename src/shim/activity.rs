@@ -19,6 +19,18 @@ pub enum Observation<'a> {
     Restarted,
 }
 
+/// How many non-blank lines at the bottom of the screen make its prompt area: where a
+/// CLI asks its questions (a permission dialog, a first-run dialog), as against the
+/// output above it, which may quote such words without asking anything.
+pub const PROMPT_AREA_LINES: usize = 15;
+
+/// The last `PROMPT_AREA_LINES` non-blank lines of `screen`.
+pub fn prompt_area(screen: &str) -> String {
+    let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines.len().saturating_sub(PROMPT_AREA_LINES);
+    lines[start..].join("\n")
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tracker {
     pub state: ActivityState,
@@ -61,10 +73,11 @@ impl Tracker {
                 if changed {
                     self.last_activity = now;
                 }
+                let area = prompt_area(text);
                 if self
                     .waiting_patterns
                     .iter()
-                    .any(|p| text.contains(p.as_str()))
+                    .any(|p| area.contains(p.as_str()))
                 {
                     (ActivityState::Waiting, now)
                 } else if changed {
@@ -191,5 +204,35 @@ mod tests {
             assert_eq!((t.state, t.since), (state, at(since)), "row {i}");
         }
         assert_eq!(t.exit_code, None, "a restart clears the exit code");
+    }
+
+    #[test]
+    fn only_the_prompt_area_can_ask_for_a_person() {
+        let mut t = Tracker::new(at(0), Duration::from_secs(5), &["(y/n)"]);
+        let quoted = format!(
+            "$ grep -r '(y/n)' src\nsrc/ask.rs: prompt(\"Continue? (y/n)\")\n{}> ",
+            "working on the next file\n".repeat(PROMPT_AREA_LINES)
+        );
+        t.observe(
+            Observation::Output {
+                changed: true,
+                text: &quoted,
+            },
+            at(1),
+        );
+        assert_eq!(
+            t.state,
+            ActivityState::Working,
+            "a quote far above the prompt"
+        );
+        let asking = format!("{quoted}\n\nDelete the build directory? (y/n)\n\n\n");
+        t.observe(
+            Observation::Output {
+                changed: true,
+                text: &asking,
+            },
+            at(2),
+        );
+        assert_eq!(t.state, ActivityState::Waiting, "a question at the bottom");
     }
 }

@@ -139,6 +139,15 @@ struct Shim {
     delivered: delivered::Delivered,
     /// The agent's last `overseer loop progress`: its summary, and when.
     progress: Option<(String, Timestamp)>,
+    /// The first-run dialogs answered so far.
+    dialogs_answered: DialogsAnswered,
+}
+
+/// How often each first-run dialog (by its index in the registry) was answered, and
+/// until when no dialog is answered again (the CLI may take a moment to move on).
+struct DialogsAnswered {
+    counts: Vec<u32>,
+    quiet_until: Option<tokio::time::Instant>,
 }
 
 /// Mirrors agent output to stdout, the container log (the shim's own log is stderr).
@@ -262,6 +271,10 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         mirror: mirror::Mirror::default(),
         delivered: delivered::Delivered::default(),
         progress: None,
+        dialogs_answered: DialogsAnswered {
+            counts: vec![0; runtime.first_run_dialogs.len()],
+            quiet_until: None,
+        },
         args,
     };
 
@@ -297,6 +310,48 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
     }
     let _ = tokio::fs::remove_file(&shim.args.socket).await;
     Ok(0)
+}
+
+/// Answers the first-run dialog of `runtime` (folder trust, theme, the autonomy mode)
+/// showing lowest in the prompt area, a few times at most (`answered` counts them per
+/// dialog): one that stays is then left on screen for a person, its activity judged
+/// from the screen as any other.
+async fn answer_first_run_dialog(
+    runtime: &runtimes::Runtime,
+    answered: &mut DialogsAnswered,
+    tmux: &tmux::Tmux,
+    screen: &str,
+) {
+    const MAX_ANSWERS: u32 = 3;
+    const QUIET: Duration = Duration::from_secs(2);
+    let now = tokio::time::Instant::now();
+    if answered.quiet_until.is_some_and(|until| now < until) {
+        return;
+    }
+    let area = activity::prompt_area(screen);
+    // The lowest on screen is the one asking now; one answered may still show above it.
+    let Some((i, dialog)) = runtime
+        .first_run_dialogs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| area.rfind(d.pattern).map(|at| (at, i, d)))
+        .max_by_key(|(at, ..)| *at)
+        .map(|(_, i, d)| (i, d))
+    else {
+        return;
+    };
+    if answered.counts[i] >= MAX_ANSWERS {
+        return;
+    }
+    answered.counts[i] += 1;
+    answered.quiet_until = Some(now + QUIET);
+    info!(dialog = dialog.pattern, keys = ?dialog.keys, "answering a first-run dialog");
+    for key in dialog.keys {
+        if let Err(error) = tmux.key(key).await {
+            warn!(%error, "answering a first-run dialog failed");
+            return;
+        }
+    }
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {
@@ -366,6 +421,13 @@ impl Shim {
                 Ok(look) => match look.exited {
                     Some(code) => self.tracker.observe(Observation::Exited(code), now),
                     None => {
+                        answer_first_run_dialog(
+                            self.runtime,
+                            &mut self.dialogs_answered,
+                            tmux,
+                            &look.screen,
+                        )
+                        .await;
                         let changed = self.last_screen.as_deref() != Some(look.screen.as_str());
                         if changed {
                             let previous = self.last_screen.as_deref().unwrap_or_default();

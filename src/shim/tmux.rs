@@ -152,12 +152,14 @@ impl Tmux {
     }
 
     pub async fn enter(&self) -> io::Result<()> {
-        self.run(
-            &["send-keys", "-t", TARGET, "Enter"].map(String::from),
-            None,
-        )
-        .await
-        .map(drop)
+        self.key("Enter").await
+    }
+
+    /// Sends one key by its tmux name (`Enter`, `Down`, `2`).
+    pub async fn key(&self, key: &str) -> io::Result<()> {
+        self.run(&["send-keys", "-t", TARGET, key].map(String::from), None)
+            .await
+            .map(drop)
     }
 
     /// Starts `command` again in the pane of an exited agent.

@@ -121,6 +121,22 @@ impl Shim {
             .activity
     }
 
+    /// The fake CLI's log once it holds `text` (within 15 s).
+    pub async fn wait_for_log(&self, text: &str) -> String {
+        for _ in 0..150 {
+            let log = self.fake_log();
+            if log.contains(text) {
+                return log;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "the fake CLI never logged {text:?}; its log: {:?}\nshim log:\n{}",
+            self.fake_log(),
+            std::fs::read_to_string(self.dir.join("shim.log")).unwrap_or_default()
+        );
+    }
+
     pub async fn wait_for(&self, state: ActivityState) -> Activity {
         let mut last = None;
         for _ in 0..150 {
