@@ -35,6 +35,12 @@ pub enum Command {
     Result,
     /// In an init container: copy this binary to DEST.
     Install { dest: std::path::PathBuf },
+    /// In an init container: clone the workspace's git source (kept when a clone is
+    /// there already); and git's credential helper for it.
+    Workspace {
+        #[command(subcommand)]
+        command: WorkspaceCommand,
+    },
     /// In an agent pod: run the agent CLI under supervision (`overseer shim -- CMD...`).
     Shim(crate::shim::ShimArgs),
     /// Inside the shim's tmux pane: run the agent CLI and record its exit code in
@@ -119,6 +125,14 @@ pub enum GoalCommand {
 }
 
 #[derive(Subcommand, Debug)]
+pub enum WorkspaceCommand {
+    /// Clone OVERSEER_GIT_URL into the current directory on OVERSEER_GIT_BRANCH.
+    Sync,
+    /// git's credential helper: answers `get` from the mounted credentials Secret.
+    Credential { operation: String },
+}
+
+#[derive(Subcommand, Debug)]
 pub enum LoopCommand {
     /// The work is genuinely finished.
     Done {
@@ -180,6 +194,12 @@ pub async fn dispatch(cli: Cli) -> i32 {
         },
         Command::Result => crate::step::set_result().await.map_err(Into::into),
         Command::Install { dest } => crate::step::install(&dest).map_err(Into::into),
+        Command::Workspace {
+            command: WorkspaceCommand::Sync,
+        } => crate::workspace::sync::run(),
+        Command::Workspace {
+            command: WorkspaceCommand::Credential { operation },
+        } => crate::workspace::sync::credential(&operation),
         Command::Shim(args) => {
             crate::telemetry::init(LogFormat::Text, "info");
             match crate::shim::run(args).await {

@@ -33,6 +33,7 @@ pub mod swarm;
 pub mod telemetry;
 pub mod template;
 pub mod timeouts;
+pub mod workspace;
 pub mod writes;
 
 /// Everything that can go wrong in the operator and the CLI.

@@ -413,7 +413,23 @@ async fn create_pod(
         instructions_file: instruction_file(agent),
     };
     let pod = pod::agent_pod(agent, attempt, &ac.ctx.overseer_image, shape);
-    match shell.pods.create(&PostParams::default(), &pod).await {
+    let claim = agent.spec.workspace.as_ref().and_then(|w| {
+        crate::workspace::claim(
+            w,
+            pod::owned_meta(agent),
+            &agent.name_any(),
+            pod::labels(agent),
+        )
+    });
+    let created = match crate::workspace::apply_claim(&ac.ctx.client, claim).await {
+        Ok(()) => shell
+            .pods
+            .create(&PostParams::default(), &pod)
+            .await
+            .map(drop),
+        Err(error) => Err(error),
+    };
+    match created {
         Ok(_) => info!(pod = pod.metadata.name.as_deref(), "created agent pod"),
         Err(kube::Error::Api(status)) if status.code == 409 => {}
         Err(error) => {

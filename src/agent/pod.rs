@@ -17,7 +17,7 @@ use super::types::Agent;
 use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, fit_name, label_value};
 use crate::conditions;
 use crate::labels;
-use crate::{pods, runtimes};
+use crate::{pods, runtimes, workspace};
 
 /// The container the agent CLI (under the shim) runs in; exec targets it.
 pub const CONTAINER: &str = "agent";
@@ -83,7 +83,8 @@ pub fn identity_name(agent: &str) -> String {
     )
 }
 
-fn labels(agent: &Agent) -> BTreeMap<String, String> {
+/// The labels of everything made for `agent`.
+pub fn labels(agent: &Agent) -> BTreeMap<String, String> {
     let mut labels = BTreeMap::from([
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
         (labels::AGENT.into(), label_value(&agent.name_any())),
@@ -96,6 +97,15 @@ fn labels(agent: &Agent) -> BTreeMap<String, String> {
         labels.insert(labels::RUN.into(), run.clone());
     }
     labels
+}
+
+/// The namespace and controller owner reference of what `agent` owns.
+pub fn owned_meta(agent: &Agent) -> ObjectMeta {
+    ObjectMeta {
+        namespace: agent.namespace(),
+        owner_references: agent.controller_owner_ref(&()).map(|r| vec![r]),
+        ..Default::default()
+    }
 }
 
 fn meta(agent: &Agent, name: String) -> ObjectMeta {
@@ -190,10 +200,9 @@ fn env(name: &str, value: impl Into<String>) -> EnvVar {
     }
 }
 
-/// Where the agent works: an emptyDir unless the pod template brings a volume
-/// named `workspace` (a PVC, say). The container's working directory.
-pub const WORKSPACE: &str = "/workspace";
-const WORKSPACE_VOLUME: &str = "workspace";
+/// Where the agent works (`spec.workspace`; a pod template's volume named `workspace`
+/// replaces its storage). The container's working directory.
+pub const WORKSPACE: &str = workspace::DIR;
 /// Where a swarm member's instructions ConfigMap is mounted (a directory, so a
 /// change to a layer reaches the running pod).
 pub const INSTRUCTIONS_DIR: &str = "/overseer/instructions";
@@ -257,7 +266,7 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
             restart_policy: Some("Never".into()),
             service_account_name: Some(identity_name(&agent.name_any())),
             security_context: Some(pods::restricted_pod()),
-            init_containers: Some(vec![pods::install_container(overseer_image)]),
+            init_containers: Some(init_containers(agent, overseer_image)),
             containers: vec![Container {
                 name: CONTAINER.into(),
                 image: spec.runtime.image.clone(),
@@ -278,6 +287,21 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
         read_only_mounts(&mut pod);
     }
     pod
+}
+
+/// The operator's binary copied in, then the workspace's git source cloned (with the
+/// agent's image, for its git) when there is one.
+fn init_containers(agent: &Agent, overseer_image: &str) -> Vec<Container> {
+    let workspace = agent.spec.workspace.clone().unwrap_or_default();
+    let name = agent.name_any();
+    let sync = workspace::sync_container(
+        &workspace,
+        agent.spec.runtime.image.as_deref(),
+        &workspace::default_branch(&name),
+    );
+    std::iter::once(pods::install_container(overseer_image))
+        .chain(sync)
+        .collect()
 }
 
 /// A read-only role mounts everything of the user's read-only: the platform enforces
@@ -342,22 +366,16 @@ struct Storage {
 /// emptyDir) and the agent's instructions; the template's other volumes and mounts are
 /// added when the pod is dressed.
 fn storage(agent: &Agent, template_volumes: &[Volume], shape: &PodShape) -> Storage {
-    let mut mounts = vec![
-        pods::overseer_mount(),
-        VolumeMount {
-            name: WORKSPACE_VOLUME.into(),
-            mount_path: WORKSPACE.into(),
-            ..Default::default()
-        },
-    ];
+    let workspace = agent.spec.workspace.clone().unwrap_or_default();
+    let mut mounts = vec![pods::overseer_mount()];
+    mounts.extend(workspace::mounts(&workspace, false));
     let mut volumes = vec![pods::overseer_volume()];
-    if !template_volumes.iter().any(|v| v.name == WORKSPACE_VOLUME) {
-        volumes.push(Volume {
-            name: WORKSPACE_VOLUME.into(),
-            empty_dir: Some(Default::default()),
-            ..Default::default()
-        });
-    }
+    let templated = template_volumes.iter().any(|v| v.name == workspace::VOLUME);
+    volumes.extend(
+        workspace::volumes(&workspace, &agent.name_any())
+            .into_iter()
+            .filter(|v| !(templated && v.name == workspace::VOLUME)),
+    );
     let file = shape.instructions_file;
     volumes.push(Volume {
         name: "instructions".into(),
@@ -561,5 +579,60 @@ spec:
         let prompt = prompt.value.as_deref().unwrap();
         assert!(prompt.starts_with("# Overseer standing instructions (v1)"));
         assert!(prompt.ends_with("Keep the builders going.\n"));
+    }
+
+    #[test]
+    fn a_persistent_workspace_is_the_same_claim_for_every_attempt_and_cloned_first() {
+        let scout: Agent = serde_yaml::from_str(
+            r#"
+apiVersion: overseer.dev/v1alpha1
+kind: Agent
+metadata: {name: scout, namespace: team}
+spec:
+  role: scout
+  runtime: {name: claude, image: example.com/claude:1}
+  workspace:
+    git: {url: "https://github.com/acme/widgets.git", credentialsSecretRef: {name: git}}
+    storage: {persistent: {size: 5Gi}}
+"#,
+        )
+        .unwrap();
+        let shape = PodShape {
+            read_only: true,
+            ..Default::default()
+        };
+        for attempt in [1, 2] {
+            let spec = agent_pod(&scout, attempt, "img", shape).spec.unwrap();
+            let claim = spec
+                .volumes
+                .iter()
+                .flatten()
+                .find_map(|v| v.persistent_volume_claim.as_ref())
+                .map(|c| c.claim_name.as_str());
+            assert_eq!(claim, Some("scout-workspace"), "attempt {attempt}");
+            let inits = spec.init_containers.unwrap();
+            assert_eq!(
+                inits.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+                ["install-overseer", "workspace"]
+            );
+            let clone_mount = inits[1]
+                .volume_mounts
+                .iter()
+                .flatten()
+                .find(|m| m.name == "workspace");
+            assert_eq!(
+                clone_mount.and_then(|m| m.read_only),
+                None,
+                "the clone writes"
+            );
+            let agent_mounts = spec.containers[0].volume_mounts.clone().unwrap();
+            assert!(
+                agent_mounts
+                    .iter()
+                    .filter(|m| m.name != "overseer")
+                    .all(|m| m.read_only == Some(true)),
+                "a scout reads: {agent_mounts:?}"
+            );
+        }
     }
 }

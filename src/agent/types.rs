@@ -80,6 +80,10 @@ pub struct AgentSpec {
     /// Stop the pod and keep the record.
     #[serde(default)]
     pub suspend: bool,
+    /// Where the agent works: a git source cloned into `/workspace`, and what holds it
+    /// (its swarm's when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::Workspace>,
     /// Webhook told when the agent ends Done, Blocked or Released (its swarm's when
     /// unset); a failed send is an Event only.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -418,7 +418,23 @@ async fn create_step_pod(
             .started(&namespace, &goal.name_any(), &pod.name_any(), pending);
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    match pods.create(&PostParams::default(), &pod).await {
+    let claim = goal.spec.workspace.as_ref().and_then(|w| {
+        let owner = kube::api::ObjectMeta {
+            namespace: Some(namespace.clone()),
+            owner_references: goal.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        };
+        let labels = std::collections::BTreeMap::from([(
+            crate::labels::GOAL.to_string(),
+            crate::api::label_value(&goal.name_any()),
+        )]);
+        crate::workspace::claim(w, owner, &goal.name_any(), labels)
+    });
+    let created = match crate::workspace::apply_claim(&ctx.client, claim).await {
+        Ok(()) => pods.create(&PostParams::default(), &pod).await.map(drop),
+        Err(error) => Err(error),
+    };
+    match created {
         Ok(_) => {
             info!(pod = pod.metadata.name.as_deref(), "created step pod");
             if params.attempt > 1 {

@@ -13,7 +13,7 @@ use super::types::{Goal, GoalStatus, StepPhase};
 use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
 use crate::labels;
 use crate::template::PodTemplate;
-use crate::{pods, runtimes};
+use crate::{pods, runtimes, workspace};
 
 /// Where the init container puts the `overseer` binary.
 pub use crate::pods::BIN_DIR;
@@ -72,7 +72,18 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
     .collect();
     let mut command = vec![format!("{BIN_DIR}/overseer"), "step".into(), "--".into()];
     command.extend(runtimes::headless_command(p.runtime, &step.action));
-    let bin_mount = pods::overseer_mount();
+    // Every step works in the goal's workspace: with persistent storage, on the files
+    // the step before left.
+    let workspace = p.goal.spec.workspace.clone().unwrap_or_default();
+    let mut mounts = vec![pods::overseer_mount()];
+    mounts.extend(workspace::mounts(&workspace, false));
+    let mut volumes = vec![pods::overseer_volume()];
+    volumes.extend(workspace::volumes(&workspace, &goal_name));
+    let sync = workspace::sync_container(
+        &workspace,
+        p.runtime.image.as_deref(),
+        &workspace::default_branch(&goal_name),
+    );
     let results_mount = VolumeMount {
         name: "results".into(),
         mount_path: "/overseer/results".into(),
@@ -92,28 +103,35 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
             active_deadline_seconds: Some(p.timeout.as_secs().max(1) as i64),
             automount_service_account_token: Some(false),
             security_context: Some(pods::restricted_pod()),
-            init_containers: Some(vec![pods::install_container(p.overseer_image)]),
+            init_containers: Some(
+                std::iter::once(pods::install_container(p.overseer_image))
+                    .chain(sync)
+                    .collect(),
+            ),
             containers: vec![Container {
                 name: "agent".into(),
                 image: p.runtime.image.clone(),
                 command: Some(command),
+                working_dir: Some(workspace::DIR.into()),
                 env: Some(env),
-                volume_mounts: Some(vec![bin_mount, results_mount]),
+                volume_mounts: Some(mounts.into_iter().chain([results_mount]).collect()),
                 security_context: Some(pods::restricted()),
                 termination_message_policy: Some("File".into()),
                 ..Default::default()
             }],
-            volumes: Some(vec![
-                pods::overseer_volume(),
-                Volume {
-                    name: "results".into(),
-                    config_map: Some(ConfigMapVolumeSource {
-                        name: results_name(&goal_name),
+            volumes: Some(
+                volumes
+                    .into_iter()
+                    .chain([Volume {
+                        name: "results".into(),
+                        config_map: Some(ConfigMapVolumeSource {
+                            name: results_name(&goal_name),
+                            ..Default::default()
+                        }),
                         ..Default::default()
-                    }),
-                    ..Default::default()
-                },
-            ]),
+                    }])
+                    .collect(),
+            ),
             ..Default::default()
         }),
         status: None,

@@ -62,6 +62,11 @@ pub struct GoalSpec {
     /// Webhook told about completion and pauses; a failed send is an Event only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<Notify>,
+    /// Where the steps work, one after the other: a git source cloned into
+    /// `/workspace`, and what holds it (persistent: each step continues from the files
+    /// of the step before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::Workspace>,
     /// Pod settings of every step, over its swarm's defaults and role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_template: Option<PodTemplate>,

@@ -148,6 +148,9 @@ pub fn effective_spec(spec: &AgentSpec, swarm: Option<&Swarm>, member: bool) -> 
     if effective.notify.is_none() {
         effective.notify = swarm.spec.notify.clone();
     }
+    if effective.workspace.is_none() {
+        effective.workspace = swarm.spec.workspace.clone();
+    }
     effective
 }
 
@@ -273,6 +276,7 @@ fn base_spec(swarm: &str, role: &str) -> AgentSpec {
         overseer: None,
         suspend: false,
         notify: None,
+        workspace: None,
     }
 }
 

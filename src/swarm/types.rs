@@ -63,6 +63,10 @@ pub struct SwarmSpec {
     /// other (it takes effect only with a network plugin that enforces policies).
     #[serde(default)]
     pub network_policy: bool,
+    /// The workspace of every member (and agent of the swarm) that sets none: each gets
+    /// its own, on its own branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::Workspace>,
     /// Webhook told when a member (or any agent of the swarm without its own) ends
     /// Done, Blocked or Released.
     #[serde(default, skip_serializing_if = "Option::is_none")]

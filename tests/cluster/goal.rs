@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use overseer::goal::{Goal, GoalPhase, GoalStatus, StepPhase};
 use serde_json::json;
 
@@ -653,4 +653,69 @@ async fn finished_step_pods_go_after_the_retention_and_the_status_keeps_the_resu
         "the checkpoint keeps the results"
     );
     assert_eq!(status.phase, Some(GoalPhase::Succeeded));
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn the_steps_of_a_goal_share_its_persistent_workspace_claim() {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    let f = Fixture::new("goal-workspace").await;
+    // A volume for the claim to bind to, so that the step pods are scheduled.
+    let volumes: Api<PersistentVolume> = Api::all(f.ns.client.clone());
+    let volume_name = format!("{}-pv", f.ns.name);
+    let volume: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {"name": volume_name},
+        "spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": "/tmp/overseer-test-pv"},
+            "claimRef": {"namespace": f.ns.name, "name": "ship-workspace"}
+        }
+    }))
+    .unwrap();
+    volumes
+        .create(&PostParams::default(), &volume)
+        .await
+        .unwrap();
+    f.create(
+        "ship",
+        json!({
+            "defaults": {"runtime": runtime()},
+            "workspace": {
+                "git": {"url": "https://github.com/acme/widgets.git", "ref": "main"},
+                "storage": {"persistent": {"size": "1Gi"}}
+            },
+            "steps": steps(&["a", "b"])
+        }),
+    )
+    .await;
+    f.finish("ship-s0-a1", "Succeeded", "a done").await;
+    f.running_pod("ship-s1-a1").await;
+    for name in ["ship-s0-a1", "ship-s1-a1"] {
+        let spec = f.pods.get(name).await.unwrap().spec.unwrap();
+        let claim = spec
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == "workspace")
+            .and_then(|v| v.persistent_volume_claim.as_ref())
+            .map(|c| c.claim_name.clone());
+        assert_eq!(claim.as_deref(), Some("ship-workspace"), "{name}");
+        let sync = &spec.init_containers.unwrap()[1];
+        assert_eq!(
+            sync.name, "workspace",
+            "{name}: the clone runs before the agent"
+        );
+        assert_eq!(
+            spec.containers[0].working_dir.as_deref(),
+            Some("/workspace")
+        );
+    }
+    let claims: Api<PersistentVolumeClaim> = f.ns.api();
+    let claim = claims.get("ship-workspace").await.unwrap();
+    let owner = &claim.metadata.owner_references.unwrap()[0];
+    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("Goal", "ship"));
+    volumes
+        .delete(&volume_name, &DeleteParams::default())
+        .await
+        .unwrap();
 }
