@@ -409,7 +409,8 @@ async fn create_pod(
     ensure_identity(ac, agent, &observed.overseen).await?;
     let shape = pod::PodShape {
         overseer: pod::acts_as_overseer(agent, &observed.overseen),
-        read_only: compose::role(observed.swarm.as_deref(), &agent.spec.role).read_only,
+        read_only: compose::role(observed.swarm.as_deref().map(|s| &s.spec), &agent.spec.role)
+            .read_only,
         instructions_file: instruction_file(agent),
     };
     let pod = pod::agent_pod(agent, attempt, &ac.ctx.overseer_image, shape);

@@ -45,7 +45,7 @@ pub fn compose(layers: &Layers) -> String {
         ),
         (
             format!("Role: {}", spec.role),
-            role(layers.swarm, &spec.role).profile,
+            role(layers.swarm.map(|s| &s.spec), &spec.role).profile,
         ),
         (
             "The loop".to_string(),

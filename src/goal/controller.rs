@@ -287,6 +287,7 @@ async fn apply(
                 role,
                 runtime,
                 timeout,
+                read_only,
                 template,
             } => {
                 let params = StepPodParams {
@@ -297,6 +298,7 @@ async fn apply(
                     runtime,
                     timeout: *timeout,
                     template: template.as_ref().clone(),
+                    read_only: *read_only,
                     overseer_image: &ctx.overseer_image,
                 };
                 if !create_step_pod(gc, goal, &plan.status, &params).await? {

@@ -85,6 +85,8 @@ pub enum Action {
         role: String,
         runtime: RuntimeSpec,
         timeout: Duration,
+        /// The step's role only reads: its workspace is mounted read-only.
+        read_only: bool,
         /// The step's pod settings: its swarm's defaults and role, the goal's, its own.
         #[serde(skip_serializing_if = "PodTemplate::is_empty")]
         template: Box<PodTemplate>,

@@ -844,3 +844,29 @@ fn finished_pods_are_deleted_after_the_retention_once_their_outcome_is_recorded(
         waiting.requeue_after
     );
 }
+
+#[test]
+fn a_step_whose_role_only_reads_gets_a_read_only_workspace() {
+    let mut case = Case::new(
+        "defaults: {runtime: {name: codex, image: \"example.com/codex:1\"}}\nswarm: billing\nsteps: [{name: a, action: Investigate the billing module}, {name: b, role: tester, action: Implement it}, {name: c, role: builder, action: Implement it}]",
+    );
+    case.swarm = Some(serde_yaml::from_str("roles: {tester: {readOnly: true}}").unwrap());
+    let read_only = |plan: &Plan| {
+        plan.actions.iter().find_map(|a| match a {
+            Action::CreatePod { read_only, .. } => Some(*read_only),
+            _ => None,
+        })
+    };
+    // (step, its role, read-only): a built-in scout, the swarm's tester, a builder.
+    let mut plan = case.plan();
+    for (i, role, expected) in [
+        (0, "scout", true),
+        (1, "tester", true),
+        (2, "builder", false),
+    ] {
+        assert_eq!(plan.status.steps[i].role.as_deref(), Some(role));
+        assert_eq!(read_only(&plan), Some(expected), "step {i}, role {role}");
+        case = then(case, &plan).pod(i, 1, PodPhase::Succeeded);
+        plan = case.plan();
+    }
+}

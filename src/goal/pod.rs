@@ -29,6 +29,8 @@ pub struct StepPodParams<'a> {
     pub timeout: Duration,
     /// The step's pod settings, merged.
     pub template: PodTemplate,
+    /// The step's role only reads: its workspace is mounted read-only.
+    pub read_only: bool,
     /// Image holding the `overseer` binary (the operator's own).
     pub overseer_image: &'a str,
 }
@@ -76,7 +78,7 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
     // the step before left.
     let workspace = p.goal.spec.workspace.clone().unwrap_or_default();
     let mut mounts = vec![pods::overseer_mount()];
-    mounts.extend(workspace::mounts(&workspace, false));
+    mounts.extend(workspace::mounts(&workspace, p.read_only));
     let mut volumes = vec![pods::overseer_volume()];
     volumes.extend(workspace::volumes(&workspace, &goal_name));
     let sync = workspace::sync_container(

@@ -9,7 +9,7 @@ use kube::Resource;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
-use super::types::{Swarm, SwarmRole};
+use super::types::{Swarm, SwarmRole, SwarmSpec};
 use crate::agent::{Agent, AgentSpec, LoopSpec};
 use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
 use crate::conditions;
@@ -97,13 +97,13 @@ pub fn problems(swarm: &Swarm) -> Vec<String> {
     problems
 }
 
-/// The role `name` of `swarm` (None: an agent outside any swarm).
-pub fn role(swarm: Option<&Swarm>, name: &str) -> ResolvedRole {
+/// The role `name` of the swarm `spec` (None: outside any swarm).
+pub fn role(swarm: Option<&SwarmSpec>, name: &str) -> ResolvedRole {
     let builtin = BUILTIN_ROLES.iter().find(|r| r.name == name);
-    let own: Option<&SwarmRole> = swarm.and_then(|s| s.spec.roles.get(name));
+    let own: Option<&SwarmRole> = swarm.and_then(|s| s.roles.get(name));
     let named_profile = own
         .and_then(|r| r.profile.as_ref())
-        .and_then(|p| swarm.and_then(|s| s.spec.prompts.profiles.get(p)))
+        .and_then(|p| swarm.and_then(|s| s.prompts.profiles.get(p)))
         .cloned();
     ResolvedRole {
         runtime: own.and_then(|r| r.runtime.clone()),
@@ -122,7 +122,7 @@ pub fn effective_spec(spec: &AgentSpec, swarm: Option<&Swarm>, member: bool) -> 
     let Some(swarm) = swarm else {
         return spec.clone();
     };
-    let role = role(Some(swarm), &spec.role);
+    let role = role(Some(&swarm.spec), &spec.role);
     let defaults = &swarm.spec.defaults;
     let mut effective = spec.clone();
     let mut runtime = spec.runtime.clone();

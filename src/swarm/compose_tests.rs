@@ -50,7 +50,7 @@ fn roles_resolve_from_the_swarm_then_the_builtins() {
         ("designer", false, None),
     ];
     for (name, read_only, profile) in rows {
-        let role = role(Some(&swarm), name);
+        let role = role(Some(&swarm.spec), name);
         assert_eq!(role.read_only, *read_only, "{name}");
         assert_eq!(
             role.profile

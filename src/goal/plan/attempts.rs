@@ -34,6 +34,8 @@ impl Planner<'_> {
         };
         let timeout = self.timeout(step);
         let template = self.pod_template(step, &role);
+        // The platform enforces a read-only role's boundary, not the prompt.
+        let read_only = crate::swarm::compose::role(self.input.swarm, &role).read_only;
         let entry = &mut self.status.steps[i];
         let new_attempt = entry.attempts < attempt;
         entry.attempts = attempt;
@@ -52,6 +54,7 @@ impl Planner<'_> {
             role,
             runtime,
             timeout,
+            read_only,
             template: Box::new(template),
         });
         if new_attempt {
