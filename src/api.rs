@@ -15,6 +15,8 @@ pub const CONTROLLER_MANAGER: &str = "overseer-controller";
 pub const SHIM_MANAGER: &str = "overseer-shim";
 /// Field manager of `status.exit` (`overseer loop done|block|release|add`).
 pub const LOOP_MANAGER: &str = "overseer-loop";
+/// Field manager of `status.watchRequests` (`overseer watch-pr`).
+pub const WATCH_PR_MANAGER: &str = "overseer-watch-pr";
 
 /// Server-side applies `status` (the status fields this writer owns) to object `name`
 /// under field `manager`, taking the fields over on conflict. Every status write of
@@ -227,6 +229,27 @@ pub struct SecretKeyRef {
 pub struct Notify {
     /// Secret key holding the webhook URL (kept out of the spec so it never leaks).
     pub url_secret_ref: SecretKeyRef,
+}
+
+/// CEL rule accepting a pull request URL of github.com or a GitHub Enterprise server:
+/// `https://HOST[:PORT]/OWNER/REPO/pull/N`. The operator polls only a host it is
+/// configured for (`--github-api-origin`), and only with the API of that same server.
+pub const PR_URL_RULE: &str = r"self.matches('^https://[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(:[0-9]{1,5})?/[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}/pull/[1-9][0-9]{0,9}$')";
+
+/// Access to GitHub's GraphQL API.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GitHubAccess {
+    /// GraphQL endpoint (GitHub Enterprise: https://HOST/api/graphql).
+    #[serde(default = "default_api_url", rename = "apiURL")]
+    #[schemars(regex(pattern = r"^https?://[^\s]+$"), length(max = 500))]
+    pub api_url: String,
+    /// Secret key holding the API token.
+    pub token_secret_ref: SecretKeyRef,
+}
+
+fn default_api_url() -> String {
+    "https://api.github.com/graphql".into()
 }
 
 /// Label marking everything the operator creates.

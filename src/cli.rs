@@ -89,6 +89,18 @@ pub enum Command {
         #[arg(long, default_value_t = 120)]
         wait: u64,
     },
+    /// In an agent pod: have the pull request at URL watched for this agent (woken
+    /// when CI settles or feedback arrives), or stop it with --stop.
+    WatchPr {
+        url: String,
+        #[arg(long)]
+        stop: bool,
+        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
+        namespace: Option<String>,
+        /// The agent asking (in an agent pod: itself).
+        #[arg(long, env = "OVERSEER_AGENT")]
+        agent: String,
+    },
     /// Show what AGENT last did: the tail of its pod's log.
     Peek {
         agent: String,
@@ -260,6 +272,12 @@ pub async fn dispatch(cli: Cli) -> i32 {
             }
             Err(error) => Err(error),
         },
+        Command::WatchPr {
+            url,
+            stop,
+            namespace,
+            agent,
+        } => crate::agent::commands::watch_pr(namespace.as_deref(), &agent, &url, stop).await,
         Command::Peek {
             agent,
             lines,

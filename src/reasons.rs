@@ -83,6 +83,8 @@ pub const POLL_FAILED: &str = "PollFailed";
 /// PRWatch.
 pub const POLLED: &str = "Polled";
 /// Goal.
+/// Agent.
+pub const PR_WATCH_REFUSED: &str = "PRWatchRefused";
 pub const PREDECESSOR_STALLED: &str = "PredecessorStalled";
 /// Agent.
 pub const PROGRESS_REPORTED: &str = "ProgressReported";

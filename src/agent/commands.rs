@@ -18,7 +18,7 @@ use super::pod::CONTAINER;
 use super::types::{
     Agent, AgentExit, ExitOutcome, InboxMessage, MAX_SEND_BYTES, SendOutcome, SendResult,
 };
-use crate::api::LOOP_MANAGER;
+use crate::api::{LOOP_MANAGER, WATCH_PR_MANAGER};
 use crate::{Error, Result};
 
 /// Field manager of senders' inbox writes.
@@ -269,6 +269,40 @@ pub async fn release(namespace: Option<&str>, agent: &str, reason: &str) -> Resu
         .await
         .map_err(|e| refused("release", agent, e))?;
     println!("{agent} released: its loop has ended");
+    Ok(())
+}
+
+/// `overseer watch-pr URL [--stop]`, in an agent pod: asks the operator to watch the
+/// pull request for this agent (or to stop). The agent writes only its own status;
+/// the operator makes the PRWatch, for this agent, with the access a person set.
+pub async fn watch_pr(namespace: Option<&str>, agent: &str, url: &str, stop: bool) -> Result<()> {
+    if crate::prwatch::github::PullRequest::parse(url).is_none() {
+        return Err(Error::Invalid(format!(
+            "{url} is not a pull request URL: https://HOST/OWNER/REPO/pull/N"
+        )));
+    }
+    let api = agents(namespace).await?;
+    // Its own status is all an agent may read (its Role: agents/status, by name).
+    let current = api
+        .get_status(agent)
+        .await
+        .map_err(|e| refused("ask a pull request watch for", agent, e))?;
+    let status = current.status.unwrap_or_default();
+    let requests = super::pr_watches::requested(&status.watch_requests, url, stop)?;
+    crate::api::apply_status(
+        &api,
+        agent,
+        WATCH_PR_MANAGER,
+        &json!({"watchRequests": requests}),
+    )
+    .await
+    .map_err(|e| refused("ask a pull request watch for", agent, e))?;
+    match stop {
+        true => println!("{agent}: asked to stop watching {url}"),
+        false => println!(
+            "{agent}: asked to watch {url}; you are woken when CI settles or feedback arrives"
+        ),
+    }
     Ok(())
 }
 

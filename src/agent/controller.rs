@@ -33,7 +33,7 @@ use crate::labels;
 use crate::reasons;
 use crate::swarm::{Swarm, compose, naming_swarm};
 use crate::{Result, conditions, duration};
-use children::{ensure_identity, instruction_file, sync_instructions, sync_role};
+use children::{ensure_identity, instruction_file, sync_instructions, sync_pr_watches, sync_role};
 use delivery::{deliver_inbox, in_flight, nudge, settle_claim, wake};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::DeserializeGuard as Guarded;
@@ -312,6 +312,7 @@ async fn observe(shell: &Shell<'_>, agent: &mut Agent) -> Result<Option<Observed
     let overseen = overseen_by(&ac.store, &ac.overseen, &namespace, &agent.name_any());
     let overseer = pod::acts_as_overseer(agent, &overseen);
     sync_instructions(ac, agent, swarm.as_deref(), overseer).await?;
+    sync_pr_watches(ac, agent).await?;
     Ok(Some(Observed {
         pods: observe_pods(ac, &shell.pods, agent).await?,
         overseen,

@@ -9,6 +9,7 @@ pub mod inbox;
 pub mod instructions;
 pub mod message;
 pub mod pod;
+pub mod pr_watches;
 pub mod preamble;
 pub mod ps;
 pub mod types;

@@ -6,8 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{
-    Notify, RuntimeName, RuntimeSpec, duration_or_off_schema, duration_schema, object_name_schema,
-    role_schema,
+    GitHubAccess, Notify, PR_URL_RULE, RuntimeName, RuntimeSpec, duration_or_off_schema,
+    duration_schema, object_name_schema, role_schema,
 };
 use crate::conditions;
 use crate::duration::{self, DurationOrOff, SpecDuration};
@@ -80,6 +80,10 @@ pub struct AgentSpec {
     /// Stop the pod and keep the record.
     #[serde(default)]
     pub suspend: bool,
+    /// GitHub access for the pull request watches the agent opens itself (`overseer
+    /// watch-pr URL`); without it, those requests are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_requests: Option<PullRequestAccess>,
     /// Where the agent works: a git source cloned into `/workspace`, and what holds it
     /// (its swarm's when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,6 +96,26 @@ pub struct AgentSpec {
 
 pub fn default_role() -> String {
     "builder".into()
+}
+
+/// How an agent's own pull request watches reach GitHub: set by whoever may edit the
+/// Agent, never by the agent.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PullRequestAccess {
+    pub github: GitHubAccess,
+}
+
+/// A pull request the agent asked to have watched for it (`overseer watch-pr URL`), or
+/// to stop watching (`--stop`). The operator makes the PRWatch, always for this agent.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchRequest {
+    #[x_kube(validation = Rule::new(PR_URL_RULE).message("url must be a pull request URL: https://HOST/OWNER/REPO/pull/N"))]
+    #[schemars(length(max = 300))]
+    pub url: String,
+    #[serde(default)]
+    pub stop: bool,
 }
 
 /// Loop settings: when an agent counts as stopped too early and what is done about it.
@@ -223,6 +247,11 @@ pub struct AgentStatus {
     /// The operator's record of inbox deliveries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sends: Option<SendStatus>,
+    /// Pull requests the agent asked to have watched (`overseer watch-pr`, field manager
+    /// `overseer-watch-pr`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub watch_requests: Vec<WatchRequest>,
     /// The last message delivered to this agent (a send, nudge or wake), for `overseer ps`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_message: Option<LastMessage>,

@@ -6,11 +6,9 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::{SecretKeyRef, duration_schema, object_name_schema};
+pub use crate::api::GitHubAccess;
+use crate::api::{PR_URL_RULE, duration_schema, object_name_schema};
 use crate::duration::{self, SpecDuration};
-
-/// CEL rule accepting a GitHub pull request URL: `https://github.com/OWNER/REPO/pull/N`.
-const PR_URL_RULE: &str = r"self.matches('^https://github\\.com/[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}/pull/[1-9][0-9]{0,9}$')";
 
 /// Watches one GitHub pull request and wakes an agent when CI settles or feedback arrives.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -36,8 +34,9 @@ const PR_URL_RULE: &str = r"self.matches('^https://github\\.com/[A-Za-z0-9][A-Za
 )]
 #[serde(rename_all = "camelCase")]
 pub struct PRWatchSpec {
-    /// The pull request: https://github.com/OWNER/REPO/pull/N.
-    #[x_kube(validation = Rule::new(PR_URL_RULE).message("url must be a GitHub pull request URL: https://github.com/OWNER/REPO/pull/N"))]
+    /// The pull request: https://github.com/OWNER/REPO/pull/N, or on a GitHub
+    /// Enterprise server (whose API is `github.apiURL`).
+    #[x_kube(validation = Rule::new(PR_URL_RULE).message("url must be a pull request URL: https://HOST/OWNER/REPO/pull/N"))]
     #[schemars(length(max = 300))]
     pub url: String,
     /// The Agent to wake.
@@ -78,22 +77,6 @@ fn default_max_wakes() -> i32 {
 }
 fn default_max_failed_polls() -> i32 {
     30
-}
-
-/// Access to GitHub's GraphQL API.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct GitHubAccess {
-    /// GraphQL endpoint (GitHub Enterprise: https://HOST/api/graphql).
-    #[serde(default = "default_api_url", rename = "apiURL")]
-    #[schemars(regex(pattern = r"^https?://[^\s]+$"), length(max = 500))]
-    pub api_url: String,
-    /// Secret key holding the API token.
-    pub token_secret_ref: SecretKeyRef,
-}
-
-fn default_api_url() -> String {
-    "https://api.github.com/graphql".into()
 }
 
 /// Lifecycle phase of a PRWatch.

@@ -277,6 +277,7 @@ fn base_spec(swarm: &str, role: &str) -> AgentSpec {
         suspend: false,
         notify: None,
         workspace: None,
+        pull_requests: None,
     }
 }
 

@@ -701,3 +701,89 @@ async fn a_done_agents_pod_goes_after_the_retention_and_the_record_stays() {
         "a Done agent is not given a new pod"
     );
 }
+
+/// `overseer watch-pr` run as `agent`'s own ServiceAccount, as in its pod.
+fn watch_pr(ns: &TestNamespace, agent: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_overseer"))
+        .arg("watch-pr")
+        .args(args)
+        .env("KUBECONFIG", crate::support::cluster::kubeconfig_path())
+        .env("KUBE_RS_DEBUG_IMPERSONATE_USER", agent_account(ns, agent))
+        .env("OVERSEER_NAMESPACE", &ns.name)
+        .env("OVERSEER_AGENT", agent)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn an_agent_opens_and_stops_its_own_pull_request_watch_and_nothing_more() {
+    use kube::ResourceExt;
+    use overseer::prwatch::PRWatch;
+    let ns = setup("agent-watch-pr").await;
+    let _operator = operator(&ns);
+    let access = json!({"github": {"tokenSecretRef": {"name": "github", "key": "token"}}});
+    create_agent(&ns, "builder", json!({"pullRequests": access})).await;
+    create_agent(&ns, "loner", json!({})).await;
+    let url = "https://github.com/acme/widgets/pull/7";
+    for agent in ["builder", "loner"] {
+        // Its identity exists once its first pod was made.
+        wait_condition(&ns, agent, "a pod made", |a| {
+            a.status.as_ref().and_then(|s| s.attempt).is_some()
+        })
+        .await;
+        let asked = watch_pr(&ns, agent, &[url]);
+        assert!(
+            asked.status.success(),
+            "{agent}: {}",
+            String::from_utf8_lossy(&asked.stderr)
+        );
+    }
+    let watches: Api<PRWatch> = ns.api();
+    let name = overseer::agent::pr_watches::watch_name("builder", url);
+    let watch = wait_in(&ns, "the PRWatch the builder asked for", WAIT, || async {
+        watches.get_opt(&name).await.ok().flatten()
+    })
+    .await;
+    assert_eq!(
+        (watch.spec.agent.as_str(), watch.spec.url.as_str()),
+        ("builder", url)
+    );
+    assert_eq!(watch.owner_references()[0].name, "builder");
+    assert!(!watch.spec.stop);
+
+    let stopped = watch_pr(&ns, "builder", &[url, "--stop"]);
+    assert!(
+        stopped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stopped.stderr)
+    );
+    wait_in(&ns, "the watch stopped", WAIT, || async {
+        watches
+            .get(&name)
+            .await
+            .ok()
+            .filter(|w| w.spec.stop)
+            .map(drop)
+    })
+    .await;
+
+    // Without access set by a person, the ask is refused with an Event and no watch.
+    assert_eq!(wait_events(&ns, "loner", "PRWatchRefused").await.len(), 1);
+    let all = watches.list(&ListParams::default()).await.unwrap();
+    assert_eq!(all.items.len(), 1, "only the builder's");
+    // The agent itself may not make or change a watch; only ask through its status.
+    for verb in ["create", "patch"] {
+        assert_eq!(
+            can_i(&ns, &agent_account(&ns, "builder"), verb, "prwatches", None),
+            "no",
+            "{verb}"
+        );
+    }
+    let bad = watch_pr(
+        &ns,
+        "builder",
+        &["https://github.com/acme/widgets/issues/7"],
+    );
+    assert!(!bad.status.success(), "not a pull request URL");
+}

@@ -9,9 +9,11 @@ use tracing::info;
 
 use crate::Result;
 use crate::agent::types::Agent;
-use crate::agent::{instructions, pod};
+use crate::agent::{instructions, pod, pr_watches};
 use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
 use crate::labels;
+use crate::prwatch::PRWatch;
+use crate::reasons;
 use crate::swarm::Swarm;
 
 use super::AgentContext;
@@ -20,6 +22,57 @@ use super::AgentContext;
 pub(super) fn instruction_file(agent: &Agent) -> &'static str {
     let name = agent.spec.runtime.name.unwrap_or(RuntimeName::Custom);
     crate::runtimes::lookup(name).instruction_file
+}
+
+/// Applies the PRWatch of each pull request the agent asked to have watched (only
+/// when it differs from what this operator last applied), with the access its spec
+/// gives; without that access the requests are refused with one Warning Event.
+pub(super) async fn sync_pr_watches(ac: &AgentContext, agent: &Agent) -> Result<()> {
+    let requests = agent
+        .status
+        .as_ref()
+        .map(|s| s.watch_requests.clone())
+        .unwrap_or_default();
+    if requests.is_empty() {
+        return Ok(());
+    }
+    let namespace = agent.namespace().unwrap_or_default();
+    let name = agent.name_any();
+    let Some(access) = &agent.spec.pull_requests else {
+        if !ac
+            .applied
+            .holds("PRWatchRefused", &namespace, &name, &requests)
+        {
+            let message = "the agent asked for pull request watches (overseer watch-pr) but spec.pullRequests.github is not set";
+            ac.ctx
+                .publish_about(agent, true, reasons::PR_WATCH_REFUSED, message);
+            ac.applied
+                .record("PRWatchRefused", &namespace, &name, &requests);
+        }
+        return Ok(());
+    };
+    let watches: Api<PRWatch> = Api::namespaced(ac.ctx.client.clone(), &namespace);
+    for request in &requests {
+        let watch = pr_watches::desired(agent, access, request)?;
+        let watch_name = watch.name_any();
+        if ac
+            .applied
+            .holds("PRWatch", &namespace, &watch_name, &watch.spec)
+        {
+            continue;
+        }
+        watches
+            .patch(
+                &watch_name,
+                &PatchParams::apply(CONTROLLER_MANAGER).force(),
+                &Patch::Apply(&watch),
+            )
+            .await?;
+        ac.applied
+            .record("PRWatch", &namespace, &watch_name, &watch.spec);
+        info!(prwatch = %watch_name, stop = request.stop, "applied a pull request watch the agent asked for");
+    }
+    Ok(())
 }
 
 /// Writes an agent's composed instructions to its ConfigMap (owned by the Agent) when
