@@ -26,8 +26,30 @@ pub fn termination_log() -> PathBuf {
         .unwrap_or_else(|| "/dev/termination-log".into())
 }
 
+/// Writes the step's instructions (`OVERSEER_STEP_INSTRUCTIONS`) to
+/// `OVERSEER_INSTRUCTIONS` and links them into the working directory (the workspace)
+/// under the runtime's file name, unless the workspace has its own such file or is
+/// read-only; the step then runs on its action alone.
+fn place_instructions() -> std::io::Result<()> {
+    let (Some(text), Some(path)) = (
+        std::env::var_os("OVERSEER_STEP_INSTRUCTIONS"),
+        std::env::var_os("OVERSEER_INSTRUCTIONS").map(PathBuf::from),
+    ) else {
+        return Ok(());
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&path, text.as_encoded_bytes())?;
+    crate::shim::link_instructions(&path);
+    Ok(())
+}
+
 /// Runs `command`, mirroring its output, and returns its exit code after writing the result.
 pub async fn run(command: &[String]) -> std::io::Result<i32> {
+    if let Err(error) = place_instructions() {
+        eprintln!("overseer: the step's instructions were not placed: {error}");
+    }
     let (program, args) = command
         .split_first()
         .ok_or_else(|| std::io::Error::other("no command given"))?;

@@ -288,6 +288,7 @@ async fn apply(
                 runtime,
                 timeout,
                 read_only,
+                instructions,
                 template,
             } => {
                 let params = StepPodParams {
@@ -299,6 +300,7 @@ async fn apply(
                     timeout: *timeout,
                     template: template.as_ref().clone(),
                     read_only: *read_only,
+                    instructions,
                     overseer_image: &ctx.overseer_image,
                 };
                 if !create_step_pod(gc, goal, &plan.status, &params).await? {

@@ -1,5 +1,6 @@
 pub mod controller;
 pub mod dependencies;
+pub mod instructions;
 pub mod message;
 pub mod plan;
 #[cfg(test)]

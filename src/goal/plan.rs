@@ -87,6 +87,9 @@ pub enum Action {
         timeout: Duration,
         /// The step's role only reads: its workspace is mounted read-only.
         read_only: bool,
+        /// What the step's agent is told besides its action (src/goal/instructions.rs).
+        #[serde(skip)]
+        instructions: String,
         /// The step's pod settings: its swarm's defaults and role, the goal's, its own.
         #[serde(skip_serializing_if = "PodTemplate::is_empty")]
         template: Box<PodTemplate>,

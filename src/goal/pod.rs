@@ -31,6 +31,8 @@ pub struct StepPodParams<'a> {
     pub template: PodTemplate,
     /// The step's role only reads: its workspace is mounted read-only.
     pub read_only: bool,
+    /// What the step's agent is told besides its action, placed by `overseer step`.
+    pub instructions: &'a str,
     /// Image holding the `overseer` binary (the operator's own).
     pub overseer_image: &'a str,
 }
@@ -64,6 +66,16 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
         ("OVERSEER_ATTEMPT", p.attempt.to_string()),
         ("OVERSEER_ACTION", step.action.clone()),
         ("OVERSEER_RESULTS_FILE", RESULTS_FILE.to_string()),
+        ("OVERSEER_STEP_INSTRUCTIONS", p.instructions.to_string()),
+        (
+            "OVERSEER_INSTRUCTIONS",
+            format!(
+                "{}/{}",
+                super::instructions::DIR,
+                runtimes::lookup(p.runtime.name.unwrap_or(crate::api::RuntimeName::Claude))
+                    .instruction_file
+            ),
+        ),
     ]
     .into_iter()
     .map(|(name, value)| EnvVar {

@@ -163,18 +163,18 @@ fn print_lines(lines: &[String]) {
     let _ = stdout.flush();
 }
 
-/// Links a swarm member's composed instructions (a mounted ConfigMap, updated in
-/// place) into the working directory under the runtime's file name. Returns false
-/// when they cannot be placed there: the workspace has its own such file (the
-/// repository's), or is read-only (a scout's).
-fn link_instructions(source: &std::path::Path) -> bool {
+/// Links an agent's or step's composed instructions (for an agent a mounted ConfigMap,
+/// updated in place) into the working directory under the runtime's file name.
+/// Returns false when they cannot be placed there: the workspace has its own such file
+/// (the repository's), or is read-only (a scout's).
+pub(crate) fn link_instructions(source: &std::path::Path) -> bool {
     let Some(file) = source.file_name() else {
         return false;
     };
     let target = PathBuf::from(file);
     match std::fs::symlink_metadata(&target) {
         Ok(meta) if !meta.file_type().is_symlink() => {
-            warn!(file = %target.display(), source = %source.display(), "the workspace has its own instruction file; it is left as it is and the swarm's instructions open the first prompt");
+            warn!(file = %target.display(), source = %source.display(), "the workspace has its own instruction file; it is left as it is");
             return false;
         }
         Ok(_) => {
@@ -184,11 +184,11 @@ fn link_instructions(source: &std::path::Path) -> bool {
     }
     match std::os::unix::fs::symlink(source, &target) {
         Ok(()) => {
-            info!(file = %target.display(), "linked the swarm's instructions");
+            info!(file = %target.display(), "linked the instructions");
             true
         }
         Err(error) => {
-            info!(%error, "instructions not linked (read-only workspace?); they open the first prompt");
+            info!(%error, "instructions not linked (read-only workspace?)");
             false
         }
     }

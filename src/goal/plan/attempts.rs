@@ -36,6 +36,12 @@ impl Planner<'_> {
         let template = self.pod_template(step, &role);
         // The platform enforces a read-only role's boundary, not the prompt.
         let read_only = crate::swarm::compose::role(self.input.swarm, &role).read_only;
+        let instructions = crate::goal::instructions::compose(
+            self.input.name,
+            &step.name,
+            &role,
+            self.input.swarm,
+        );
         let entry = &mut self.status.steps[i];
         let new_attempt = entry.attempts < attempt;
         entry.attempts = attempt;
@@ -55,6 +61,7 @@ impl Planner<'_> {
             runtime,
             timeout,
             read_only,
+            instructions,
             template: Box::new(template),
         });
         if new_attempt {
