@@ -119,6 +119,8 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
     let Some(goal) = current_goal(&gc, cached).await? else {
         return Ok(Action::await_change());
     };
+    // The steps it runs: its own, and a guardian's review after each risky one.
+    let goal = super::review::with_reviews(&goal);
     let observed = observe(&gc, &goal).await?;
     let plan = decide(&gc.ctx, &goal, &observed).await;
     apply(&gc, &goal, &plan, started).await

@@ -67,6 +67,10 @@ pub struct GoalSpec {
     /// of the step before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<crate::workspace::Workspace>,
+    /// A step whose action deploys, pushes or releases is followed by a guardian's
+    /// review step (`<step>-review`) unless this is false.
+    #[serde(default = "default_guardian_review")]
+    pub guardian_review: bool,
     /// Pod settings of every step, over its swarm's defaults and role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_template: Option<PodTemplate>,
@@ -124,6 +128,10 @@ pub struct GoalDefaults {
     /// Wait between attempts.
     #[serde(default)]
     pub backoff: Backoff,
+}
+
+fn default_guardian_review() -> bool {
+    true
 }
 
 fn default_timeout() -> SpecDuration {

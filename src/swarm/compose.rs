@@ -60,6 +60,11 @@ pub const BUILTIN_ROLES: &[BuiltinRole] = &[
         profile: "You review: read the changes critically and report problems as path:line with the reason. Your workspace is read-only; change nothing.",
     },
     BuiltinRole {
+        name: "guardian",
+        read_only: false,
+        profile: "You guard: check that the work before you is correct, tested and safe to keep. Run what verifies it, report each problem with its evidence, and fail when it must not stand.",
+    },
+    BuiltinRole {
         name: "merger",
         read_only: false,
         profile: "You merge: integrate finished work, resolve conflicts, and keep the main branch green.",
