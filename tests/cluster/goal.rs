@@ -719,3 +719,57 @@ async fn the_steps_of_a_goal_share_its_persistent_workspace_claim() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_deploy_step_is_followed_by_a_guardians_review_with_its_instructions() {
+    let f = Fixture::new("goal-review").await;
+    f.create(
+        "ship",
+        json!({
+            "defaults": {"runtime": runtime()},
+            "steps": [{"name": "deploy", "action": "Deploy to staging"}]
+        }),
+    )
+    .await;
+    f.finish("ship-s0-a1", "Succeeded", "deployed").await;
+    let review = f.running_pod("ship-s1-a1").await;
+    let labels = review.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get("overseer.dev/step").map(String::as_str),
+        Some("deploy-review")
+    );
+    assert_eq!(
+        labels.get("overseer.dev/role").map(String::as_str),
+        Some("guardian")
+    );
+    let env = review.spec.unwrap().containers[0]
+        .env
+        .clone()
+        .unwrap_or_default();
+    let instructions = env
+        .iter()
+        .find(|e| e.name == "OVERSEER_STEP_INSTRUCTIONS")
+        .and_then(|e| e.value.clone())
+        .unwrap_or_default();
+    assert!(instructions.contains("## Role: guardian"), "{instructions}");
+    f.finish("ship-s1-a1", "Succeeded", "looks right").await;
+    let status = f
+        .status_where("ship", "Succeeded after its review", |s| {
+            s.phase == Some(GoalPhase::Succeeded)
+        })
+        .await;
+    let steps: Vec<(&str, Option<&str>)> = status
+        .steps
+        .iter()
+        .map(|s| (s.name.as_str(), s.result.as_deref()))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("deploy", Some("deployed")),
+            ("deploy-review", Some("looks right"))
+        ]
+    );
+    assert_eq!(status.progress.as_deref(), Some("2/2"));
+}
