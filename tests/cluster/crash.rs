@@ -636,12 +636,15 @@ impl Scenario for SwarmEdited {
             if !text.contains(CREW_BASE_AFTER_EDIT) {
                 return None;
             }
-            // Every member's pod of its current attempt has been created.
+            // Every member and its pod of its current attempt have been seen created
+            // (a watch of this test that the restart cut relists a moment later).
             let attempt = agent.status.as_ref()?.attempt?;
+            let seen = world.seen.lock().unwrap();
             let pod = format!("Pod/{name}-{attempt}");
-            if !world.seen.lock().unwrap().contains_key(&pod) {
+            if !seen.contains_key(&pod) || !seen.contains_key(&format!("Agent/{name}")) {
                 return None;
             }
+            drop(seen);
             let _ = writeln!(
                 end,
                 "agent {name}: role {:?}, overseer {:?}, attempt {attempt}, instructions {} bytes",
