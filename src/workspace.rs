@@ -1,8 +1,9 @@
 //! Where an agent or a goal's steps work: `spec.workspace` (Agent, Goal, Swarm), its
 //! storage (an emptyDir per pod, or a PersistentVolumeClaim owned by the Agent or Goal
 //! that outlives attempts and stall replacements), and the pod pieces that give it,
-//! built as plain values (no I/O). The git source is cloned by `overseer workspace
-//! sync` (src/workspace/sync.rs) in an init container.
+//! built as plain values; `apply_claim` is its only call to the API server. The git
+//! source is cloned by `overseer workspace sync` (src/workspace/sync.rs) in an init
+//! container.
 
 pub mod sync;
 
