@@ -2,7 +2,7 @@
 //! container, and the restricted Pod Security Standard.
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EmptyDirVolumeSource, PodSecurityContext, SeccompProfile,
+    Capabilities, Container, EmptyDirVolumeSource, EnvVar, PodSecurityContext, SeccompProfile,
     SecurityContext, Volume, VolumeMount,
 };
 
@@ -18,6 +18,15 @@ pub fn refusal(error: &kube::Error) -> Option<String> {
             Some(message.chars().take(MAX).collect())
         }
         _ => None,
+    }
+}
+
+/// An environment variable with a plain value.
+pub fn env(name: &str, value: impl Into<String>) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..Default::default()
     }
 }
 

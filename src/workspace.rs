@@ -10,9 +10,8 @@ pub mod sync;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PersistentVolumeClaimVolumeSource, SecretVolumeSource, Volume, VolumeMount,
-    VolumeResourceRequirements,
+    Container, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource,
+    SecretVolumeSource, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::KubeSchema;
@@ -217,11 +216,7 @@ pub fn sync_container(
     ]
     .into_iter()
     .flatten()
-    .map(|(name, value)| EnvVar {
-        name: name.into(),
-        value: Some(value),
-        ..Default::default()
-    })
+    .map(|(name, value)| pods::env(name, value))
     .collect();
     let mut volume_mounts = vec![pods::overseer_mount()];
     volume_mounts.extend(mounts(workspace, false));

@@ -17,6 +17,7 @@ use super::types::Agent;
 use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, fit_name, label_value};
 use crate::conditions;
 use crate::labels;
+use crate::pods::env;
 use crate::{pods, runtimes, workspace};
 
 /// The container the agent CLI (under the shim) runs in; exec targets it.
@@ -190,14 +191,6 @@ pub fn identity(agent: &Agent, overseen: &[String]) -> (ServiceAccount, Role, Ro
         }]),
     };
     (account, role, binding)
-}
-
-fn env(name: &str, value: impl Into<String>) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value: Some(value.into()),
-        ..Default::default()
-    }
 }
 
 /// Where the agent works (`spec.workspace`; a pod template's volume named `workspace`

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, EnvVar, Pod, PodSpec, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, Pod, PodSpec, Volume, VolumeMount,
 };
 use kube::Resource;
 use kube::api::ObjectMeta;
@@ -78,11 +78,7 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
         ),
     ]
     .into_iter()
-    .map(|(name, value)| EnvVar {
-        name: name.into(),
-        value: Some(value),
-        ..Default::default()
-    })
+    .map(|(name, value)| pods::env(name, value))
     .collect();
     let mut command = vec![format!("{BIN_DIR}/overseer"), "step".into(), "--".into()];
     command.extend(runtimes::headless_command(p.runtime, &step.action));
