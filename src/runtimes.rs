@@ -27,6 +27,30 @@ pub struct Runtime {
     /// Dialogs a first run shows before the prompt (folder trust, theme, accepting the
     /// autonomy mode), and the keys that answer each, typed by the shim.
     pub first_run_dialogs: &'static [Dialog],
+    /// How a headless run reports its token usage, when the CLI can: the flags that make
+    /// it print JSON events, and their shape (read by the shim into `status.activity.usage`).
+    pub usage: Option<UsageOutput>,
+}
+
+/// A headless CLI's machine-readable output: `flags` switch it on, `format` is how its
+/// lines carry token usage (src/shim/usage.rs reads them).
+#[derive(Debug, PartialEq, Eq)]
+pub struct UsageOutput {
+    pub flags: &'static [&'static str],
+    pub format: UsageFormat,
+}
+
+/// The JSON event streams of the headless CLIs that report their usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageFormat {
+    /// `claude --print --output-format stream-json --verbose`: one `result` line per run,
+    /// with the run's `usage` and `total_cost_usd`.
+    ClaudeStreamJson,
+    /// `codex exec --json`: a `turn.completed` line per turn, with its `usage`.
+    CodexJsonl,
+    /// `pi --print --mode json`: a `message_end` line per assistant message, with its
+    /// `usage` (tokens and cost).
+    PiJson,
 }
 
 /// A dialog the shim answers: when `pattern` shows in the prompt area, it types `keys`
@@ -70,6 +94,10 @@ pub const REGISTRY: &[Runtime] = &[
                 keys: &["Down", "Enter"],
             },
         ],
+        usage: Some(UsageOutput {
+            flags: &["--output-format", "stream-json", "--verbose"],
+            format: UsageFormat::ClaudeStreamJson,
+        }),
     },
     Runtime {
         name: RuntimeName::Codex,
@@ -85,6 +113,10 @@ pub const REGISTRY: &[Runtime] = &[
             pattern: "Do you trust the contents of this directory?",
             keys: &["Enter"],
         }],
+        usage: Some(UsageOutput {
+            flags: &["--json"],
+            format: UsageFormat::CodexJsonl,
+        }),
     },
     Runtime {
         name: RuntimeName::Pi,
@@ -97,6 +129,10 @@ pub const REGISTRY: &[Runtime] = &[
         model_flag: "--model",
         autonomy_flags: &[],
         first_run_dialogs: &[],
+        usage: Some(UsageOutput {
+            flags: &["--mode", "json"],
+            format: UsageFormat::PiJson,
+        }),
     },
     Runtime {
         name: RuntimeName::Copilot,
@@ -112,6 +148,7 @@ pub const REGISTRY: &[Runtime] = &[
             pattern: "Do you trust the files in this folder?",
             keys: &["Enter"],
         }],
+        usage: None,
     },
     Runtime {
         name: RuntimeName::Cursor,
@@ -127,6 +164,7 @@ pub const REGISTRY: &[Runtime] = &[
             pattern: "Trust this workspace",
             keys: &["Enter"],
         }],
+        usage: None,
     },
     Runtime {
         name: RuntimeName::Custom,
@@ -139,6 +177,7 @@ pub const REGISTRY: &[Runtime] = &[
         model_flag: "",
         autonomy_flags: &[],
         first_run_dialogs: &[],
+        usage: None,
     },
 ];
 
@@ -173,6 +212,18 @@ pub fn base_command(spec: &RuntimeSpec, mode: RuntimeMode) -> Vec<String> {
         command.extend(runtime.autonomy_flags.iter().map(|f| f.to_string()));
     }
     command.extend(spec.args.iter().flatten().cloned());
+    command
+}
+
+/// The command of an Agent's CLI under the shim: `base_command`, and for a headless run
+/// the runtime's JSON output flags, so the shim reads each run's token usage. Step pods
+/// keep the plain output, the step's result.
+pub fn agent_command(spec: &RuntimeSpec, mode: RuntimeMode) -> Vec<String> {
+    let runtime = lookup(spec.name.unwrap_or(RuntimeName::Claude));
+    let mut command = base_command(spec, mode);
+    if let (RuntimeMode::Headless, Some(usage)) = (mode, &runtime.usage) {
+        command.extend(usage.flags.iter().map(|f| f.to_string()));
+    }
     command
 }
 
@@ -229,7 +280,7 @@ pub fn markdown_table() -> String {
         }
     };
     let mut out = String::from(
-        "| runtime | TUI command | headless command | prompt flag | resume flag | waiting-for-human patterns | instruction file | model flag | autonomy flags (`unattended`) | first-run dialogs answered (keys) |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| runtime | TUI command | headless command | prompt flag | resume flag | waiting-for-human patterns | instruction file | model flag | autonomy flags (`unattended`) | first-run dialogs answered (keys) | agent headless usage flags |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in REGISTRY {
         let name = serde_json::to_value(r.name)
@@ -264,7 +315,7 @@ pub fn markdown_table() -> String {
             format!("`{}`", r.model_flag)
         };
         out.push_str(&format!(
-            "| {name} | {} | {} | {flag} | {} | {} | {} | {model_flag} | {} | {} |\n",
+            "| {name} | {} | {} | {flag} | {} | {} | {} | {model_flag} | {} | {} | {} |\n",
             code(r.tui),
             code(r.headless),
             code(r.resume_flag),
@@ -272,6 +323,7 @@ pub fn markdown_table() -> String {
             r.instruction_file,
             code(r.autonomy_flags),
             list(dialogs),
+            code(r.usage.as_ref().map_or(&[], |u| u.flags)),
         ));
     }
     out
@@ -393,6 +445,52 @@ mod tests {
         for (spec, mode, expected) in rows {
             assert_eq!(base_command(&spec, mode), expected, "{:?}", spec.name);
         }
+    }
+
+    #[test]
+    fn a_headless_agent_prints_the_json_its_usage_is_read_from() {
+        let spec = |name| RuntimeSpec {
+            name: Some(name),
+            unattended: Some(false),
+            ..Default::default()
+        };
+        // (runtime, mode, the agent's command): steps keep base_command's plain output.
+        let rows = [
+            (
+                RuntimeName::Claude,
+                RuntimeMode::Headless,
+                vec![
+                    "claude",
+                    "--print",
+                    "--output-format",
+                    "stream-json",
+                    "--verbose",
+                ],
+            ),
+            (RuntimeName::Claude, RuntimeMode::Tui, vec!["claude"]),
+            (
+                RuntimeName::Codex,
+                RuntimeMode::Headless,
+                vec!["codex", "exec", "--json"],
+            ),
+            (
+                RuntimeName::Pi,
+                RuntimeMode::Headless,
+                vec!["pi", "--print", "--mode", "json"],
+            ),
+            (RuntimeName::Copilot, RuntimeMode::Headless, vec!["copilot"]),
+        ];
+        for (name, mode, expected) in rows {
+            assert_eq!(
+                agent_command(&spec(name), mode),
+                expected,
+                "{name:?} {mode:?}"
+            );
+        }
+        assert_eq!(
+            headless_command(&spec(RuntimeName::Codex), "fix it"),
+            vec!["codex", "exec", "fix it"]
+        );
     }
 
     #[test]

@@ -59,7 +59,7 @@ fn runtime_registry_doc_matches_the_code() {
          sandbox), and `args`, before the prompt. In the TUI, the shim answers the first-run\n\
          dialogs below with the keys given when one shows in the prompt area (the last 15\n\
          non-blank lines of the screen; at most 3 times each, 2 s apart), and matches the\n\
-         waiting-for-human patterns in the prompt area only, not in the output above it.\n\n{}",
+         waiting-for-human patterns in the prompt area only, not in the output above it.\n         A headless Agent's command also gets the usage flags below: the CLI then prints\n         JSON events, from which the shim sums the attempt's token usage into\n         `status.activity.usage` (the TOKENS column of `kubectl get ag -o wide`); the\n         container log, and so `overseer peek`, shows those JSON lines. Goal steps keep\n         the plain output, which is their result.\n\n{}",
         overseer::runtimes::markdown_table()
     );
     check_generated("docs/runtimes.md", &doc);

@@ -133,6 +133,40 @@ async fn a_headless_agent_that_exits_early_is_resumed_with_the_message_as_prompt
 }
 
 #[tokio::test]
+async fn a_headless_runs_token_usage_is_read_from_its_json_output_and_summed() {
+    let shim = Shim::start(
+        "headless-usage",
+        "headless",
+        "claude",
+        "headless-claude-json.sh",
+        &[],
+    );
+    let first = shim.wait_for(ActivityState::Exited).await;
+    let usage = first.usage.expect("the first run's usage");
+    assert_eq!(
+        (usage.runs, usage.input_tokens, usage.cached_input_tokens),
+        (1, 1_000, 800)
+    );
+    assert_eq!((usage.output_tokens, usage.total_tokens), (50, 1_050));
+    assert_eq!(usage.cost_usd.as_deref(), Some("0.0125"));
+    let delivered = shim.input("continue: the API docs are missing");
+    assert!(delivered.status.success(), "{}", stderr(&delivered));
+    shim.wait_for_log("--continue").await;
+    let mut summed = None;
+    for _ in 0..100 {
+        let activity = shim.activity().await.unwrap();
+        if activity.usage.as_ref().is_some_and(|u| u.runs == 2) {
+            summed = activity.usage;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let summed = summed.expect("the second run's usage added");
+    assert_eq!((summed.input_tokens, summed.total_tokens), (2_000, 2_100));
+    assert_eq!(summed.cost_usd.as_deref(), Some("0.0250"));
+}
+
+#[tokio::test]
 async fn input_during_a_headless_run_is_refused() {
     let shim = Shim::start(
         "headless-busy",

@@ -274,6 +274,7 @@ fn activity(state: ActivityState, since: i64, attempt: i64) -> Activity {
         exit_code: None,
         summary: None,
         progress_time: None,
+        usage: None,
     }
 }
 

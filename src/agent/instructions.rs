@@ -28,7 +28,7 @@ pub fn compose(layers: &Layers) -> String {
         .swarm
         .map(|s| format!(", swarm {}", s.name_any()))
         .unwrap_or_default();
-    let mut out = format!(
+    let out = format!(
         "# Instructions for {} (role {}{within})\n\nComposed by overseer from this agent's layers: \
          the overseer's standing instructions, the swarm's base, the role's profile, the loop, \
          then this agent's own prompt.\n",
@@ -53,6 +53,15 @@ pub fn compose(layers: &Layers) -> String {
         ),
         ("Your task".to_string(), spec.prompt.clone()),
     ];
+    with_sections(out, sections)
+}
+
+/// `out` followed by each section that has text, as `## title` and the text; sections
+/// without text (an unset or blank layer) are left out.
+pub fn with_sections(
+    mut out: String,
+    sections: impl IntoIterator<Item = (String, Option<String>)>,
+) -> String {
     for (title, text) in sections {
         let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
             continue;

@@ -240,7 +240,7 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
         "shim".into(),
         "--".into(),
     ];
-    command.extend(runtimes::base_command(&spec.runtime, mode));
+    command.extend(runtimes::agent_command(&spec.runtime, mode));
     let template = spec.pod_template.clone().unwrap_or_default();
     let mut env_vars = shim_env(agent, attempt, shape.overseer);
     let mut pod_labels = labels(agent);

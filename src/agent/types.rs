@@ -44,6 +44,12 @@ use crate::template::PodTemplate;
         type_ = "string",
         json_path = ".status.activity.summary",
         priority = "1"
+    ),
+    printcolumn(
+        name = "Tokens",
+        type_ = "integer",
+        json_path = ".status.activity.usage.totalTokens",
+        priority = "1"
     )
 )]
 #[x_kube(
@@ -318,6 +324,30 @@ pub struct Activity {
     /// When the agent last reported progress (`overseer loop progress`), this attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress_time: Option<Time>,
+    /// Tokens used by this attempt's headless runs, as the CLI reported them in its JSON
+    /// output (claude, codex, pi; docs/runtimes.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+}
+
+/// Token usage summed over the runs of one attempt.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    /// Runs whose usage was reported.
+    pub runs: i64,
+    /// Input tokens, cached ones included.
+    pub input_tokens: i64,
+    /// The part of the input read from the provider's prompt cache.
+    pub cached_input_tokens: i64,
+    /// Output tokens, reasoning included.
+    pub output_tokens: i64,
+    /// Input plus output.
+    pub total_tokens: i64,
+    /// What the CLI said the runs cost, in US dollars (claude and pi report it).
+    #[serde(rename = "costUSD", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    pub cost_usd: Option<String>,
 }
 
 /// How an agent ended its loop.

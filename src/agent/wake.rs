@@ -120,6 +120,7 @@ mod tests {
                 exit_code: None,
                 summary: None,
                 progress_time: None,
+                usage: None,
             }),
             ..Default::default()
         });

@@ -2,6 +2,7 @@
 //! profile (the swarm's, else the built-in one), and how a step ends. `overseer step`
 //! places it in the workspace under the runtime's instruction file name.
 
+use crate::agent::instructions::with_sections;
 use crate::pods::BIN_DIR;
 use crate::swarm::SwarmSpec;
 use crate::swarm::compose::role;
@@ -12,7 +13,7 @@ pub const DIR: &str = "/overseer/instructions";
 
 /// The instructions of step `step` of goal `goal`, run by an agent of `role`.
 pub fn compose(goal: &str, step: &str, role_name: &str, swarm: Option<&SwarmSpec>) -> String {
-    let mut out = format!(
+    let out = format!(
         "# Instructions for step {step} of goal {goal} (role {role_name})\n\n\
          Composed by overseer: the swarm's base, the role's profile, then how a step ends.\n"
     );
@@ -34,13 +35,7 @@ pub fn compose(goal: &str, step: &str, role_name: &str, swarm: Option<&SwarmSpec
             )),
         ),
     ];
-    for (title, text) in sections {
-        let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
-            continue;
-        };
-        out.push_str(&format!("\n## {title}\n\n{}\n", text.trim_end()));
-    }
-    out
+    with_sections(out, sections)
 }
 
 #[cfg(test)]

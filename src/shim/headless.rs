@@ -1,5 +1,6 @@
 //! The headless agent: one child process per run; its output is mirrored to the
-//! shim's own output (the container log) and marks activity.
+//! shim's own output (the container log) and marks activity. When the runtime prints
+//! JSON events, its stdout also feeds the usage meter.
 
 use std::io;
 use std::process::Stdio;
@@ -8,30 +9,68 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
+use super::usage::Meter;
+use crate::agent::TokenUsage;
+use crate::runtimes::UsageFormat;
+
+/// What a mirroring task passes on.
+enum Output {
+    Chunk {
+        stdout: bool,
+        bytes: Vec<u8>,
+    },
+    /// The pipe of the run numbered `run` reached its end.
+    Closed {
+        run: u64,
+    },
+}
+
 /// The output of the current run, as it arrives.
 pub struct Headless {
     child: Option<Child>,
-    output: mpsc::UnboundedReceiver<Vec<u8>>,
-    sender: mpsc::UnboundedSender<Vec<u8>>,
+    output: mpsc::UnboundedReceiver<Output>,
+    sender: mpsc::UnboundedSender<Output>,
     /// The last few KiB of output, where waiting-for-human prompts show.
     tail: String,
+    /// The number of the current run; output of an earlier one still arriving is
+    /// mirrored, but does not hold up the current run's end.
+    run: u64,
+    /// Pipes of the current run not yet at their end.
+    open_pipes: usize,
+    /// The current run's end has been given to the meter.
+    run_closed: bool,
+    meter: Option<Meter>,
+}
+
+/// One look at the current run.
+pub struct Look {
+    /// Output arrived since the last look.
+    pub changed: bool,
+    pub tail: String,
+    /// The run's exit code, once it ended.
+    pub exited: Option<i32>,
+    /// The token usage changed since the last look.
+    pub usage_changed: bool,
 }
 
 const TAIL_BYTES: usize = 4096;
 
-impl Default for Headless {
-    fn default() -> Headless {
+impl Headless {
+    /// A driver whose runs print `usage` (None: plain output, no usage read).
+    pub fn new(usage: Option<UsageFormat>) -> Headless {
         let (sender, output) = mpsc::unbounded_channel();
         Headless {
             child: None,
             output,
             sender,
             tail: String::new(),
+            run: 0,
+            open_pipes: 0,
+            run_closed: true,
+            meter: usage.map(Meter::new),
         }
     }
-}
 
-impl Headless {
     /// Starts one run of `command`.
     pub fn start(&mut self, command: &[String]) -> io::Result<()> {
         let (program, args) = command
@@ -45,21 +84,30 @@ impl Headless {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("starting {program}: {e}")))?;
-        for pipe in [
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let sender = self.sender.clone();
-            tokio::spawn(mirror(pipe, sender));
+        // A run still closing its pipes when the next starts: its end is counted now.
+        self.close_run();
+        self.run += 1;
+        self.open_pipes = 0;
+        self.run_closed = false;
+        for (stdout, pipe) in [
+            (
+                true,
+                child
+                    .stdout
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+            ),
+            (
+                false,
+                child
+                    .stderr
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+            ),
+        ] {
+            let Some(pipe) = pipe else { continue };
+            self.open_pipes += 1;
+            tokio::spawn(mirror(pipe, self.run, stdout, self.sender.clone()));
         }
         self.child = Some(child);
         Ok(())
@@ -70,13 +118,29 @@ impl Headless {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }
 
-    /// Output since the last look (None when there was none) and the exit status of
-    /// the run once it ended.
-    pub fn look(&mut self) -> (bool, &str, Option<i32>) {
+    /// The token usage of this attempt's runs so far.
+    pub fn usage(&self) -> Option<TokenUsage> {
+        self.meter.as_ref().and_then(Meter::usage)
+    }
+
+    /// Output since the last look, and the exit status of the run once it ended.
+    pub fn look(&mut self) -> Look {
         let mut changed = false;
-        while let Ok(chunk) = self.output.try_recv() {
-            changed = true;
-            self.tail.push_str(&String::from_utf8_lossy(&chunk));
+        let mut usage_changed = false;
+        while let Ok(message) = self.output.try_recv() {
+            match message {
+                Output::Chunk { stdout, bytes } => {
+                    changed = true;
+                    if stdout && let Some(meter) = self.meter.as_mut() {
+                        usage_changed |= meter.feed(&bytes);
+                    }
+                    self.tail.push_str(&String::from_utf8_lossy(&bytes));
+                }
+                Output::Closed { run } if run == self.run => {
+                    self.open_pipes = self.open_pipes.saturating_sub(1);
+                }
+                Output::Closed { .. } => {}
+            }
         }
         if self.tail.len() > TAIL_BYTES {
             let mut cut = self.tail.len() - TAIL_BYTES;
@@ -89,7 +153,24 @@ impl Headless {
             Some(Ok(Some(status))) => Some(status.code().unwrap_or(-1)),
             _ => None,
         };
-        (changed, &self.tail, exited)
+        // The run is over once it exited and all its output has been read.
+        if exited.is_some() && self.open_pipes == 0 {
+            usage_changed |= self.close_run();
+        }
+        Look {
+            changed,
+            tail: self.tail.clone(),
+            exited,
+            usage_changed,
+        }
+    }
+
+    /// Gives the current run's end to the meter, once; returns whether the usage changed.
+    fn close_run(&mut self) -> bool {
+        if std::mem::replace(&mut self.run_closed, true) {
+            return false;
+        }
+        self.meter.as_mut().is_some_and(Meter::run_ended)
     }
 
     pub async fn kill(&mut self) {
@@ -101,7 +182,9 @@ impl Headless {
 
 async fn mirror(
     mut pipe: Box<dyn tokio::io::AsyncRead + Unpin + Send>,
-    sender: mpsc::UnboundedSender<Vec<u8>>,
+    run: u64,
+    stdout: bool,
+    sender: mpsc::UnboundedSender<Output>,
 ) {
     let mut buffer = vec![0u8; 8192];
     let mut log = tokio::io::stdout();
@@ -110,8 +193,13 @@ async fn mirror(
             break;
         }
         let _ = log.write_all(&buffer[..n]).await;
-        if sender.send(buffer[..n].to_vec()).is_err() {
-            break;
+        let chunk = Output::Chunk {
+            stdout,
+            bytes: buffer[..n].to_vec(),
+        };
+        if sender.send(chunk).is_err() {
+            return;
         }
     }
+    let _ = sender.send(Output::Closed { run });
 }

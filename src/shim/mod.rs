@@ -10,6 +10,7 @@ pub mod headless;
 pub mod mirror;
 pub mod protocol;
 pub mod tmux;
+pub mod usage;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -248,7 +249,9 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
             prompt,
         ),
         RuntimeMode::Headless => {
-            let mut headless = Box::<headless::Headless>::default();
+            let mut headless = Box::new(headless::Headless::new(
+                runtime.usage.as_ref().map(|usage| usage.format),
+            ));
             let command = match &prompt {
                 Some(prompt) => runtimes::with_prompt(runtime, &args.command, false, prompt),
                 None => args.command.clone(),
@@ -411,6 +414,10 @@ impl Shim {
             exit_code: t.exit_code.filter(|_| t.state == ActivityState::Exited),
             summary: self.progress.as_ref().map(|(summary, _)| summary.clone()),
             progress_time: self.progress.as_ref().map(|(_, at)| Time(*at)),
+            usage: match &self.driver {
+                Driver::Headless(headless) => headless.usage(),
+                Driver::Tui(_) => None,
+            },
         }
     }
 
@@ -450,16 +457,17 @@ impl Shim {
                 }
             },
             Driver::Headless(headless) => {
-                let (changed, tail, exited) = headless.look();
-                let tail = tail.to_string();
+                let look = headless.look();
+                // New usage is written at once, as a change of state is.
+                self.report_due |= look.usage_changed;
                 let state = self.tracker.observe(
                     Observation::Output {
-                        changed,
-                        text: &tail,
+                        changed: look.changed,
+                        text: &look.tail,
                     },
                     now,
                 );
-                match exited {
+                match look.exited {
                     Some(code) => self.tracker.observe(Observation::Exited(code), now) || state,
                     None => state,
                 }
