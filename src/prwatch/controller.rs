@@ -79,6 +79,7 @@ async fn poll(ctx: &Context, watch: &PRWatch) -> std::result::Result<github::Sna
         .ok_or_else(|| PollError::Failed(format!("not a pull request URL: {}", watch.spec.url)))?;
     // Before the Secret is read: the token goes nowhere the operator was not told of.
     github::allowed_endpoint(&watch.spec.github.api_url, &ctx.github_api_origins)
+        .and_then(|()| github::served_by(&watch.spec.url, &watch.spec.github.api_url))
         .map_err(PollError::Failed)?;
     let token = token(ctx, watch).await?;
     github::poll(&watch.spec.github.api_url, &token, &pr).await

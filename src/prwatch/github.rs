@@ -446,6 +446,28 @@ pub fn rate_limit_of(
 /// The largest answer read from the API (a poll's is tens of kilobytes).
 const MAX_RESPONSE_BYTES: usize = 4 << 20;
 
+/// Whether the pull request at `pr_url` is served by the API at `api_url`: a github.com
+/// pull request by whichever API the watch names (GitHub's, or a stand-in), a GitHub
+/// Enterprise one only by its own server's API (`https://HOST/api/graphql`), so a watch
+/// that forgot its `apiURL` never asks github.com about a same-named repository.
+pub fn served_by(pr_url: &str, api_url: &str) -> Result<(), String> {
+    let host = |url: &str| {
+        url.parse::<http::Uri>()
+            .ok()
+            .and_then(|u| u.host().map(str::to_ascii_lowercase))
+    };
+    let pr_host = host(pr_url).unwrap_or_default();
+    if pr_host == "github.com" || pr_host == "www.github.com" {
+        return Ok(());
+    }
+    match host(api_url) {
+        Some(api_host) if api_host == pr_host => Ok(()),
+        _ => Err(format!(
+            "the pull request is on {pr_host}, and apiURL {api_url:?} is not that server's API: a GitHub Enterprise watch sets github.apiURL to https://{pr_host}/api/graphql"
+        )),
+    }
+}
+
 /// Whether `api_url` lies at one of the `allowed` origins (`scheme://host[:port]`):
 /// the same scheme and host (case-insensitive), and the port when the origin names
 /// one. No user info, so the host is what it seems.
@@ -529,7 +551,58 @@ pub async fn poll(api_url: &str, token: &str, pr: &PullRequest) -> Result<Snapsh
 
 #[cfg(test)]
 mod tests {
-    use super::allowed_endpoint;
+    use super::{allowed_endpoint, served_by};
+
+    #[test]
+    fn an_enterprise_pull_request_is_polled_through_its_own_server() {
+        let rows = [
+            (
+                "https://github.com/o/r/pull/1",
+                "https://api.github.com/graphql",
+                true,
+            ),
+            // The tests' stand-in for GitHub, and any allowed origin, serve github.com.
+            (
+                "https://github.com/o/r/pull/1",
+                "http://127.0.0.1:40123/graphql",
+                true,
+            ),
+            (
+                "https://ghe.corp/o/r/pull/1",
+                "https://ghe.corp/api/graphql",
+                true,
+            ),
+            (
+                "https://GHE.corp/o/r/pull/1",
+                "https://ghe.corp:8443/api/graphql",
+                true,
+            ),
+            (
+                "https://ghe.corp/o/r/pull/1",
+                "https://api.github.com/graphql",
+                false,
+            ),
+            (
+                "https://ghe.corp/o/r/pull/1",
+                "https://ghe.corp.evil/api/graphql",
+                false,
+            ),
+        ];
+        for (url, api, expected) in rows {
+            let answer = served_by(url, api);
+            assert_eq!(answer.is_ok(), expected, "{url} via {api}: {answer:?}");
+        }
+        let refused = served_by(
+            "https://ghe.corp/o/r/pull/1",
+            "https://api.github.com/graphql",
+        );
+        assert!(
+            refused
+                .unwrap_err()
+                .contains("https://ghe.corp/api/graphql"),
+            "the message says what to set"
+        );
+    }
 
     #[test]
     fn the_token_goes_only_to_an_allowed_origin() {
