@@ -28,6 +28,8 @@ pub const DONE: &str = "Done";
 pub const EXHAUSTED: &str = "Exhausted";
 /// PRWatch.
 pub const FAILING: &str = "Failing";
+/// Goal (Ready).
+pub const FAILED: &str = "Failed";
 /// Goal.
 pub const GOAL_FAILED: &str = "GoalFailed";
 /// Goal.
@@ -52,6 +54,8 @@ pub const NO_IMAGE: &str = "NoImage";
 pub const NO_PROGRESS_REPORT: &str = "NoProgressReport";
 /// Goal.
 pub const NOT_BLOCKED: &str = "NotBlocked";
+/// PRWatch (Ready): no poll has answered yet.
+pub const NOT_POLLED_YET: &str = "NotPolledYet";
 /// Goal.
 pub const NOTIFIED: &str = "Notified";
 /// Goal.
@@ -68,6 +72,8 @@ pub const OVERSEER_NOT_READY: &str = "OverseerNotReady";
 pub const OVERSEER_WOKEN: &str = "OverseerWoken";
 /// Goal.
 pub const PAUSED: &str = "Paused";
+/// Goal (Ready).
+pub const PENDING: &str = "Pending";
 /// Agent.
 pub const POD_CREATED: &str = "PodCreated";
 /// Agent.
@@ -140,5 +146,7 @@ pub const WAITING: &str = "Waiting";
 pub const WAITING_FOR_PREDECESSOR: &str = "WaitingForPredecessor";
 /// Agent, Goal, PRWatch.
 pub const WAKE_FAILED: &str = "WakeFailed";
+/// PRWatch (Ready): its last poll succeeded.
+pub const WATCHING: &str = "Watching";
 /// PRWatch.
 pub const WITHIN_LIMITS: &str = "WithinLimits";

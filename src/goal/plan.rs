@@ -159,11 +159,49 @@ pub fn plan(input: &Input) -> Plan {
         .steps
         .get(status.completed_steps as usize)
         .map(|s| s.name.clone());
+    let (ready, reason, message) = readiness(&status);
+    conditions::set(
+        &mut status.conditions,
+        conditions::READY,
+        ready,
+        &reason,
+        &message,
+        input.generation,
+        &Time(input.now),
+    );
     Plan {
         status,
         actions,
         requeue_after,
     }
+}
+
+/// The goal's `Ready` condition, for `kubectl wait` and GitOps tools: True once it
+/// succeeded; else why not, from what says most: a spec conflict, a block (a deadlock,
+/// a stalled predecessor), else the phase, with the progress as the message.
+pub fn readiness(status: &GoalStatus) -> (bool, String, String) {
+    let progress = format!("{} steps done", status.progress.as_deref().unwrap_or("0/0"));
+    let holding = |type_: &str, wanted: &str| {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_ && c.status == wanted)
+    };
+    if let Some(conflict) = holding(conditions::PROGRESSING, "False")
+        .filter(|c| c.reason == reasons::SPEC_CONFLICT)
+        .or_else(|| holding(conditions::BLOCKED, "True"))
+    {
+        return (false, conflict.reason.clone(), conflict.message.clone());
+    }
+    let phase = match status.phase.unwrap_or(GoalPhase::Pending) {
+        GoalPhase::Succeeded => return (true, reasons::SUCCEEDED.into(), progress),
+        GoalPhase::Pending => reasons::PENDING,
+        GoalPhase::Waiting => reasons::WAITING,
+        GoalPhase::Running => reasons::RUNNING,
+        GoalPhase::Paused => reasons::PAUSED,
+        GoalPhase::Failed => reasons::FAILED,
+    };
+    (false, phase.into(), progress)
 }
 
 impl Planner<'_> {

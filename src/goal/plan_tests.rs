@@ -870,3 +870,91 @@ fn a_step_whose_role_only_reads_gets_a_read_only_workspace() {
         plan = case.plan();
     }
 }
+
+#[test]
+fn ready_is_true_once_the_goal_succeeded_and_else_says_why_not() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+    let made = |type_: &str, status: &str, reason: &str| Condition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message: format!("{reason} message"),
+        observed_generation: Some(1),
+        last_transition_time: ago(0),
+    };
+    let status = |phase, conditions: Vec<Condition>| GoalStatus {
+        phase,
+        progress: Some("1/3".into()),
+        conditions,
+        ..Default::default()
+    };
+    // (status, Ready, reason, message)
+    let rows = [
+        (status(None, vec![]), false, "Pending", "1/3 steps done"),
+        (
+            status(Some(GoalPhase::Running), vec![]),
+            false,
+            "Running",
+            "1/3 steps done",
+        ),
+        (
+            status(Some(GoalPhase::Succeeded), vec![]),
+            true,
+            "Succeeded",
+            "1/3 steps done",
+        ),
+        (
+            status(
+                Some(GoalPhase::Paused),
+                vec![made("Paused", "True", "StepFailed")],
+            ),
+            false,
+            "Paused",
+            "1/3 steps done",
+        ),
+        (
+            status(Some(GoalPhase::Failed), vec![]),
+            false,
+            "Failed",
+            "1/3 steps done",
+        ),
+        (
+            status(
+                Some(GoalPhase::Waiting),
+                vec![made("Blocked", "True", "Deadlock")],
+            ),
+            false,
+            "Deadlock",
+            "Deadlock message",
+        ),
+        (
+            status(
+                Some(GoalPhase::Running),
+                vec![
+                    made("Blocked", "False", "NotBlocked"),
+                    made("Progressing", "False", "SpecConflict"),
+                ],
+            ),
+            false,
+            "SpecConflict",
+            "SpecConflict message",
+        ),
+    ];
+    for (status, ready, reason, message) in rows {
+        let (r, why, text) = readiness(&status);
+        assert_eq!(
+            (r, why.as_str(), text.as_str()),
+            (ready, reason, message),
+            "{status:?}"
+        );
+    }
+    // plan() keeps it, with the generation it decided on.
+    let started = Case::new(THREE_STEPS).plan();
+    assert_eq!(condition(&started, "Ready"), ("False", "Running"));
+    let ready = started
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready");
+    assert_eq!(ready.and_then(|c| c.observed_generation), Some(1));
+}

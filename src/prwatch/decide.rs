@@ -190,6 +190,8 @@ pub fn plan(input: &Input) -> Plan {
     };
     b.status.observed_generation = input.generation;
     let wake = decide(&mut b);
+    let (ready, reason, message) = readiness(&b.status);
+    b.condition(conditions::READY, ready, reason, &message);
     b.status.wake_in_flight = wake.as_ref().map(|message| WakeInFlight {
         id: wake_id(input.name, b.status.wakes),
         message: message.clone(),
@@ -210,6 +212,49 @@ pub fn plan(input: &Input) -> Plan {
         wake,
         events: b.events,
         requeue_after,
+    }
+}
+
+/// The watch's `Ready` condition, for `kubectl wait` and GitOps tools: True while it
+/// watches and its last poll answered, or once it ended as it should (merged, closed,
+/// stopped); False while no poll has answered yet, after a failed or rate-limited poll,
+/// and when it ended failing or out of wakes.
+pub fn readiness(status: &PRWatchStatus) -> (bool, &'static str, String) {
+    let polling = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == conditions::POLLING);
+    let rate_limited = conditions::is_true(&status.conditions, conditions::RATE_LIMITED);
+    match status.phase {
+        Some(PRWatchPhase::Merged) => (true, reasons::MERGED, "the pull request merged".into()),
+        Some(PRWatchPhase::Closed) => (true, reasons::CLOSED, "the pull request closed".into()),
+        Some(PRWatchPhase::Stopped) => (true, reasons::STOPPED, "spec.stop is true".into()),
+        Some(PRWatchPhase::Exhausted) => (false, reasons::EXHAUSTED, "maxWakes reached".into()),
+        Some(PRWatchPhase::Failing) => (
+            false,
+            reasons::FAILING,
+            format!("{} polls failed in a row", status.failed_polls),
+        ),
+        Some(PRWatchPhase::Watching) | None => match polling {
+            _ if rate_limited => (
+                false,
+                reasons::RATE_LIMITED,
+                "GitHub asked it to wait".into(),
+            ),
+            Some(c) if c.status == "True" => {
+                (true, reasons::WATCHING, "the last poll answered".into())
+            }
+            Some(_) => (
+                false,
+                reasons::POLL_FAILED,
+                format!("{} polls failed in a row", status.failed_polls),
+            ),
+            None => (
+                false,
+                reasons::NOT_POLLED_YET,
+                "no poll has answered yet".into(),
+            ),
+        },
     }
 }
 

@@ -430,3 +430,80 @@ fn a_failed_first_poll_does_not_make_old_feedback_news() {
     let later = poll(&spec, Some(&baseline.status), &seen, 300);
     assert_eq!(later.wake, None, "and never a wake");
 }
+
+#[test]
+fn ready_holds_while_polls_answer_and_after_a_good_end() {
+    let ready = |plan: &Plan| {
+        let c = plan
+            .status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .expect("every plan sets Ready");
+        assert_eq!(c.observed_generation, Some(1), "{c:?}");
+        (c.status.clone(), c.reason.clone())
+    };
+    let want = |status: &str, reason: &str| (status.to_string(), reason.to_string());
+    let default = spec("");
+    let input = |spec, status, poll| Input {
+        name: "pr7",
+        generation: Some(1),
+        spec,
+        status,
+        poll,
+        agent_ready: true,
+        now: at(0),
+    };
+    let not_polled = plan(&input(&default, None, Poll::NotDue));
+    assert_eq!(ready(&not_polled), want("False", "NotPolledYet"));
+
+    let green = snapshot("a", Some("SUCCESS"), vec![check("build", true, false)]);
+    let watching = poll(&default, None, &green, 0);
+    assert_eq!(ready(&watching), want("True", "Watching"));
+
+    let error = PollError::Failed("GitHub answered HTTP 502".into());
+    let failed = plan(&input(
+        &default,
+        Some(&watching.status),
+        Poll::Error(&error),
+    ));
+    assert_eq!(ready(&failed), want("False", "PollFailed"));
+
+    let limited = PollError::RateLimited {
+        until: at(900),
+        why: "primary rate limit exhausted".into(),
+    };
+    let waiting = plan(&input(
+        &default,
+        Some(&watching.status),
+        Poll::Error(&limited),
+    ));
+    assert_eq!(ready(&waiting), want("False", "RateLimited"));
+    assert_eq!(
+        ready(&poll(&default, Some(&waiting.status), &green, 900)),
+        want("True", "Watching"),
+        "an answer after the wait"
+    );
+
+    let mut merged = snapshot("a", None, vec![]);
+    merged.state = "MERGED".into();
+    assert_eq!(
+        ready(&poll(&default, None, &merged, 0)),
+        want("True", "Merged")
+    );
+    let stopped = spec("stop: true");
+    assert_eq!(
+        ready(&plan(&input(&stopped, None, Poll::NotDue))),
+        want("True", "Stopped")
+    );
+    let one_wake = spec("maxWakes: 1");
+    assert_eq!(
+        ready(&poll(&one_wake, None, &green, 0)),
+        want("False", "Exhausted")
+    );
+    let one_failure = spec("maxFailedPolls: 1");
+    assert_eq!(
+        ready(&plan(&input(&one_failure, None, Poll::Error(&error)))),
+        want("False", "Failing")
+    );
+}

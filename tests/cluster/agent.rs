@@ -14,6 +14,7 @@ use serde_json::json;
 use crate::support::cluster::{
     TestNamespace, agent_account, can_i, create_agent, kubectl, operator, setup, wait_in,
 };
+use crate::support::health::assert_argocd;
 use crate::support::shim::pod_shim;
 use crate::support::webhook::{Webhook, url_secret};
 
@@ -417,6 +418,14 @@ async fn a_lost_pod_is_replaced_and_suspend_keeps_the_record() {
     };
     pods.delete("x-1", &now).await.unwrap();
     wait_in(&ns, "pod x-2, the next attempt", WAIT, || exists("x-2")).await;
+    let running = wait_condition(&ns, "x", "Ready with pod x-2", |a| {
+        a.status.as_ref().is_some_and(|s| {
+            s.pod_name.as_deref() == Some("x-2")
+                && overseer::conditions::is_true(&s.conditions, "Ready")
+        })
+    })
+    .await;
+    assert_argocd("Agent", &running, "Healthy");
     assert!(!wait_events(&ns, "x", "PodLost").await.is_empty());
     assert_eq!(agent(&ns, "x").await.status.unwrap().attempt, Some(2));
 
@@ -426,10 +435,11 @@ async fn a_lost_pod_is_replaced_and_suspend_keeps_the_record() {
         .patch("x", &PatchParams::default(), &Patch::Merge(&suspend(true)))
         .await
         .unwrap();
-    wait_condition(&ns, "x", "Suspended, its pod gone", |a| {
+    let suspended = wait_condition(&ns, "x", "Suspended, its pod gone", |a| {
         a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Suspended)
     })
     .await;
+    assert_argocd("Agent", &suspended, "Suspended");
     wait_in(&ns, "pod x-2 deleted", WAIT, || async {
         exists("x-2").await.is_none().then_some(())
     })
@@ -468,6 +478,7 @@ async fn a_session_timeout_stops_the_agent_and_keeps_its_state() {
         a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Blocked)
     })
     .await;
+    assert_argocd("Agent", &stopped, "Degraded");
     let status = stopped.status.unwrap();
     assert!(
         status

@@ -9,7 +9,8 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use overseer::goal::{Goal, GoalPhase, GoalStatus, StepPhase};
 use serde_json::json;
 
-use crate::support::cluster::{Operator, TestNamespace, create_object, setup, wait_in};
+use crate::support::cluster::{Operator, TestNamespace, create_object, kubectl, setup, wait_in};
+use crate::support::health::assert_argocd;
 use crate::support::webhook::{Webhook, url_secret};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -204,6 +205,20 @@ async fn three_steps_succeed_in_order_with_results_passed_on() {
         ["result of a", "result of b", "result of c"]
     );
     assert!(status.started_at.is_some() && status.finished_at.is_some());
+    // GitOps tools see it done: kubectl wait on Ready, and Argo CD's health check.
+    let waited = kubectl(
+        &[
+            "wait",
+            "-n",
+            &f.ns.name,
+            "--for=condition=Ready",
+            "goal/ship",
+            "--timeout=30s",
+        ],
+        "",
+    );
+    assert!(waited.status.success(), "kubectl wait: {waited:?}");
+    assert_argocd("Goal", &f.goals.get("ship").await.unwrap(), "Healthy");
     // One Event per step, each related to its pod (not merged into one series).
     let succeeded = f.events("StepSucceeded").await;
     let related: BTreeSet<String> = succeeded
@@ -287,6 +302,7 @@ async fn retries_run_out_the_goal_pauses_and_resumes_from_the_checkpoint() {
         (condition.status.as_str(), condition.reason.as_str()),
         ("True", "StepFailed")
     );
+    assert_argocd("Goal", &f.goals.get("pause").await.unwrap(), "Degraded");
     let warnings = f.events("StepFailed").await;
     assert!(
         warnings
@@ -411,6 +427,7 @@ async fn spec_paused_stops_new_steps_and_clearing_it_continues() {
         f.pods.get_opt("hold-s1-a1").await.unwrap().is_none(),
         "no new step while paused"
     );
+    assert_argocd("Goal", &f.goals.get("hold").await.unwrap(), "Suspended");
     let unpause = json!({"spec": {"paused": false}});
     f.goals
         .patch("hold", &PatchParams::default(), &Patch::Merge(&unpause))

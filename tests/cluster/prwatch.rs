@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::agent::{WAIT, agent, wait_events};
 use crate::support::cluster::{TestNamespace, create_agent, operator, setup, wait_in};
 use crate::support::github::{FakeGitHub, Reply, create_watch, fixture};
+use crate::support::health::assert_argocd;
 use crate::support::shim::{Shim, pod_shim};
 
 const PR: &str = "https://github.com/acme/billing/pull/7";
@@ -216,6 +217,8 @@ async fn merge_ends_the_watch_and_polling_stops_and_stop_ends_it_too() {
         (phase(&ns).await == Some(PRWatchPhase::Merged)).then_some(())
     })
     .await;
+    let merged: PRWatch = ns.api().get("pr7").await.unwrap();
+    assert_argocd("PRWatch", &merged, "Healthy");
     let polls = github.polls();
     wait_events(&ns, "pr7", "Merged").await;
     tokio::time::sleep(Duration::from_secs(12)).await;
@@ -231,12 +234,14 @@ async fn merge_ends_the_watch_and_polling_stops_and_stop_ends_it_too() {
     };
     stopped.status = None;
     api.create(&PostParams::default(), &stopped).await.unwrap();
-    wait_in(&ns, "pr8 polled and Watching", WAIT, || async {
-        let status = api.get("pr8").await.ok()?.status?;
+    let watching = wait_in(&ns, "pr8 polled and Watching", WAIT, || async {
+        let watch = api.get("pr8").await.ok()?;
+        let status = watch.status.as_ref()?;
         (status.phase == Some(PRWatchPhase::Watching) && status.last_poll_time.is_some())
-            .then_some(())
+            .then_some(watch)
     })
     .await;
+    assert_argocd("PRWatch", &watching, "Healthy");
     api.patch(
         "pr8",
         &PatchParams::default(),
@@ -269,6 +274,8 @@ async fn failed_polls_in_a_row_end_the_watch_and_the_agent_is_told() {
         (phase(&ns).await == Some(PRWatchPhase::Failing)).then_some(())
     })
     .await;
+    let failing: PRWatch = ns.api().get("pr7").await.unwrap();
+    assert_argocd("PRWatch", &failing, "Degraded");
     wait_in(&ns, "the agent told", WAIT, || async {
         shim.fake_log()
             .contains("failed 2 polls in a row")

@@ -17,6 +17,7 @@ use crate::agent::{WAIT, wait_condition, wait_events};
 use crate::support::cluster::{
     TestNamespace, agent_account, can_i, create_object, kubectl, operator, setup, wait_in,
 };
+use crate::support::health::assert_argocd;
 
 async fn create_swarm(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
     create_object::<Swarm>(
@@ -283,6 +284,7 @@ async fn a_swarm_creates_its_agents_with_roles_instructions_and_permissions() {
         overseer::conditions::is_true(&status_of(&swarm).conditions, "Ready").then_some(swarm)
     })
     .await;
+    assert_argocd("Swarm", &ready, "Healthy");
     let status = status_of(&ready);
     assert_eq!(status.agents.total, 4);
     assert!(status.overseer.unwrap().ready);

@@ -5,6 +5,7 @@ pub mod cases;
 pub mod chaos;
 pub mod cluster;
 pub mod github;
+pub mod health;
 pub mod measure;
 pub mod shim;
 pub mod webhook;
