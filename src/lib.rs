@@ -62,6 +62,19 @@ pub enum Error {
 }
 
 impl Error {
+    /// Every value of `metric_label`, so the failures metric can start each at zero.
+    pub const METRIC_LABELS: [&'static str; 9] = [
+        "kube",
+        "connect",
+        "crds_missing",
+        "leadership_lost",
+        "serialization",
+        "yaml",
+        "io",
+        "invalid",
+        "panicked",
+    ];
+
     /// A short, bounded label for the failures metric.
     pub fn metric_label(&self) -> &'static str {
         match self {
@@ -79,3 +92,31 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn every_error_label_is_listed() {
+        let errors = [
+            Error::Connect(String::new()),
+            Error::CrdsMissing(String::new()),
+            Error::LeadershipLost(String::new()),
+            Error::Serialization(serde_json::from_str::<u8>("x").unwrap_err()),
+            Error::Yaml(serde_yaml::from_str::<u8>("x").unwrap_err()),
+            Error::Io(std::io::Error::other("x")),
+            Error::Invalid(String::new()),
+            Error::Panicked(String::new()),
+        ];
+        for error in &errors {
+            assert!(
+                Error::METRIC_LABELS.contains(&error.metric_label()),
+                "{error:?}"
+            );
+        }
+        // kube's errors are the one variant not built here.
+        assert_eq!(Error::METRIC_LABELS.len(), errors.len() + 1);
+        assert_eq!(Error::METRIC_LABELS[0], "kube");
+    }
+}

@@ -239,7 +239,7 @@ impl Default for Metrics {
         );
         let by_phase = Arc::new(ByPhase::default());
         registry.register_collector(Box::new(by_phase.clone()));
-        Metrics {
+        let metrics = Metrics {
             registry,
             by_phase,
             reconciliations,
@@ -258,7 +258,9 @@ impl Default for Metrics {
             api_writes,
             api_reads,
             events_dropped,
-        }
+        };
+        metrics.start_at_zero();
+        metrics
     }
 }
 
@@ -282,7 +284,38 @@ impl Drop for ReconcileTimer<'_> {
     }
 }
 
+/// The `kind` label of `overseer_agent_deliveries_total`.
+pub const DELIVERY_KINDS: [&str; 5] = ["nudge", "wake", "send", "goal", "pr"];
+/// The `result` label of `overseer_prwatch_polls_total`.
+pub const POLL_RESULTS: [&str; 3] = ["ok", "failed", "rate_limited"];
+/// The controllers, as their `controller` label.
+pub const CONTROLLERS: [&str; 4] = ["agent", "goal", "prwatch", "swarm"];
+
 impl Metrics {
+    /// Creates at zero every series an alert compares over time (failed deliveries,
+    /// failed polls, reconcile failures): a counter born at 1 shows no increase to
+    /// `rate()`, so the first failure would never fire an alert.
+    fn start_at_zero(&self) {
+        for kind in DELIVERY_KINDS {
+            for outcome in ["delivered", "failed"] {
+                let _ = self
+                    .deliveries
+                    .get_or_create(&DeliveryLabels { kind, outcome });
+            }
+        }
+        for result in POLL_RESULTS {
+            let _ = self.pr_polls.get_or_create(&PollLabels { result });
+        }
+        for controller in CONTROLLERS {
+            for error in crate::Error::METRIC_LABELS {
+                let _ = self.failures.get_or_create(&ErrorLabels {
+                    controller,
+                    error: error.to_string(),
+                });
+            }
+        }
+    }
+
     /// Counts a reconcile of `controller` as it starts; the timer observes its duration.
     pub fn start_reconcile(&self, controller: &'static str) -> ReconcileTimer<'_> {
         let labels = ControllerLabels { controller };
@@ -320,5 +353,23 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Metrics;
+
+    #[test]
+    fn the_series_alerts_compare_start_at_zero() {
+        let scrape = Metrics::default().encode();
+        for line in [
+            r#"overseer_agent_deliveries_total{kind="nudge",outcome="failed"} 0"#,
+            r#"overseer_agent_deliveries_total{kind="pr",outcome="delivered"} 0"#,
+            r#"overseer_prwatch_polls_total{result="rate_limited"} 0"#,
+            r#"overseer_reconcile_failures_total{controller="swarm",error="panicked"} 0"#,
+        ] {
+            assert!(scrape.lines().any(|l| l == line), "{line} in:\n{scrape}");
+        }
     }
 }

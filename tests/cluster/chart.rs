@@ -90,7 +90,7 @@ async fn the_chart_installs_and_its_rbac_is_enough_for_every_kind() {
     }
     let path = std::env::temp_dir().join(format!("overseer-sa-{}.kubeconfig", ns.name));
     std::fs::write(&path, serde_yaml::to_string(&kubeconfig).unwrap()).unwrap();
-    let _operator = Operator::start_with_kubeconfig(
+    let operator = Operator::start_with_kubeconfig(
         &path,
         &[
             "--namespace",
@@ -139,6 +139,26 @@ async fn the_chart_installs_and_its_rbac_is_enough_for_every_kind() {
         reasons.iter().any(|r| r == "GoalSucceeded"),
         "events were allowed: {reasons:?}"
     );
+
+    // Every metric the chart's alert rules name is one this operator serves.
+    let scrape = operator
+        .metrics()
+        .await
+        .expect("the operator serves /metrics");
+    let served: Vec<&str> = scrape
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let named = alert_metrics();
+    assert!(named.len() >= 6, "the rules name the metrics: {named:?}");
+    for name in named {
+        let family = name.strip_suffix("_total").unwrap_or(&name);
+        assert!(
+            served.contains(&family),
+            "the alert rules name {name}, which the operator does not serve: {served:?}"
+        );
+    }
 
     // Agents: their pods and identities, including an overseer's Role, which the
     // API server lets the operator grant only when it holds every rule itself.
@@ -218,4 +238,160 @@ async fn the_chart_installs_and_its_rbac_is_enough_for_every_kind() {
     assert_eq!(github.polls(), 1);
     assert!(github.refused().is_empty(), "{:?}", github.refused());
     let _ = std::fs::remove_file(path);
+}
+
+/// `helm template` of the chart as release `release` in `namespace` with `values`
+/// (`--set` pairs): the rendered objects, or helm's error.
+fn render(
+    release: &str,
+    namespace: &str,
+    values: &[&str],
+) -> Result<Vec<serde_json::Value>, String> {
+    let mut command = Command::new(tool("helm"));
+    command
+        .args(["template", release])
+        .arg(repo_root().join("charts/overseer"))
+        .args(["--namespace", namespace]);
+    for value in values {
+        command.args(["--set", value]);
+    }
+    let output = command.output().unwrap();
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    let text = String::from_utf8(output.stdout).unwrap();
+    Ok(serde_yaml::Deserializer::from_str(&text)
+        .filter_map(|doc| {
+            let value: serde_json::Value = serde::Deserialize::deserialize(doc).ok()?;
+            value.is_object().then_some(value)
+        })
+        .collect())
+}
+
+fn of_kind<'a>(objects: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    objects.iter().filter(|o| o["kind"] == kind).collect()
+}
+
+// The chart's unit tests: what it renders for the values people set (helm-unittest's
+// job, with the pinned helm and no plugin).
+#[test]
+#[ignore = "needs the pinned helm of the test cluster: run by `make test`"]
+fn the_chart_renders_what_each_value_asks_for() {
+    let defaults = render("overseer", "ops", &[]).unwrap();
+    let deployment = of_kind(&defaults, "Deployment")[0];
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsUser"], 65532, "a numeric uid");
+    assert_eq!(
+        pod["topologySpreadConstraints"][0]["topologyKey"], "kubernetes.io/hostname",
+        "two replicas spread over nodes"
+    );
+    let labels = &deployment["metadata"]["labels"];
+    assert_eq!(labels["app.kubernetes.io/managed-by"], "Helm");
+    assert_eq!(labels["helm.sh/chart"], "overseer-0.1.0");
+    assert_eq!(
+        deployment["spec"]["selector"]["matchLabels"],
+        json!({"app.kubernetes.io/name": "overseer", "app.kubernetes.io/instance": "overseer"}),
+        "the selector holds only labels that never change"
+    );
+    assert_eq!(
+        of_kind(&defaults, "PodDisruptionBudget")[0]["spec"]["minAvailable"],
+        1
+    );
+    let service = of_kind(&defaults, "Service")[0];
+    assert_eq!(service["spec"]["ports"][0]["port"], 8080);
+    assert!(of_kind(&defaults, "ServiceMonitor").is_empty());
+    assert!(of_kind(&defaults, "PrometheusRule").is_empty());
+
+    // Two releases of one name in two namespaces share no cluster-scoped object.
+    let cluster_role = |objects: &[serde_json::Value]| {
+        of_kind(objects, "ClusterRole")[0]["metadata"]["name"].clone()
+    };
+    let elsewhere = render("overseer", "ops-2", &[]).unwrap();
+    assert_ne!(cluster_role(&defaults), cluster_role(&elsewhere));
+    let binding = of_kind(&defaults, "ClusterRoleBinding")[0];
+    assert_eq!(binding["roleRef"]["name"], cluster_role(&defaults));
+    assert_eq!(binding["subjects"][0]["name"], "overseer");
+
+    // One replica: no budget to keep, nothing to spread.
+    let single = render("overseer", "ops", &["replicas=1"]).unwrap();
+    assert!(of_kind(&single, "PodDisruptionBudget").is_empty());
+    assert!(
+        of_kind(&single, "Deployment")[0]["spec"]["template"]["spec"]
+            .get("topologySpreadConstraints")
+            .is_none()
+    );
+
+    let tuned = render(
+        "team",
+        "ops",
+        &[
+            "priorityClassName=system-cluster-critical",
+            "imagePullSecrets[0].name=registry",
+            "podAnnotations.a=b",
+            "extraArgs[0]=--send-expiry=10m",
+            "metrics.serviceMonitor.enabled=true",
+            "metrics.prometheusRule.enabled=true",
+        ],
+    )
+    .unwrap();
+    let deployment = of_kind(&tuned, "Deployment")[0];
+    assert_eq!(deployment["metadata"]["name"], "team-overseer");
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["priorityClassName"], "system-cluster-critical");
+    assert_eq!(pod["imagePullSecrets"][0]["name"], "registry");
+    assert_eq!(
+        deployment["spec"]["template"]["metadata"]["annotations"]["a"],
+        "b"
+    );
+    let args = pod["containers"][0]["args"].as_array().unwrap();
+    assert!(args.contains(&json!("--send-expiry=10m")), "{args:?}");
+    assert_eq!(of_kind(&tuned, "ServiceMonitor").len(), 1);
+    assert_eq!(of_kind(&tuned, "PrometheusRule").len(), 1);
+
+    // Unsafe or meaningless combinations are refused, naming what is wrong.
+    let refusals = [
+        (vec!["replicas=2", "leaderElect=false"], "leaderElect"),
+        (
+            vec![
+                "metrics.serviceMonitor.enabled=true",
+                "metrics.service.enabled=false",
+            ],
+            "metrics.service.enabled",
+        ),
+        (vec!["extraArgs[0]=oops"], "extraArgs"),
+        (vec!["logFormat=yaml"], "logFormat"),
+        (
+            vec!["githubApiOrigins[0]=https://ghe.example.com/api"],
+            "githubApiOrigins",
+        ),
+        (vec!["replica=2"], "replica"),
+    ];
+    for (values, field) in refusals {
+        let refused = render("overseer", "ops", &values).expect_err(&format!("{values:?} refused"));
+        assert!(refused.contains(field), "{values:?}: {refused}");
+    }
+}
+
+/// The metric names an expression of the chart's PrometheusRule uses.
+fn alert_metrics() -> Vec<String> {
+    let rendered = render("overseer", "ops", &["metrics.prometheusRule.enabled=true"]).unwrap();
+    let rule = of_kind(&rendered, "PrometheusRule")[0];
+    let mut names = Vec::new();
+    for group in rule["spec"]["groups"].as_array().unwrap() {
+        for alert in group["rules"].as_array().unwrap() {
+            let expr = alert["expr"].as_str().unwrap();
+            let mut rest = expr;
+            while let Some(at) = rest.find("overseer_") {
+                let name: String = rest[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                rest = &rest[at + name.len()..];
+                names.push(name);
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
 }

@@ -1,0 +1,229 @@
+//! Argo CD's health checks (gitops/argocd/health/) over every branch, on objects in the
+//! shape the operator writes; the cluster tests run them on objects it did write.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use serde_json::{Value, json};
+use support::health::argocd;
+
+/// An object of `generation` whose status was decided on `observed`.
+fn object(generation: i64, observed: i64, status: Value) -> Value {
+    let mut status = status;
+    status["observedGeneration"] = json!(observed);
+    json!({"metadata": {"name": "x", "generation": generation}, "status": status})
+}
+
+fn condition(type_: &str, status: &str, reason: &str) -> Value {
+    json!({"type": type_, "status": status, "reason": reason, "message": ""})
+}
+
+#[test]
+fn every_kind_maps_its_states_to_argo_cd_health() {
+    let rows = [
+        (
+            "Agent",
+            json!({"metadata": {"generation": 1}}),
+            "Progressing",
+        ),
+        (
+            "Agent",
+            object(
+                2,
+                1,
+                json!({"phase": "Running", "conditions": [condition("Ready", "True", "PodReady")]}),
+            ),
+            "Progressing",
+        ),
+        (
+            "Agent",
+            object(
+                1,
+                1,
+                json!({"phase": "Running", "conditions": [condition("Ready", "True", "PodReady")]}),
+            ),
+            "Healthy",
+        ),
+        (
+            "Agent",
+            object(
+                1,
+                1,
+                json!({"phase": "Running", "conditions": [condition("Ready", "False", "PodNotReady")]}),
+            ),
+            "Progressing",
+        ),
+        (
+            "Agent",
+            object(1, 1, json!({"phase": "Pending"})),
+            "Progressing",
+        ),
+        ("Agent", object(1, 1, json!({"phase": "Done"})), "Healthy"),
+        (
+            "Agent",
+            object(
+                1,
+                1,
+                json!({"phase": "Blocked", "conditions": [condition("InLoop", "False", "NudgesExhausted")]}),
+            ),
+            "Degraded",
+        ),
+        (
+            "Agent",
+            object(1, 1, json!({"phase": "Failed"})),
+            "Degraded",
+        ),
+        (
+            "Agent",
+            object(1, 1, json!({"phase": "Suspended"})),
+            "Suspended",
+        ),
+        (
+            "Goal",
+            json!({"metadata": {"generation": 1}}),
+            "Progressing",
+        ),
+        (
+            "Goal",
+            object(1, 1, json!({"phase": "Running", "progress": "1/3"})),
+            "Progressing",
+        ),
+        (
+            "Goal",
+            object(1, 1, json!({"phase": "Waiting"})),
+            "Progressing",
+        ),
+        (
+            "Goal",
+            object(2, 1, json!({"phase": "Succeeded"})),
+            "Progressing",
+        ),
+        (
+            "Goal",
+            object(1, 1, json!({"phase": "Succeeded", "progress": "3/3"})),
+            "Healthy",
+        ),
+        ("Goal", object(1, 1, json!({"phase": "Failed"})), "Degraded"),
+        (
+            "Goal",
+            object(
+                1,
+                1,
+                json!({"phase": "Waiting", "conditions": [condition("Blocked", "True", "Deadlock")]}),
+            ),
+            "Degraded",
+        ),
+        (
+            "Goal",
+            object(
+                1,
+                1,
+                json!({"phase": "Paused", "conditions": [condition("Paused", "True", "StepFailed")]}),
+            ),
+            "Degraded",
+        ),
+        (
+            "Goal",
+            object(
+                1,
+                1,
+                json!({"phase": "Paused", "conditions": [condition("Paused", "True", "Requested")]}),
+            ),
+            "Suspended",
+        ),
+        (
+            "PRWatch",
+            json!({"metadata": {"generation": 1}}),
+            "Progressing",
+        ),
+        (
+            "PRWatch",
+            object(
+                1,
+                1,
+                json!({"phase": "Watching", "conditions": [condition("Polling", "True", "Polled")]}),
+            ),
+            "Healthy",
+        ),
+        (
+            "PRWatch",
+            object(
+                1,
+                1,
+                json!({"phase": "Watching", "conditions": [condition("Polling", "False", "PollFailed")]}),
+            ),
+            "Progressing",
+        ),
+        (
+            "PRWatch",
+            object(1, 1, json!({"phase": "Merged"})),
+            "Healthy",
+        ),
+        (
+            "PRWatch",
+            object(1, 1, json!({"phase": "Closed"})),
+            "Healthy",
+        ),
+        (
+            "PRWatch",
+            object(1, 1, json!({"phase": "Stopped"})),
+            "Healthy",
+        ),
+        (
+            "PRWatch",
+            object(1, 1, json!({"phase": "Failing"})),
+            "Degraded",
+        ),
+        (
+            "PRWatch",
+            object(1, 1, json!({"phase": "Exhausted"})),
+            "Degraded",
+        ),
+        (
+            "Swarm",
+            json!({"metadata": {"generation": 1}}),
+            "Progressing",
+        ),
+        (
+            "Swarm",
+            object(
+                1,
+                1,
+                json!({"conditions": [condition("SpecValid", "True", "Valid"), condition("Ready", "True", "Ready")]}),
+            ),
+            "Healthy",
+        ),
+        (
+            "Swarm",
+            object(
+                1,
+                1,
+                json!({"conditions": [condition("SpecValid", "True", "Valid"), condition("Ready", "False", "MembersMissing")]}),
+            ),
+            "Progressing",
+        ),
+        (
+            "Swarm",
+            object(
+                1,
+                1,
+                json!({"conditions": [condition("SpecValid", "False", "InvalidSpec"), condition("Ready", "True", "Ready")]}),
+            ),
+            "Degraded",
+        ),
+        (
+            "Swarm",
+            object(
+                2,
+                1,
+                json!({"conditions": [condition("Ready", "True", "Ready")]}),
+            ),
+            "Progressing",
+        ),
+    ];
+    for (kind, object, expected) in rows {
+        let (health, message) = argocd(kind, &object);
+        assert_eq!(health, expected, "{kind} {object}: {message}");
+        assert!(!message.is_empty(), "{kind} {object}: a message");
+    }
+}
