@@ -1,13 +1,16 @@
-//! `helm install` from the image: two replicas Running, one leader, probes green,
-//! /metrics read from the pod, and the restricted namespace admits every pod the
-//! operator makes (and refuses one that breaks the standard, so the check can fail).
+//! `helm install` of the packaged chart from the image: two replicas Running, one
+//! leader, probes green, /metrics read from the pod, the restricted namespace admits
+//! every pod the operator makes (and refuses one that breaks the standard, so the check
+//! can fail), and `helm upgrade` by the documented path over the objects it made.
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use overseer::agent::Agent;
 use overseer::goal::{Goal, GoalPhase};
 
-use crate::release::{POD_START, agent_image, create, from_pod, install, is_ready, namespace};
+use crate::release::{
+    POD_START, agent_image, create, from_pod, install, is_ready, namespace, upgrade,
+};
 use crate::support::cluster::wait_in;
 
 #[tokio::test]
@@ -102,6 +105,33 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
         result.contains("build done on attempt 1"),
         "step result: {result}"
     );
+
+    // An upgrade over live objects, by the documented path (CRDs first, then helm
+    // upgrade): the goal that ran keeps its record, and the new operators run a new one.
+    upgrade(&ns, &["concurrency=4"]).await;
+    let kept = goals.get("one").await.unwrap().status.unwrap();
+    assert_eq!(
+        kept.phase,
+        Some(GoalPhase::Succeeded),
+        "the record survives"
+    );
+    create::<Goal>(
+        &ns,
+        &format!(
+            "{{apiVersion: overseer.dev/v1alpha1, kind: Goal, metadata: {{name: two}},
+              spec: {{defaults: {{runtime: {{name: codex, image: '{image}'}}}},
+                      steps: [{{name: build, action: 'succeed: build it again'}}]}}}}"
+        ),
+    )
+    .await;
+    wait_in(&ns, "a goal Succeeded after the upgrade", POD_START, || {
+        let goals = goals.clone();
+        async move {
+            let phase = goals.get("two").await.ok()?.status?.phase;
+            (phase == Some(GoalPhase::Succeeded)).then_some(())
+        }
+    })
+    .await;
 
     // The standard is enforced here: a pod that breaks it is refused.
     let privileged: Pod = serde_json::from_value(serde_json::json!({

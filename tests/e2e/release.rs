@@ -2,9 +2,12 @@
 //! (and, on the local cluster, sends every pod to the real node), the chart installed
 //! into it from the image under test, and what the tests read from real pods.
 
+use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, ListParams};
@@ -90,9 +93,35 @@ pub fn kubectl_ok(args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// The chart installed as release `overseer`, watching only `ns`: two replicas with
-/// leader election, from the image under test. Returns once both pods are Ready
-/// (their readiness probes answered) and one of them holds the Lease.
+/// The chart as `helm package` makes it, what a user installs from a repository:
+/// packaged once per test run.
+pub fn packaged_chart() -> PathBuf {
+    static PACKAGED: OnceLock<PathBuf> = OnceLock::new();
+    PACKAGED
+        .get_or_init(|| {
+            let dir = repo_root().join("target/e2e-chart");
+            std::fs::create_dir_all(&dir).unwrap();
+            let out = run_ok(
+                Command::new(tool("helm"))
+                    .arg("package")
+                    .arg(repo_root().join("charts/overseer"))
+                    .arg("--destination")
+                    .arg(&dir),
+            );
+            let path = out
+                .trim()
+                .rsplit_once(": ")
+                .map(|(_, path)| PathBuf::from(path))
+                .unwrap_or_else(|| panic!("helm package said: {out}"));
+            assert!(path.exists(), "{out}");
+            path
+        })
+        .clone()
+}
+
+/// The chart installed as release `overseer` from the packaged chart, watching only
+/// `ns`: two replicas with leader election, from the image under test. Returns once
+/// both pods are Ready (their readiness probes answered) and one of them holds the Lease.
 pub async fn install(ns: &TestNamespace) -> Release {
     let image = operator_image();
     let (repository, tag) = image.rsplit_once(':').expect("image has a tag");
@@ -102,7 +131,7 @@ pub async fn install(ns: &TestNamespace) -> Release {
             .arg("--kubeconfig")
             .arg(kubeconfig_path())
             .args(["install", "overseer"])
-            .arg(repo_root().join("charts/overseer"))
+            .arg(packaged_chart())
             .args(["--namespace", &ns.name])
             .args(["--set", &format!("image.repository={repository}")])
             .args(["--set", &format!("image.tag={tag}")])
@@ -139,6 +168,51 @@ pub async fn install(ns: &TestNamespace) -> Release {
         pods: ready,
         leader,
     }
+}
+
+/// The upgrade path of docs/operations.md: the packaged chart's CRDs applied first
+/// (Helm never upgrades `crds/`), then `helm upgrade` with `values` on top of the
+/// release's own. Returns once the Deployment has rolled out: both pods of the new
+/// template Ready.
+pub async fn upgrade(ns: &TestNamespace, values: &[&str]) {
+    let crds = run_ok(
+        Command::new(tool("helm"))
+            .args(["show", "crds"])
+            .arg(packaged_chart()),
+    );
+    let applied = kubectl(
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        &crds,
+    );
+    assert!(
+        applied.status.success(),
+        "the CRDs of the packaged chart: {}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let mut helm = Command::new(tool("helm"));
+    helm.arg("--kubeconfig")
+        .arg(kubeconfig_path())
+        .args(["upgrade", "overseer"])
+        .arg(packaged_chart())
+        .args(["--namespace", &ns.name, "--reuse-values"]);
+    for value in values {
+        helm.args(["--set", value]);
+    }
+    run_ok(&mut helm);
+    let deployments: Api<Deployment> = ns.api();
+    wait_in(ns, "the upgraded Deployment rolled out", POD_START, || {
+        let deployments = deployments.clone();
+        async move {
+            let deployment = deployments.get("overseer").await.ok()?;
+            let status = deployment.status?;
+            (status.observed_generation == deployment.metadata.generation
+                && status.updated_replicas == Some(2)
+                && status.ready_replicas == Some(2)
+                && status.replicas == Some(2))
+            .then_some(())
+        }
+    })
+    .await;
 }
 
 pub struct Release {
