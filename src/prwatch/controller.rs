@@ -44,12 +44,17 @@ pub async fn run(ctx: Arc<Context>, agents: Subscription<Guarded<Agent>>, shutdo
                 .map(|agent| watching(&store, &agent))
                 .unwrap_or_default()
         });
-    let context = Arc::new(WatchContext { ctx });
+    let context = Arc::new(WatchContext {
+        ctx,
+        github: github::GitHub::new(),
+    });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
 
 struct WatchContext {
     ctx: Arc<Context>,
+    /// One HTTPS client for every watch's polls.
+    github: github::GitHub,
 }
 
 impl crate::controller::ControllerContext for WatchContext {
@@ -74,7 +79,11 @@ async fn token(ctx: &Context, watch: &PRWatch) -> std::result::Result<String, Po
         .map_err(PollError::Failed)
 }
 
-async fn poll(ctx: &Context, watch: &PRWatch) -> std::result::Result<github::Snapshot, PollError> {
+async fn poll(
+    wc: &WatchContext,
+    watch: &PRWatch,
+) -> std::result::Result<github::Snapshot, PollError> {
+    let ctx = &wc.ctx;
     let pr = PullRequest::parse(&watch.spec.url)
         .ok_or_else(|| PollError::Failed(format!("not a pull request URL: {}", watch.spec.url)))?;
     // Before the Secret is read: the token goes nowhere the operator was not told of.
@@ -82,7 +91,9 @@ async fn poll(ctx: &Context, watch: &PRWatch) -> std::result::Result<github::Sna
         .and_then(|()| github::served_by(&watch.spec.url, &watch.spec.github.api_url))
         .map_err(PollError::Failed)?;
     let token = token(ctx, watch).await?;
-    github::poll(&watch.spec.github.api_url, &token, &pr).await
+    wc.github
+        .poll(&watch.spec.github.api_url, &token, &pr)
+        .await
 }
 
 #[instrument(skip_all, fields(prwatch = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
@@ -96,7 +107,7 @@ async fn reconcile(cached: Arc<PRWatch>, wc: Arc<WatchContext>) -> Result<Action
         return Ok(Action::await_change());
     };
     let now = jiff::Timestamp::now();
-    let outcome = poll_if_due(&ctx, &watch, now).await;
+    let outcome = poll_if_due(&wc, &watch, now).await;
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let agent_pod = crate::input::target_named(&agents, &pods, &watch.spec.agent).await?;
@@ -162,20 +173,21 @@ async fn current_watch(
 
 /// Polls GitHub when the poll is due (and the watch not stopped), counted by result.
 async fn poll_if_due(
-    ctx: &Context,
+    wc: &WatchContext,
     watch: &PRWatch,
     now: jiff::Timestamp,
 ) -> Option<std::result::Result<github::Snapshot, PollError>> {
     if watch.spec.stop || !decide::poll_due(watch.status.as_ref(), now) {
         return None;
     }
-    let outcome = poll(ctx, watch).await;
+    let outcome = poll(wc, watch).await;
     let result = match &outcome {
         Ok(_) => "ok",
         Err(PollError::RateLimited { .. }) => "rate_limited",
         Err(PollError::Failed(_)) => "failed",
     };
-    ctx.metrics
+    wc.ctx
+        .metrics
         .pr_polls
         .get_or_create(&PollLabels { result })
         .inc();

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use jiff::Timestamp;
 use serde::Deserialize;
@@ -502,15 +504,55 @@ pub fn allowed_endpoint(api_url: &str, allowed: &[String]) -> Result<(), String>
     }
 }
 
-/// Makes the poll: one POST of `QUERY` to `api_url` with the token.
-pub async fn poll(api_url: &str, token: &str, pr: &PullRequest) -> Result<Snapshot, PollError> {
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()
-        .map_err(|e| PollError::Failed(format!("no TLS roots: {e}")))?
-        .https_or_http()
-        .enable_http1()
-        .build();
-    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
+/// The HTTPS client of every poll: the TLS root store is read once, and connections to
+/// an API origin are kept and reused between polls (a new client per poll read the
+/// roots and made a TLS handshake every time).
+#[derive(Clone)]
+pub struct GitHub {
+    client: Result<Client<HttpsConnector<HttpConnector>, Full<Bytes>>, String>,
+}
+
+impl GitHub {
+    pub fn new() -> GitHub {
+        let client = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map(|builder| {
+                let connector = builder.https_or_http().enable_http1().build();
+                Client::builder(TokioExecutor::new())
+                    .pool_idle_timeout(Duration::from_secs(90))
+                    .build(connector)
+            })
+            .map_err(|e| format!("no TLS roots: {e}"));
+        GitHub { client }
+    }
+
+    /// Makes the poll: one POST of `QUERY` to `api_url` with the token.
+    pub async fn poll(
+        &self,
+        api_url: &str,
+        token: &str,
+        pr: &PullRequest,
+    ) -> Result<Snapshot, PollError> {
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|e| PollError::Failed(e.clone()))?;
+        poll(client, api_url, token, pr).await
+    }
+}
+
+impl Default for GitHub {
+    fn default() -> GitHub {
+        GitHub::new()
+    }
+}
+
+async fn poll(
+    client: &Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    api_url: &str,
+    token: &str,
+    pr: &PullRequest,
+) -> Result<Snapshot, PollError> {
     let payload = serde_json::json!({
         "query": QUERY,
         "variables": {"owner": pr.owner, "repo": pr.repo, "number": pr.number},

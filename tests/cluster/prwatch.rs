@@ -167,6 +167,13 @@ async fn feedback_inside_the_quiet_period_is_one_wake_and_the_viewers_own_is_non
     assert!(!log.contains("overseer-bot"), "{log}");
     wait_polls(&ns, &github, 4).await;
     assert_eq!(wakes(&shim).len(), 1, "{log}");
+    // One kept connection serves the polls: no TLS handshake and root store per poll.
+    assert!(
+        github.connections() < github.polls(),
+        "{} connections for {} polls",
+        github.connections(),
+        github.polls()
+    );
 }
 
 #[tokio::test]

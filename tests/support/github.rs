@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -44,6 +44,8 @@ struct Script {
     last: Option<Reply>,
     polls: usize,
     refused: Vec<String>,
+    /// The client ends of the TCP connections polls came over.
+    peers: std::collections::BTreeSet<std::net::SocketAddr>,
 }
 
 pub struct FakeGitHub {
@@ -63,6 +65,7 @@ impl FakeGitHub {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/graphql", listener.local_addr().unwrap());
         let server = tokio::spawn(async move {
+            let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
             let _ = axum::serve(listener, app).await;
         });
         FakeGitHub {
@@ -85,6 +88,12 @@ impl FakeGitHub {
         self.script.lock().unwrap().polls
     }
 
+    /// The TCP connections the polls came over (a client that keeps its connections
+    /// makes one for many polls).
+    pub fn connections(&self) -> usize {
+        self.script.lock().unwrap().peers.len()
+    }
+
     /// Requests that were not one well-formed poll with the token (should be none).
     pub fn refused(&self) -> Vec<String> {
         self.script.lock().unwrap().refused.clone()
@@ -93,10 +102,12 @@ impl FakeGitHub {
 
 async fn answer(
     State(script): State<Arc<Mutex<Script>>>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let mut script = script.lock().unwrap();
+    script.peers.insert(peer);
     let auth = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
