@@ -331,6 +331,7 @@ fn the_chart_renders_what_each_value_asks_for() {
             "extraArgs[0]=--send-expiry=10m",
             "metrics.serviceMonitor.enabled=true",
             "metrics.prometheusRule.enabled=true",
+            "metrics.podMonitor.enabled=true",
         ],
     )
     .unwrap();
@@ -347,6 +348,8 @@ fn the_chart_renders_what_each_value_asks_for() {
     assert!(args.contains(&json!("--send-expiry=10m")), "{args:?}");
     assert_eq!(of_kind(&tuned, "ServiceMonitor").len(), 1);
     assert_eq!(of_kind(&tuned, "PrometheusRule").len(), 1);
+    let monitor = of_kind(&tuned, "PodMonitor")[0];
+    assert_eq!(monitor["spec"]["podMetricsEndpoints"][0]["port"], "metrics");
 
     // Unsafe or meaningless combinations are refused, naming what is wrong.
     let refusals = [
