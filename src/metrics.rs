@@ -48,6 +48,17 @@ pub struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OriginLabels {
+    /// The GitHub API origin, `scheme://host[:port]` (one of `--github-api-origin`).
+    pub origin: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    pub version: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PhaseLabels {
     /// The object's `status.phase`; `None` before its first status, `Invalid` when it
     /// does not match the schema the operator reads.
@@ -57,12 +68,42 @@ pub struct PhaseLabels {
 /// Counts the objects of one kind by phase, from the operator's cache.
 pub type PhaseCount = Box<dyn Fn() -> BTreeMap<String, i64> + Send + Sync>;
 
-/// `overseer_agents{phase}` and `overseer_goals{phase}`, counted from the operator's
-/// caches at each scrape (so they never drift from what it sees), once the caches exist.
+/// Counts the objects of `store` by `phase` at each call: `None` before the first
+/// status, `Invalid` for an object the operator cannot read.
+pub fn phase_count<K, P>(
+    store: kube::runtime::reflector::Store<kube::core::DeserializeGuard<K>>,
+    phase: fn(&K) -> Option<P>,
+) -> PhaseCount
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    P: std::fmt::Debug + 'static,
+{
+    Box::new(move || {
+        let mut counts = BTreeMap::new();
+        for object in store.state() {
+            let phase = match &object.0 {
+                Ok(object) => phase(object).map_or("None".to_string(), |p| format!("{p:?}")),
+                Err(_) => "Invalid".to_string(),
+            };
+            *counts.entry(phase).or_insert(0) += 1;
+        }
+        counts
+    })
+}
+
+/// `overseer_agents{phase}`, `overseer_goals{phase}` and `overseer_prwatches{phase}`,
+/// counted from the operator's caches at each scrape (so they never drift from what it
+/// sees), once the caches exist.
 #[derive(Default)]
 pub struct ByPhase {
     pub agents: OnceLock<PhaseCount>,
     pub goals: OnceLock<PhaseCount>,
+    pub prwatches: OnceLock<PhaseCount>,
 }
 
 impl std::fmt::Debug for ByPhase {
@@ -83,6 +124,11 @@ impl Collector for ByPhase {
                 "goals",
                 "Goals by phase, from the operator's cache",
                 &self.goals,
+            ),
+            (
+                "prwatches",
+                "PR watches by phase, from the operator's cache",
+                &self.prwatches,
             ),
         ];
         for (name, help, count) in kinds {
@@ -129,6 +175,8 @@ pub struct Metrics {
     pub api_reads: Family<RequestLabels, Counter>,
     /// Events dropped because their publisher's queue was full (src/events.rs).
     pub events_dropped: Counter,
+    /// GitHub's GraphQL points left for the token, by API origin, at the last poll.
+    pub github_rate_limit_remaining: Family<OriginLabels, Gauge>,
     /// Agents and goals by phase (set once the caches exist).
     pub by_phase: Arc<ByPhase>,
 }
@@ -237,6 +285,23 @@ impl Default for Metrics {
             "Events dropped because the queue to the API server was full",
             events_dropped.clone(),
         );
+        let github_rate_limit_remaining = Family::<OriginLabels, Gauge>::default();
+        registry.register(
+            "github_rate_limit_remaining",
+            "GitHub GraphQL points left for the token at the last poll, by API origin",
+            github_rate_limit_remaining.clone(),
+        );
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        build_info
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        registry.register(
+            "build_info",
+            "1, labelled with the operator's version",
+            build_info,
+        );
         let by_phase = Arc::new(ByPhase::default());
         registry.register_collector(Box::new(by_phase.clone()));
         let metrics = Metrics {
@@ -258,6 +323,7 @@ impl Default for Metrics {
             api_writes,
             api_reads,
             events_dropped,
+            github_rate_limit_remaining,
         };
         metrics.start_at_zero();
         metrics
@@ -368,6 +434,11 @@ mod tests {
             r#"overseer_agent_deliveries_total{kind="pr",outcome="delivered"} 0"#,
             r#"overseer_prwatch_polls_total{result="rate_limited"} 0"#,
             r#"overseer_reconcile_failures_total{controller="swarm",error="panicked"} 0"#,
+            concat!(
+                r#"overseer_build_info{version=""#,
+                env!("CARGO_PKG_VERSION"),
+                r#""} 1"#
+            ),
         ] {
             assert!(scrape.lines().any(|l| l == line), "{line} in:\n{scrape}");
         }

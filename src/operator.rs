@@ -167,40 +167,16 @@ fn count_by_phase(
     agents: &SharedWatch<Guarded<Agent>>,
     goals: &SharedWatch<Guarded<Goal>>,
 ) {
-    fn counter<K, P: std::fmt::Debug + 'static>(
-        store: kube::runtime::reflector::Store<Guarded<K>>,
-        phase: fn(&K) -> Option<P>,
-    ) -> crate::metrics::PhaseCount
-    where
-        K: kube::Resource<DynamicType = ()>
-            + Clone
-            + serde::de::DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
-        Box::new(move || {
-            let mut counts = std::collections::BTreeMap::new();
-            for object in store.state() {
-                let phase = match &object.0 {
-                    Ok(object) => phase(object).map_or("None".to_string(), |p| format!("{p:?}")),
-                    Err(_) => "Invalid".to_string(),
-                };
-                *counts.entry(phase).or_insert(0) += 1;
-            }
-            counts
-        })
-    }
     let _ = metrics
         .by_phase
         .agents
-        .set(counter(agents.store(), |a: &Agent| {
+        .set(crate::metrics::phase_count(agents.store(), |a: &Agent| {
             a.status.as_ref().and_then(|s| s.phase)
         }));
     let _ = metrics
         .by_phase
         .goals
-        .set(counter(goals.store(), |g: &Goal| {
+        .set(crate::metrics::phase_count(goals.store(), |g: &Goal| {
             g.status.as_ref().and_then(|s| s.phase)
         }));
 }

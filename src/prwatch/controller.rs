@@ -22,7 +22,7 @@ use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status};
 use crate::caches::Subscription;
 use crate::controller::{Context, Shutdown, readable, run_controller};
-use crate::metrics::PollLabels;
+use crate::metrics::{OriginLabels, PollLabels};
 use crate::reasons;
 use crate::{Result, duration};
 use kube::core::DeserializeGuard as Guarded;
@@ -36,6 +36,13 @@ pub async fn run(ctx: Arc<Context>, agents: Subscription<Guarded<Agent>>, shutdo
         watcher::Config::default().any_semantic(),
     );
     let store = controller.store();
+    let _ = ctx
+        .metrics
+        .by_phase
+        .prwatches
+        .set(crate::metrics::phase_count(store.clone(), |w: &PRWatch| {
+            w.status.as_ref().and_then(|s| s.phase)
+        }));
     let controller = controller
         // An agent coming online lets news held for it through at the next poll.
         .watches_stream(agents.touched(), move |agent: Guarded<Agent>| {
@@ -186,11 +193,17 @@ async fn poll_if_due(
         Err(PollError::RateLimited { .. }) => "rate_limited",
         Err(PollError::Failed(_)) => "failed",
     };
-    wc.ctx
-        .metrics
-        .pr_polls
-        .get_or_create(&PollLabels { result })
-        .inc();
+    let metrics = &wc.ctx.metrics;
+    metrics.pr_polls.get_or_create(&PollLabels { result }).inc();
+    if let Ok(snapshot) = &outcome
+        && let Some(remaining) = snapshot.rate_limit_remaining
+    {
+        let origin = github::origin(&watch.spec.github.api_url);
+        metrics
+            .github_rate_limit_remaining
+            .get_or_create(&OriginLabels { origin })
+            .set(remaining);
+    }
     Some(outcome)
 }
 

@@ -35,6 +35,7 @@ fn snapshot(sha: &str, rollup: Option<&str>, checks: Vec<Check>) -> Snapshot {
         checks,
         more_checks: false,
         feedback: vec![],
+        rate_limit_remaining: Some(4_999),
     }
 }
 

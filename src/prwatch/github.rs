@@ -289,6 +289,8 @@ pub struct Snapshot {
     /// More checks than the first page holds.
     pub more_checks: bool,
     pub feedback: Vec<Feedback>,
+    /// The token's GraphQL points left this hour, when GitHub said.
+    pub rate_limit_remaining: Option<i64>,
 }
 
 /// Why a poll gave nothing to decide on.
@@ -380,6 +382,7 @@ pub fn parse(body: &[u8], now: Timestamp) -> Result<Snapshot, PollError> {
         }
     }
     Ok(Snapshot {
+        rate_limit_remaining: data.rate_limit.as_ref().map(|r| r.remaining),
         viewer: data.viewer.login,
         state: pr.state,
         head_sha: head.map_or(pr.head_ref_oid.clone(), |c| c.oid),
@@ -468,6 +471,16 @@ pub fn served_by(pr_url: &str, api_url: &str) -> Result<(), String> {
             "the pull request is on {pr_host}, and apiURL {api_url:?} is not that server's API: a GitHub Enterprise watch sets github.apiURL to https://{pr_host}/api/graphql"
         )),
     }
+}
+
+/// The origin (`scheme://host[:port]`) of `api_url`, the label of its metrics: an
+/// allowed origin, so the label's values are as few as `--github-api-origin` lists.
+pub fn origin(api_url: &str) -> String {
+    api_url
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|uri| Some(format!("{}://{}", uri.scheme_str()?, uri.authority()?)))
+        .unwrap_or_default()
 }
 
 /// Whether `api_url` lies at one of the `allowed` origins (`scheme://host[:port]`):

@@ -218,7 +218,7 @@ async fn merge_ends_the_watch_and_polling_stops_and_stop_ends_it_too() {
     let ns = setup("prw-merge").await;
     let github = FakeGitHub::start().await;
     github.then([now_fixture("merged")]);
-    let _operator = operator(&ns);
+    let operator = operator(&ns);
     let _shim = watch(&ns, &github, json!({})).await;
     wait_in(&ns, "Merged", WAIT, || async {
         (phase(&ns).await == Some(PRWatchPhase::Merged)).then_some(())
@@ -226,6 +226,15 @@ async fn merge_ends_the_watch_and_polling_stops_and_stop_ends_it_too() {
     .await;
     let merged: PRWatch = ns.api().get("pr7").await.unwrap();
     assert_argocd("PRWatch", &merged, "Healthy");
+    // The watches by phase, and the token's rate limit as GitHub gave it (the fixture's).
+    let metrics = operator.metrics().await.expect("/metrics answers");
+    let origin = github.url.trim_end_matches("/graphql");
+    for line in [
+        "overseer_prwatches{phase=\"Merged\"} 1".to_string(),
+        format!("overseer_github_rate_limit_remaining{{origin=\"{origin}\"}} 4873"),
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
+    }
     let polls = github.polls();
     wait_events(&ns, "pr7", "Merged").await;
     tokio::time::sleep(Duration::from_secs(12)).await;
