@@ -15,6 +15,13 @@ use crate::telemetry::LogFormat;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// The kubeconfig file to use, as kubectl's flag (default: KUBECONFIG, then
+    /// ~/.kube/config; in a pod, its ServiceAccount).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// The kubeconfig context to use, as kubectl's flag.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -109,6 +116,25 @@ pub enum Command {
         #[arg(short, long, env = "OVERSEER_NAMESPACE")]
         namespace: Option<String>,
     },
+    /// Follow what AGENT's CLI shows: its pod's log (`-f` streams it until interrupted).
+    Logs {
+        agent: String,
+        /// Stream new lines as they come.
+        #[arg(short, long)]
+        follow: bool,
+        /// Lines of the past to show first (default: all).
+        #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
+        tail: Option<i64>,
+        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
+        namespace: Option<String>,
+    },
+    /// Take over AGENT's session: a terminal in its tmux (TUI agents). Detach with
+    /// the tmux prefix then `d` (C-b d): the agent goes on running. Needs kubectl.
+    Attach {
+        agent: String,
+        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
+        namespace: Option<String>,
+    },
     /// What is everyone working on: one line per agent.
     Ps {
         /// Namespace (default: the kubeconfig's).
@@ -117,6 +143,9 @@ pub enum Command {
         /// Every namespace.
         #[arg(short = 'A', long)]
         all_namespaces: bool,
+        /// The table, the table with more columns, or the Agents as JSON or YAML.
+        #[arg(short, long, value_enum, default_value_t = crate::agent::ps::Output::Table)]
+        output: crate::agent::ps::Output,
     },
     /// Print the CustomResourceDefinitions (YAML), or their field reference (Markdown).
     Crd {
@@ -192,6 +221,11 @@ pub enum CrdFormat {
 
 /// Runs one command line; returns the process exit code.
 pub async fn dispatch(cli: Cli) -> i32 {
+    crate::timeouts::KubeconfigChoice {
+        kubeconfig: cli.kubeconfig,
+        context: cli.context,
+    }
+    .choose();
     let result = match cli.command {
         Command::Run(args) => {
             crate::telemetry::init(args.log_format, &args.log_level);
@@ -286,7 +320,17 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Ps {
             namespace,
             all_namespaces,
-        } => crate::agent::ps::run(namespace.as_deref(), all_namespaces).await,
+            output,
+        } => crate::agent::ps::run(namespace.as_deref(), all_namespaces, output).await,
+        Command::Logs {
+            agent,
+            follow,
+            tail,
+            namespace,
+        } => crate::agent::session::logs(namespace.as_deref(), &agent, follow, tail).await,
+        Command::Attach { agent, namespace } => {
+            crate::agent::session::attach(namespace.as_deref(), &agent).await
+        }
         Command::Crd { format } => match format {
             CrdFormat::Yaml => crate::crd::all_yaml().map(|yaml| print!("{yaml}")),
             CrdFormat::Reference => crate::crd::reference_markdown().map(|md| print!("{md}")),

@@ -184,9 +184,7 @@ fn count_by_phase(
 /// Runs the operator until SIGTERM (Ok) or until leadership is lost (Err).
 pub async fn run(args: RunArgs) -> Result<()> {
     let metrics = Arc::new(Metrics::default());
-    let config = kube::Config::infer()
-        .await
-        .map_err(|e| Error::Connect(e.to_string()))?;
+    let config = crate::timeouts::config().await?;
     // Elected replicas write only while their Lease holds (src/leader.rs).
     let fence = if args.leader_elect {
         Fence::closed()

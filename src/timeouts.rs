@@ -23,13 +23,73 @@ pub const ANSWER_DEADLINE: Duration = Duration::from_secs(30);
 /// can hold a request for its own 60 s timeout, and a shim stuck on one reported
 /// nothing and took no input for that minute.
 pub async fn client(deadline: Duration) -> crate::Result<kube::Client> {
-    let config = kube::Config::infer()
-        .await
-        .map_err(|e| crate::Error::Connect(e.to_string()))?;
+    let config = config().await?;
     Ok(kube::client::ClientBuilder::try_from(config)
         .map_err(|e| crate::Error::Connect(e.to_string()))?
         .with_layer(&AnswerDeadline(deadline))
         .build())
+}
+
+/// The kubeconfig and context a person named on the command line (kubectl's
+/// `--kubeconfig` and `--context`), which every client of the process then uses.
+#[derive(Debug, Clone, Default)]
+pub struct KubeconfigChoice {
+    pub kubeconfig: Option<std::path::PathBuf>,
+    pub context: Option<String>,
+}
+
+static KUBECONFIG: std::sync::OnceLock<KubeconfigChoice> = std::sync::OnceLock::new();
+
+impl KubeconfigChoice {
+    /// Makes this the choice of every client built afterwards; nothing named keeps
+    /// kube's own inference (KUBECONFIG, ~/.kube/config, in a pod its ServiceAccount).
+    pub fn choose(self) {
+        if self.kubeconfig.is_some() || self.context.is_some() {
+            let _ = KUBECONFIG.set(self);
+        }
+    }
+
+    async fn config(&self) -> crate::Result<kube::Config> {
+        let options = kube::config::KubeConfigOptions {
+            context: self.context.clone(),
+            ..Default::default()
+        };
+        let connect = |e: kube::config::KubeconfigError| crate::Error::Connect(e.to_string());
+        match &self.kubeconfig {
+            Some(path) => {
+                let file = kube::config::Kubeconfig::read_from(path).map_err(connect)?;
+                kube::Config::from_custom_kubeconfig(file, &options).await
+            }
+            None => kube::Config::from_kubeconfig(&options).await,
+        }
+        .map_err(connect)
+    }
+
+    /// The same choice as kubectl's flags, for a kubectl this process runs.
+    pub fn kubectl_args() -> Vec<String> {
+        let Some(chosen) = KUBECONFIG.get() else {
+            return Vec::new();
+        };
+        let mut args = Vec::new();
+        if let Some(path) = &chosen.kubeconfig {
+            args.push(format!("--kubeconfig={}", path.display()));
+        }
+        if let Some(context) = &chosen.context {
+            args.push(format!("--context={context}"));
+        }
+        args
+    }
+}
+
+/// The configuration of the cluster to talk to: the person's `--kubeconfig` and
+/// `--context`, else kube's inference.
+pub async fn config() -> crate::Result<kube::Config> {
+    match KUBECONFIG.get() {
+        Some(chosen) => chosen.config().await,
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| crate::Error::Connect(e.to_string())),
+    }
 }
 
 #[derive(Clone, Copy)]

@@ -56,15 +56,7 @@ async fn get(api: &Api<Agent>, action: &str, agent: &str) -> Result<Agent> {
 /// `overseer peek AGENT`: the last `lines` lines the agent's pod logged (what the
 /// shim mirrors of the agent's screen or output).
 pub async fn peek(namespace: Option<&str>, agent: &str, lines: i64) -> Result<()> {
-    let api = agents(namespace).await?;
-    let found = get(&api, "read", agent).await?;
-    // The pod's name follows from the attempt; `status.podName` is the agent's to write.
-    let pod = found
-        .status
-        .and_then(|s| s.attempt)
-        .map(|attempt| super::decide::pod_name(agent, attempt))
-        .ok_or_else(|| Error::Invalid(format!("agent {agent} has no pod yet")))?;
-    let pods: Api<Pod> = Api::namespaced(api.clone().into_client(), &namespace_of(&api, namespace));
+    let (_, pods, pod) = current_pod(namespace, agent).await?;
     let params = LogParams {
         container: Some(CONTAINER.into()),
         tail_lines: Some(lines),
@@ -79,6 +71,24 @@ pub async fn peek(namespace: Option<&str>, agent: &str, lines: i64) -> Result<()
         println!();
     }
     Ok(())
+}
+
+/// Agent `agent`, the pods of its namespace and the name of its current pod.
+pub(crate) async fn current_pod(
+    namespace: Option<&str>,
+    agent: &str,
+) -> Result<(Agent, Api<Pod>, String)> {
+    let api = agents(namespace).await?;
+    let found = get(&api, "read", agent).await?;
+    // The pod's name follows from the attempt; `status.podName` is the agent's to write.
+    let pod = found
+        .status
+        .as_ref()
+        .and_then(|s| s.attempt)
+        .map(|attempt| super::decide::pod_name(agent, attempt))
+        .ok_or_else(|| Error::Invalid(format!("agent {agent} has no pod yet")))?;
+    let pods: Api<Pod> = Api::namespaced(api.clone().into_client(), &namespace_of(&api, namespace));
+    Ok((found, pods, pod))
 }
 
 fn namespace_of(api: &Api<Agent>, namespace: Option<&str>) -> String {

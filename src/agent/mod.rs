@@ -12,6 +12,7 @@ pub mod pod;
 pub mod pr_watches;
 pub mod preamble;
 pub mod ps;
+pub mod session;
 pub mod types;
 pub mod wake;
 

@@ -7,7 +7,17 @@ use kube::{Api, ResourceExt};
 use super::types::Agent;
 use crate::Result;
 
-pub async fn run(namespace: Option<&str>, all_namespaces: bool) -> Result<()> {
+/// What `ps -o` prints, as kubectl's `-o`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Table,
+    /// The table with each agent's runtime, pod, attempt and tokens.
+    Wide,
+    Json,
+    Yaml,
+}
+
+pub async fn run(namespace: Option<&str>, all_namespaces: bool, output: Output) -> Result<()> {
     let client = crate::timeouts::client(crate::timeouts::ANSWER_DEADLINE).await?;
     let api: Api<Agent> = if all_namespaces {
         Api::all(client)
@@ -16,29 +26,60 @@ pub async fn run(namespace: Option<&str>, all_namespaces: bool) -> Result<()> {
         Api::namespaced(client, &ns)
     };
     let agents = api.list(&ListParams::default()).await?.items;
-    print!("{}", table(&agents, all_namespaces, Timestamp::now()));
+    print!(
+        "{}",
+        render(&agents, all_namespaces, output, Timestamp::now())?
+    );
     Ok(())
 }
 
+/// The agents as `output` asks: a table, or a kubectl `List` of them (without their
+/// managed fields, as kubectl shows them).
+pub fn render(
+    agents: &[Agent],
+    with_namespace: bool,
+    output: Output,
+    now: Timestamp,
+) -> Result<String> {
+    let list = || {
+        let items: Vec<Agent> = agents
+            .iter()
+            .cloned()
+            .map(|mut agent| {
+                agent.metadata.managed_fields = None;
+                agent
+            })
+            .collect();
+        serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
+    };
+    Ok(match output {
+        Output::Table => table(agents, with_namespace, false, now),
+        Output::Wide => table(agents, with_namespace, true, now),
+        Output::Json => format!("{}\n", serde_json::to_string_pretty(&list())?),
+        Output::Yaml => serde_yaml::to_string(&list())?,
+    })
+}
+
 /// One line per agent: agent, role, phase, activity, since, nudges, summary, and
-/// the last message delivered to it (how long ago, who sent it, its first line).
-pub fn table(agents: &[Agent], with_namespace: bool, now: Timestamp) -> String {
-    let mut rows: Vec<Vec<String>> = vec![
-        [
-            "NAMESPACE",
-            "SWARM",
-            "AGENT",
-            "ROLE",
-            "PHASE",
-            "ACTIVITY",
-            "SINCE",
-            "NUDGES",
-            "SUMMARY",
-            "LAST MESSAGE",
-        ]
-        .map(String::from)
-        .to_vec(),
+/// the last message delivered to it (how long ago, who sent it, its first line);
+/// `wide` adds its runtime, pod, attempt and tokens used.
+pub fn table(agents: &[Agent], with_namespace: bool, wide: bool, now: Timestamp) -> String {
+    let mut header = vec![
+        "NAMESPACE",
+        "SWARM",
+        "AGENT",
+        "ROLE",
+        "PHASE",
+        "ACTIVITY",
+        "SINCE",
+        "NUDGES",
+        "SUMMARY",
+        "LAST MESSAGE",
     ];
+    if wide {
+        header.extend(["RUNTIME", "POD", "ATTEMPT", "TOKENS"]);
+    }
+    let mut rows: Vec<Vec<String>> = vec![header.into_iter().map(String::from).collect()];
     let mut agents: Vec<&Agent> = agents.iter().collect();
     // Grouped by swarm: a swarm's agents together, agents of no swarm first.
     agents.sort_by_key(|a| (a.namespace(), a.spec.swarm.clone(), a.name_any()));
@@ -49,7 +90,7 @@ pub fn table(agents: &[Agent], with_namespace: bool, now: Timestamp) -> String {
             .as_ref()
             .filter(|a| a.attempt == status.attempt);
         let dash = || "-".to_string();
-        rows.push(vec![
+        let mut row = vec![
             agent.namespace().unwrap_or_default(),
             agent.spec.swarm.clone().unwrap_or_else(dash),
             agent.name_any(),
@@ -83,7 +124,23 @@ pub fn table(agents: &[Agent], with_namespace: bool, now: Timestamp) -> String {
                 let excerpt: String = m.excerpt.chars().take(48).collect();
                 format!("{} {}: {excerpt}", age(now, m.time.0), m.from)
             }),
-        ]);
+        ];
+        if wide {
+            row.extend([
+                status.runtime.map_or_else(dash, |r| {
+                    serde_json::to_value(r)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default()
+                }),
+                status.pod_name.clone().unwrap_or_else(dash),
+                status.attempt.map_or_else(dash, |a| a.to_string()),
+                activity
+                    .and_then(|a| a.usage.as_ref())
+                    .map_or_else(dash, |u| u.total_tokens.to_string()),
+            ]);
+        }
+        rows.push(row);
     }
     let skip = usize::from(!with_namespace);
     let widths: Vec<usize> = (0..rows[0].len())
@@ -143,11 +200,51 @@ mod tests {
         )
         .unwrap();
         let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
-        insta::assert_snapshot!(table(&agents, false, now), @r"
+        insta::assert_snapshot!(table(&agents, false, false, now), @r"
         SWARM     AGENT           ROLE      PHASE     ACTIVITY   SINCE   NUDGES   SUMMARY            LAST MESSAGE
         -         builder         builder   Pending   -          -       0        -                  -
         -         scout           scout     Running   idle       90s     3        mapping the repo   60s lead: continue: map the tests directory too
         billing   billing-scout   scout     Pending   -          -       0        -                  -
         ");
+    }
+
+    #[test]
+    fn wide_adds_the_pod_attempt_runtime_and_tokens_and_json_is_a_list() {
+        let agents: Vec<Agent> = serde_yaml::from_str(
+            r#"
+- metadata: {name: builder, namespace: team, managedFields: [{manager: overseer-shim}]}
+  spec: {runtime: {name: claude, image: i, mode: headless}}
+  status:
+    phase: Running
+    runtime: claude
+    attempt: 3
+    podName: builder-3
+    activity: {state: working, since: "2026-12-01T10:01:00Z", attempt: 3, usage: {runs: 2, inputTokens: 2000, cachedInputTokens: 1600, outputTokens: 100, totalTokens: 2100}}
+"#,
+        )
+        .unwrap();
+        let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
+        insta::assert_snapshot!(render(&agents, false, Output::Wide, now).unwrap(), @r"
+        SWARM   AGENT     ROLE      PHASE     ACTIVITY   SINCE   NUDGES   SUMMARY   LAST MESSAGE   RUNTIME   POD         ATTEMPT   TOKENS
+        -       builder   builder   Running   working    30s     0        -         -              claude    builder-3   3         2100
+        ");
+        let json: serde_json::Value =
+            serde_json::from_str(&render(&agents, false, Output::Json, now).unwrap()).unwrap();
+        assert_eq!(
+            (
+                json["kind"].as_str(),
+                json["items"][0]["metadata"]["name"].as_str()
+            ),
+            (Some("List"), Some("builder"))
+        );
+        assert!(
+            json["items"][0]["metadata"].get("managedFields").is_none(),
+            "as kubectl shows them"
+        );
+        let yaml = render(&agents, false, Output::Yaml, now).unwrap();
+        assert!(
+            yaml.contains("kind: List") && yaml.contains("totalTokens: 2100"),
+            "{yaml}"
+        );
     }
 }

@@ -8,7 +8,10 @@ use std::process::Stdio;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-const TARGET: &str = "agent";
+/// The tmux session the agent runs in (`overseer attach` joins it).
+pub const TARGET: &str = "agent";
+/// The tmux server's socket, in the directory of the shim's input socket.
+pub const SOCKET_FILE: &str = "tmux.sock";
 
 /// What one look at the pane shows.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,7 +39,7 @@ impl Tmux {
         )
         .await?;
         let tmux = Tmux {
-            socket: run_dir.join("tmux.sock"),
+            socket: run_dir.join(SOCKET_FILE),
             exit_file: run_dir.join("agent.exit"),
         };
         let _ = tokio::fs::remove_file(&tmux.exit_file).await;

@@ -8,6 +8,7 @@ mod support;
 mod agent;
 mod api_server;
 mod chart;
+mod cli;
 mod crash;
 mod exec;
 mod fuzz;

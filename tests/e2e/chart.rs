@@ -81,6 +81,7 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
         }
     })
     .await;
+    crate::attach::attach_type_and_detach(&ns, "solo", "solo-1").await;
     let goals: Api<Goal> = ns.api();
     let goal = wait_in(&ns, "the goal Succeeded", POD_START, || {
         let goals = goals.clone();

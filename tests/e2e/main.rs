@@ -10,6 +10,7 @@ mod support;
 
 mod release;
 
+mod attach;
 mod chart;
 mod failover;
 mod goal;

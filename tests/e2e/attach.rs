@@ -1,0 +1,139 @@
+//! `overseer attach` as a person uses it: in a real terminal (a tmux pane on this
+//! machine), a terminal in the agent's own tmux session in its real container; what
+//! the person types reaches the agent CLI, and detaching (C-b d) leaves it running.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::release::{exec, read_in_pod};
+use crate::support::cluster::{TestNamespace, kubeconfig_path, repo_root, wait_in};
+
+/// A tmux server of the test's own, standing in for the person's terminal.
+struct Terminal {
+    socket: String,
+}
+
+impl Terminal {
+    fn start(ns: &TestNamespace, command: &str) -> Terminal {
+        let terminal = Terminal {
+            socket: format!("overseer-e2e-attach-{}", ns.name),
+        };
+        let path = format!(
+            "{}:{}",
+            repo_root().join(".cluster/bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                &terminal.socket,
+                "new-session",
+                "-d",
+                "-x",
+                "160",
+                "-y",
+                "40",
+            ])
+            .args(["-e", &format!("PATH={path}"), "-e", "TERM=xterm-256color"])
+            .arg(command)
+            .status()
+            .expect("tmux on this machine (hack/testenv/packages.sh installs it)");
+        assert!(status.success(), "starting the person's terminal");
+        terminal
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success(), "send-keys {keys:?}");
+    }
+
+    async fn shows(&self, ns: &TestNamespace, what: &str, text: &str) -> String {
+        wait_in(ns, what, Duration::from_secs(30), || async {
+            let screen = self.screen();
+            screen.contains(text).then_some(screen)
+        })
+        .await
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+/// Attaches to the TUI agent `agent` (pod `pod`, at its prompt), types a line as a
+/// person would, and detaches.
+pub async fn attach_type_and_detach(ns: &TestNamespace, agent: &str, pod: &str) {
+    let command = format!(
+        "{} --kubeconfig {} attach {agent} -n {}; echo \"attach exited $?\"; sleep 600",
+        env!("CARGO_BIN_EXE_overseer"),
+        kubeconfig_path().display(),
+        ns.name
+    );
+    let terminal = Terminal::start(ns, &command);
+    // The agent's own screen, inside its tmux (whose status line names the session).
+    let screen = terminal
+        .shows(
+            ns,
+            "the agent's screen in the person's terminal",
+            "thinking 3",
+        )
+        .await;
+    assert!(
+        screen.contains("[agent]"),
+        "the agent's tmux session:\n{screen}"
+    );
+    terminal.keys(&["take over from here", "Enter"]);
+    wait_in(
+        ns,
+        "the typed line reached the agent CLI",
+        Duration::from_secs(30),
+        || async {
+            read_in_pod(ns, pod, "/tmp/fake/fake.log")
+                .contains("take over from here")
+                .then_some(())
+        },
+    )
+    .await;
+    terminal.keys(&["C-b", "d"]);
+    let screen = terminal
+        .shows(ns, "attach ended by the detach", "attach exited")
+        .await;
+    assert!(screen.contains("attach exited 0"), "{screen}");
+    // Detaching left the agent's session running.
+    let alive = exec(
+        ns,
+        pod,
+        &[
+            "tmux",
+            "-S",
+            "/overseer/run/tmux.sock",
+            "has-session",
+            "-t",
+            "agent",
+        ],
+    );
+    assert!(
+        alive.status.success(),
+        "the agent's session after the detach: {alive:?}"
+    );
+    println!(
+        "e2e[{}]: attach showed {agent}'s screen, typed a line into it, detached",
+        ns.name
+    );
+}
