@@ -147,6 +147,9 @@ pub enum Command {
         #[arg(short, long, value_enum, default_value_t = crate::agent::ps::Output::Table)]
         output: crate::agent::ps::Output,
     },
+    /// Print the shell completion script of this program (as `overseer` or as the
+    /// kubectl plugin's `kubectl-overseer`): `source <(overseer completion bash)`.
+    Completion { shell: clap_complete::Shell },
     /// Print the CustomResourceDefinitions (YAML), or their field reference (Markdown).
     Crd {
         #[arg(long, value_enum, default_value_t = CrdFormat::Yaml)]
@@ -331,6 +334,10 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Attach { agent, namespace } => {
             crate::agent::session::attach(namespace.as_deref(), &agent).await
         }
+        Command::Completion { shell } => {
+            print_completion(shell);
+            Ok(())
+        }
         Command::Crd { format } => match format {
             CrdFormat::Yaml => crate::crd::all_yaml().map(|yaml| print!("{yaml}")),
             CrdFormat::Reference => crate::crd::reference_markdown().map(|md| print!("{md}")),
@@ -357,4 +364,20 @@ async fn read_message(words: Vec<String>) -> crate::Result<String> {
         .read_to_string(&mut text)
         .await?;
     Ok(text)
+}
+
+/// The completion script of `shell` for the name this program was run as.
+fn print_completion(shell: clap_complete::Shell) {
+    use clap::CommandFactory;
+    let name = std::env::args()
+        .next()
+        .as_deref()
+        .and_then(|arg0| {
+            std::path::Path::new(arg0)
+                .file_name()?
+                .to_str()
+                .map(String::from)
+        })
+        .unwrap_or_else(|| "overseer".into());
+    clap_complete::generate(shell, &mut Cli::command(), name, &mut std::io::stdout());
 }
