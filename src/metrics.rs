@@ -24,7 +24,8 @@ pub struct ErrorLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StepResultLabels {
-    pub result: String,
+    /// `succeeded` or `failed`.
+    pub result: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -358,9 +359,9 @@ pub const POLL_RESULTS: [&str; 3] = ["ok", "failed", "rate_limited"];
 pub const CONTROLLERS: [&str; 4] = ["agent", "goal", "prwatch", "swarm"];
 
 impl Metrics {
-    /// Creates at zero every series an alert compares over time (failed deliveries,
-    /// failed polls, reconcile failures): a counter born at 1 shows no increase to
-    /// `rate()`, so the first failure would never fire an alert.
+    /// Creates at zero every series an alert or a dashboard panel compares over time
+    /// (deliveries, polls, reconcile failures, stop-to-delivery times): a counter born
+    /// at 1 shows no increase to `rate()`, so the first failure would fire no alert.
     fn start_at_zero(&self) {
         for kind in DELIVERY_KINDS {
             for outcome in ["delivered", "failed"] {
@@ -368,6 +369,12 @@ impl Metrics {
                     .deliveries
                     .get_or_create(&DeliveryLabels { kind, outcome });
             }
+        }
+        for kind in ["nudge", "wake"] {
+            let _ = self.stop_to_delivery.get_or_create(&DeliveryLabels {
+                kind,
+                outcome: "delivered",
+            });
         }
         for result in POLL_RESULTS {
             let _ = self.pr_polls.get_or_create(&PollLabels { result });

@@ -383,12 +383,16 @@ fn publish_event(
         ..Default::default()
     });
     ctx.publish(&goal.object_ref(&()), warning, reason, message, related);
-    if reason == reasons::STEP_SUCCEEDED || reason == reasons::STEP_FAILED {
+    // Label values in the snake case of every other label (`rate_limited`, `delivered`).
+    let result = match reason {
+        reasons::STEP_SUCCEEDED => Some("succeeded"),
+        reasons::STEP_FAILED => Some("failed"),
+        _ => None,
+    };
+    if let Some(result) = result {
         ctx.metrics
             .step_results
-            .get_or_create(&crate::metrics::StepResultLabels {
-                result: reason.to_string(),
-            })
+            .get_or_create(&crate::metrics::StepResultLabels { result })
             .inc();
     }
 }

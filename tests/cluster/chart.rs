@@ -140,26 +140,6 @@ async fn the_chart_installs_and_its_rbac_is_enough_for_every_kind() {
         "events were allowed: {reasons:?}"
     );
 
-    // Every metric the chart's alert rules name is one this operator serves.
-    let scrape = operator
-        .metrics()
-        .await
-        .expect("the operator serves /metrics");
-    let served: Vec<&str> = scrape
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE "))
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
-    let named = alert_metrics();
-    assert!(named.len() >= 6, "the rules name the metrics: {named:?}");
-    for name in named {
-        let family = name.strip_suffix("_total").unwrap_or(&name);
-        assert!(
-            served.contains(&family),
-            "the alert rules name {name}, which the operator does not serve: {served:?}"
-        );
-    }
-
     // Agents: their pods and identities, including an overseer's Role, which the
     // API server lets the operator grant only when it holds every rule itself.
     create_agent(&ns, "lead", json!({"role": "overseer"})).await;
@@ -237,6 +217,33 @@ async fn the_chart_installs_and_its_rbac_is_enough_for_every_kind() {
     .await;
     assert_eq!(github.polls(), 1);
     assert!(github.refused().is_empty(), "{:?}", github.refused());
+
+    // Every metric the chart's alert rules and dashboard name is one this operator
+    // serves, after it ran each kind.
+    let scrape = operator
+        .metrics()
+        .await
+        .expect("the operator serves /metrics");
+    let served: Vec<&str> = scrape
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let named = chart_metrics();
+    assert!(
+        named.len() >= 15,
+        "the rules and panels name the metrics: {named:?}"
+    );
+    for name in named {
+        let family = ["_total", "_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix))
+            .unwrap_or(&name);
+        assert!(
+            served.contains(&family),
+            "the chart names {name}, which the operator does not serve: {served:?}"
+        );
+    }
     let _ = std::fs::remove_file(path);
 }
 
@@ -375,23 +382,51 @@ fn the_chart_renders_what_each_value_asks_for() {
     }
 }
 
-/// The metric names an expression of the chart's PrometheusRule uses.
-fn alert_metrics() -> Vec<String> {
-    let rendered = render("overseer", "ops", &["metrics.prometheusRule.enabled=true"]).unwrap();
+/// The metric names the expressions of the chart's PrometheusRule and Grafana
+/// dashboard use.
+fn chart_metrics() -> Vec<String> {
+    let rendered = render(
+        "overseer",
+        "ops",
+        &[
+            "metrics.prometheusRule.enabled=true",
+            "metrics.grafanaDashboard.enabled=true",
+        ],
+    )
+    .unwrap();
+    let mut exprs: Vec<String> = Vec::new();
     let rule = of_kind(&rendered, "PrometheusRule")[0];
-    let mut names = Vec::new();
     for group in rule["spec"]["groups"].as_array().unwrap() {
         for alert in group["rules"].as_array().unwrap() {
-            let expr = alert["expr"].as_str().unwrap();
-            let mut rest = expr;
-            while let Some(at) = rest.find("overseer_") {
-                let name: String = rest[at..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                rest = &rest[at + name.len()..];
-                names.push(name);
-            }
+            exprs.push(alert["expr"].as_str().unwrap().to_string());
+        }
+    }
+    let dashboard = of_kind(&rendered, "ConfigMap")
+        .into_iter()
+        .find(|c| c["metadata"]["labels"]["grafana_dashboard"] == "1")
+        .expect("the dashboard's ConfigMap, labelled for Grafana's sidecar");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(dashboard["data"]["overseer.json"].as_str().unwrap()).unwrap();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            exprs.push(target["expr"].as_str().unwrap().to_string());
+        }
+    }
+    for variable in dashboard["templating"]["list"].as_array().unwrap() {
+        if let Some(query) = variable["query"]["query"].as_str() {
+            exprs.push(query.to_string());
+        }
+    }
+    let mut names = Vec::new();
+    for expr in exprs {
+        let mut rest = expr.as_str();
+        while let Some(at) = rest.find("overseer_") {
+            let name: String = rest[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            rest = &rest[at + name.len()..];
+            names.push(name);
         }
     }
     names.sort();
