@@ -48,16 +48,18 @@ def scrape(url, seconds, out):
 
 
 def series(scrapes, name, by):
-    """Gauge `name` summed by label `by`, per scrape."""
-    out = defaultdict(list)
+    """Gauge `name` summed by label `by`, per scrape; a value absent from a scrape
+    (a phase no object is in any more) is 0, as `sum by` would show it."""
+    per_scrape = []
+    keys = set()
     for t, samples in scrapes:
         sums = defaultdict(float)
         for (n, labels), v in samples.items():
             if n == name:
                 sums[dict(labels).get(by, "")] += v
-        for key, v in sums.items():
-            out[key].append((t, v))
-    return out
+        keys.update(sums)
+        per_scrape.append((t, sums))
+    return {key: [(t, sums.get(key, 0.0)) for t, sums in per_scrape] for key in keys}
 
 
 def rates(scrapes, name, by):
