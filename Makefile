@@ -9,12 +9,14 @@ TEST_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 run:
 	bash hack/run.sh
 
-## Everything: lint, unit tests, cluster up, integration tests, cluster down (also on failure).
+## Everything: lint (fmt, clippy, the dependency audit), unit tests, cluster up, integration
+## tests, cluster down (also on failure).
 test: lint unit integration
 
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --all-targets -- -D warnings
+	bash hack/deny.sh
 
 unit:
 	bash hack/testenv/packages.sh
