@@ -798,3 +798,51 @@ async fn an_agent_opens_and_stops_its_own_pull_request_watch_and_nothing_more() 
     );
     assert!(!bad.status.success(), "not a pull request URL");
 }
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_headless_agents_token_usage_reaches_its_status() {
+    let ns = setup("agent-usage").await;
+    create_agent(
+        &ns,
+        "runner",
+        json!({"runtime": {"name": "claude", "mode": "headless", "image": "example.com/claude:1"}}),
+    )
+    .await;
+    // The shim of its pod, reporting as the pod's would (the schema must take the usage).
+    let kubeconfig = crate::support::cluster::kubeconfig_path();
+    let _shim = crate::support::shim::Shim::start_with(
+        &format!("{}-runner", ns.name),
+        "headless",
+        "claude",
+        "headless-claude-json.sh",
+        &[("KUBECONFIG", kubeconfig.to_str().unwrap())],
+        &[
+            "--agent",
+            "runner",
+            "--namespace",
+            &ns.name,
+            "--attempt",
+            "1",
+            "--interval",
+            "off",
+        ],
+    );
+    let reported = wait_condition(&ns, "runner", "the run's usage in status", |a| {
+        a.status
+            .as_ref()
+            .and_then(|s| s.activity.as_ref())
+            .and_then(|a| a.usage.as_ref())
+            .is_some_and(|u| u.runs == 1)
+    })
+    .await;
+    let usage = reported.status.unwrap().activity.unwrap().usage.unwrap();
+    assert_eq!(
+        (usage.input_tokens, usage.cached_input_tokens),
+        (1_000, 800)
+    );
+    assert_eq!(
+        (usage.total_tokens, usage.cost_usd.as_deref()),
+        (1_050, Some("0.0125"))
+    );
+}
