@@ -255,6 +255,15 @@ fn default_api_url() -> String {
 /// Label marking everything the operator creates.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "overseer");
 
+/// The word a value of one of the API's string enums is written as (`claude`, `idle`,
+/// `Running`): its serde form, for tables, env and status fields.
+pub fn wire_name<T: Serialize>(value: T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(word)) => word,
+        _ => String::new(),
+    }
+}
+
 /// A name as a label value (at most 63 characters): long names keep a prefix and
 /// gain a hash, so the value stays unique and valid.
 pub fn label_value(name: &str) -> String {

@@ -283,10 +283,7 @@ pub fn markdown_table() -> String {
         "| runtime | TUI command | headless command | prompt flag | resume flag | waiting-for-human patterns | instruction file | model flag | autonomy flags (`unattended`) | first-run dialogs answered (keys) | agent headless usage flags |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in REGISTRY {
-        let name = serde_json::to_value(r.name)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
+        let name = crate::api::wire_name(r.name);
         let flag = if r.prompt_flag.is_empty() {
             "(positional)".to_string()
         } else {

@@ -318,7 +318,6 @@ fn shim_env(agent: &Agent, attempt: i64, overseer: bool) -> Vec<EnvVar> {
     let spec = &agent.spec;
     let runtime_name = spec.runtime.name.unwrap_or(RuntimeName::Custom);
     let mode = spec.runtime.mode.unwrap_or(RuntimeMode::Tui);
-    let name_of = |v: serde_json::Value| v.as_str().unwrap_or_default().to_string();
     let mut env_vars = vec![
         env("OVERSEER_AGENT", agent.name_any()),
         EnvVar {
@@ -333,8 +332,8 @@ fn shim_env(agent: &Agent, attempt: i64, overseer: bool) -> Vec<EnvVar> {
             ..Default::default()
         },
         env("OVERSEER_ATTEMPT", attempt.to_string()),
-        env("OVERSEER_RUNTIME", name_of(serde_json::json!(runtime_name))),
-        env("OVERSEER_MODE", name_of(serde_json::json!(mode))),
+        env("OVERSEER_RUNTIME", crate::api::wire_name(runtime_name)),
+        env("OVERSEER_MODE", crate::api::wire_name(mode)),
         env("OVERSEER_INTERVAL", spec.loop_.interval.as_str()),
     ];
     let prompt = match overseer {

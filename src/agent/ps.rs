@@ -6,6 +6,7 @@ use kube::{Api, ResourceExt};
 
 use super::types::Agent;
 use crate::Result;
+use crate::api::wire_name;
 
 /// What `ps -o` prints, as kubectl's `-o`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,12 +97,7 @@ pub fn table(agents: &[Agent], with_namespace: bool, wide: bool, now: Timestamp)
             agent.name_any(),
             agent.spec.role.clone(),
             status.phase.map_or_else(dash, |p| format!("{p:?}")),
-            activity.map_or_else(dash, |a| {
-                serde_json::to_value(a.state)
-                    .ok()
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_default()
-            }),
+            activity.map_or_else(dash, |a| wire_name(a.state)),
             activity
                 .and_then(|a| a.since.as_ref())
                 .map_or_else(dash, |since| age(now, since.0)),
@@ -127,12 +123,7 @@ pub fn table(agents: &[Agent], with_namespace: bool, wide: bool, now: Timestamp)
         ];
         if wide {
             row.extend([
-                status.runtime.map_or_else(dash, |r| {
-                    serde_json::to_value(r)
-                        .ok()
-                        .and_then(|v| v.as_str().map(String::from))
-                        .unwrap_or_default()
-                }),
+                status.runtime.map_or_else(dash, wire_name),
                 status.pod_name.clone().unwrap_or_else(dash),
                 status.attempt.map_or_else(dash, |a| a.to_string()),
                 activity

@@ -41,14 +41,15 @@ pub async fn logs(
 /// person detaches with the tmux prefix then `d`; the agent goes on running, and the
 /// shim sees what the person typed as activity like any other.
 pub async fn attach(namespace: Option<&str>, agent: &str) -> Result<()> {
-    let (found, pods, pod) = current_pod(namespace, agent).await?;
+    let (found, _, pod) = current_pod(namespace, agent).await?;
     // The pod runs the mode of the spec (a swarm member's spec holds the swarm's).
     if found.spec.runtime.mode == Some(RuntimeMode::Headless) {
         return Err(Error::Invalid(format!(
             "agent {agent} runs headless: it has no session to attach to; `overseer logs {agent} -f` follows its runs"
         )));
     }
-    let namespace = pods.get(&pod).await?.namespace().unwrap_or_default();
+    // The pod is in its Agent's namespace.
+    let namespace = found.namespace().unwrap_or_default();
     let args = attach_args(&namespace, &pod, &std::env::var("TERM").unwrap_or_default());
     let status = std::process::Command::new("kubectl")
         .args(crate::timeouts::KubeconfigChoice::kubectl_args())

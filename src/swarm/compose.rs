@@ -359,14 +359,11 @@ fn member_counts(
             Some(AgentPhase::Suspended) => counts.suspended += 1,
             Some(AgentPhase::Pending) | None => counts.pending += 1,
         }
-        let word = |v: serde_json::Value| v.as_str().map(String::from);
         listed.push(MemberStatus {
             name: agent.name_any(),
             role: agent.spec.role.clone(),
-            phase: agent_status.phase.and_then(|p| word(serde_json::json!(p))),
-            activity: activity
-                .as_ref()
-                .and_then(|a| word(serde_json::json!(a.state))),
+            phase: agent_status.phase.map(crate::api::wire_name),
+            activity: activity.as_ref().map(|a| crate::api::wire_name(a.state)),
             summary: activity
                 .and_then(|a| a.summary)
                 .map(|s| s.chars().take(120).collect()),
