@@ -2,7 +2,34 @@
 //! release archive: what krew reads, with the archive's checksum and the binary it
 //! installs.
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// `archive`, a .tar.gz of the file `file` of `dir`.
+fn pack(archive: &Path, dir: &Path, file: &str) {
+    let packed = Command::new("tar")
+        .arg("-czf")
+        .arg(archive)
+        .arg("-C")
+        .arg(dir)
+        .arg(file)
+        .status()
+        .unwrap();
+    assert!(packed.success(), "tar of {file}");
+}
+
+/// hack/krew/manifest.sh for `archive`, published under a test URL.
+fn write_manifest(archive: &Path) -> Output {
+    Command::new("bash")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/hack/krew/manifest.sh"
+        ))
+        .arg("https://example.com/releases/v1")
+        .arg(archive)
+        .output()
+        .unwrap()
+}
 
 #[test]
 fn the_manifest_names_the_archive_its_checksum_and_the_plugin_binary() {
@@ -18,24 +45,8 @@ fn the_manifest_names_the_archive_its_checksum_and_the_plugin_binary() {
     )
     .unwrap();
     let archive = dir.join("kubectl-overseer-linux-amd64.tar.gz");
-    let packed = Command::new("tar")
-        .arg("-czf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(&staged)
-        .arg("kubectl-overseer")
-        .status()
-        .unwrap();
-    assert!(packed.success());
-    let out = Command::new("bash")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/hack/krew/manifest.sh"
-        ))
-        .arg("https://example.com/releases/v1")
-        .arg(&archive)
-        .output()
-        .unwrap();
+    pack(&archive, &staged, "kubectl-overseer");
+    let out = write_manifest(&archive);
     assert!(
         out.status.success(),
         "{}",
@@ -64,24 +75,8 @@ fn the_manifest_names_the_archive_its_checksum_and_the_plugin_binary() {
 
     // An archive without the binary at its top is refused.
     let empty = dir.join("kubectl-overseer-darwin-arm64.tar.gz");
-    let made = Command::new("tar")
-        .arg("-czf")
-        .arg(&empty)
-        .arg("-C")
-        .arg(&dir)
-        .arg("kubectl-overseer-linux-amd64.tar.gz")
-        .status()
-        .unwrap();
-    assert!(made.success());
-    let refused = Command::new("bash")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/hack/krew/manifest.sh"
-        ))
-        .arg("https://example.com/releases/v1")
-        .arg(&empty)
-        .output()
-        .unwrap();
+    pack(&empty, &dir, "kubectl-overseer-linux-amd64.tar.gz");
+    let refused = write_manifest(&empty);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("holds no kubectl-overseer"));
 }

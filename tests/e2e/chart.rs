@@ -11,7 +11,7 @@ use overseer::goal::{Goal, GoalPhase};
 use crate::release::{
     POD_START, agent_image, create, from_pod, install, is_ready, namespace, upgrade,
 };
-use crate::support::cluster::wait_in;
+use crate::support::cluster::{TestNamespace, wait_in};
 
 #[tokio::test]
 #[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
@@ -64,15 +64,7 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
         ),
     )
     .await;
-    create::<Goal>(
-        &ns,
-        &format!(
-            "{{apiVersion: overseer.dev/v1alpha1, kind: Goal, metadata: {{name: one}},
-              spec: {{defaults: {{runtime: {{name: codex, image: '{image}'}}}},
-                      steps: [{{name: build, action: 'succeed: build it'}}]}}}}"
-        ),
-    )
-    .await;
+    one_step_goal(&ns, "one", "succeed: build it").await;
     let agent_pod = wait_in(&ns, "the agent's pod Ready", POD_START, || {
         let pods = pods.clone();
         async move {
@@ -83,14 +75,7 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
     .await;
     crate::attach::attach_type_and_detach(&ns, "solo", "solo-1").await;
     let goals: Api<Goal> = ns.api();
-    let goal = wait_in(&ns, "the goal Succeeded", POD_START, || {
-        let goals = goals.clone();
-        async move {
-            let goal = goals.get("one").await.ok()?;
-            (goal.status.as_ref()?.phase == Some(GoalPhase::Succeeded)).then_some(goal)
-        }
-    })
-    .await;
+    let goal = succeeded(&ns, "one").await;
     let init = &agent_pod.status.unwrap().init_container_statuses.unwrap()[0];
     let copied = init.state.as_ref().unwrap().terminated.as_ref().unwrap();
     assert_eq!(
@@ -116,23 +101,8 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
         Some(GoalPhase::Succeeded),
         "the record survives"
     );
-    create::<Goal>(
-        &ns,
-        &format!(
-            "{{apiVersion: overseer.dev/v1alpha1, kind: Goal, metadata: {{name: two}},
-              spec: {{defaults: {{runtime: {{name: codex, image: '{image}'}}}},
-                      steps: [{{name: build, action: 'succeed: build it again'}}]}}}}"
-        ),
-    )
-    .await;
-    wait_in(&ns, "a goal Succeeded after the upgrade", POD_START, || {
-        let goals = goals.clone();
-        async move {
-            let phase = goals.get("two").await.ok()?.status?.phase;
-            (phase == Some(GoalPhase::Succeeded)).then_some(())
-        }
-    })
-    .await;
+    one_step_goal(&ns, "two", "succeed: build it again").await;
+    succeeded(&ns, "two").await;
 
     // The standard is enforced here: a pod that breaks it is refused.
     let privileged: Pod = serde_json::from_value(serde_json::json!({
@@ -151,4 +121,31 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
             .contains("violates PodSecurity \"restricted"),
         "{refused}"
     );
+}
+
+/// Goal `name` of one step, `action`, run by the agent test image's scripted CLI.
+async fn one_step_goal(ns: &TestNamespace, name: &str, action: &str) {
+    let image = agent_image();
+    create::<Goal>(
+        ns,
+        &format!(
+            "{{apiVersion: overseer.dev/v1alpha1, kind: Goal, metadata: {{name: {name}}},
+              spec: {{defaults: {{runtime: {{name: codex, image: '{image}'}}}},
+                      steps: [{{name: build, action: '{action}'}}]}}}}"
+        ),
+    )
+    .await;
+}
+
+/// Goal `name` once it has succeeded.
+async fn succeeded(ns: &TestNamespace, name: &str) -> Goal {
+    let goals: Api<Goal> = ns.api();
+    wait_in(ns, &format!("goal {name} Succeeded"), POD_START, || {
+        let goals = goals.clone();
+        async move {
+            let goal = goals.get(name).await.ok()?;
+            (goal.status.as_ref()?.phase == Some(GoalPhase::Succeeded)).then_some(goal)
+        }
+    })
+    .await
 }
