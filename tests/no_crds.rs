@@ -28,27 +28,44 @@ async fn run_without_crds_fails_with_a_clear_message() {
             )
             .await;
     }
-    wait_until("CRDs gone", Duration::from_secs(60), || {
-        let crds = crds.clone();
-        async move {
-            crds.get_opt("agents.overseer.dev")
-                .await
-                .ok()?
-                .is_none()
+    // All four objects gone (a Terminating CRD re-applied below would still be deleted),
+    // and the operator's own probe answering "missing": the CRD object goes before the
+    // API server stops serving its kind, and in between `run` would start and retry.
+    wait_until(
+        "the CRDs gone and their kinds unserved",
+        Duration::from_secs(60),
+        || {
+            let (client, crds) = (client.clone(), crds.clone());
+            async move {
+                for crd in overseer::crd::all() {
+                    crds.get_opt(crd.metadata.name.as_deref()?)
+                        .await
+                        .ok()?
+                        .is_none()
+                        .then_some(())?;
+                }
+                matches!(
+                    overseer::operator::ensure_crds(&client, None).await,
+                    Err(overseer::Error::CrdsMissing(_))
+                )
                 .then_some(())
-        }
-    })
+            }
+        },
+    )
     .await;
 
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_overseer"))
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_overseer"))
         .args(["run", "--metrics-addr", "127.0.0.1:0"])
         .env("KUBECONFIG", kubeconfig_path())
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(30), output)
-        .await
-        .expect("overseer run exits")
-        .unwrap();
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start overseer run");
+    let output = tokio::time::timeout(Duration::from_secs(30), run.wait_with_output()).await;
     install_crds(&client).await;
+    let output = output
+        .expect("overseer run exits within 30 s of finding no CRDs")
+        .unwrap();
 
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "stderr: {stderr}");
