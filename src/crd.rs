@@ -91,7 +91,7 @@ fn rewrite_schema(
 
 /// One CRD as a YAML document.
 pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String> {
-    Ok(serde_yaml::to_string(crd)?)
+    Ok(crate::yaml::to_string(crd)?)
 }
 
 /// All CRDs as one multi-document YAML stream.

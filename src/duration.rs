@@ -268,6 +268,28 @@ mod tests {
         }
     }
 
+    /// Why this module is not kube's `kube::core::Duration` (docs/design-notes.md): on
+    /// the same inputs it panics at a schema-valid giant, accepts what the schemas refuse,
+    /// and writes back a different text than the user applied. When kube changes any of
+    /// these, this fails, and the choice is worth making again.
+    #[test]
+    fn kube_duration_falls_short_where_this_one_is_used() {
+        let giant = "99999999999999999999h";
+        let kube_reads = std::panic::catch_unwind(|| giant.parse::<kube::core::Duration>());
+        assert!(kube_reads.is_err(), "kube's parser now survives {giant}");
+        assert_eq!(parse(giant), Some(LONGEST));
+
+        for refused in ["-5s", "0", "10ns"] {
+            assert!(refused.parse::<kube::core::Duration>().is_ok(), "{refused}");
+            assert_eq!(parse(refused), None, "{refused}");
+        }
+
+        let kube_writes: kube::core::Duration = "90m".parse().unwrap();
+        assert_ne!(kube_writes.to_string(), "90m");
+        let ours: SpecDuration = "90m".parse().unwrap();
+        assert_eq!(ours.as_str(), "90m");
+    }
+
     #[test]
     fn a_heartbeat_is_at_least_a_second() {
         assert_eq!(parse_heartbeat("1ms"), Some(Some(SHORTEST_HEARTBEAT)));

@@ -35,6 +35,7 @@ pub mod template;
 pub mod timeouts;
 pub mod workspace;
 pub mod writes;
+pub mod yaml;
 
 /// Everything that can go wrong in the operator and the CLI.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +53,7 @@ pub enum Error {
     #[error("serialization error: {0}")]
     Serialization(#[from] serde_json::Error),
     #[error("YAML error: {0}")]
-    Yaml(#[from] serde_yaml::Error),
+    Yaml(#[from] serde_saphyr::SerializeError),
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
     #[error("{0}")]
@@ -104,7 +105,7 @@ mod tests {
             Error::CrdsMissing(String::new()),
             Error::LeadershipLost(String::new()),
             Error::Serialization(serde_json::from_str::<u8>("x").unwrap_err()),
-            Error::Yaml(serde_yaml::from_str::<u8>("x").unwrap_err()),
+            Error::Yaml(serde::ser::Error::custom("x")),
             Error::Io(std::io::Error::other("x")),
             Error::Invalid(String::new()),
             Error::Panicked(String::new()),

@@ -1,7 +1,7 @@
 use super::*;
 
 fn template(yaml: &str) -> PodTemplate {
-    serde_yaml::from_str(yaml).expect("a pod template")
+    serde_saphyr::from_str(yaml).expect("a pod template")
 }
 
 #[test]
@@ -81,7 +81,7 @@ fn absent_layers_are_skipped() {
 
 #[test]
 fn the_operators_settings_win_when_dressing_a_pod() {
-    let mut pod: Pod = serde_yaml::from_str(
+    let mut pod: Pod = serde_saphyr::from_str(
         r#"
 metadata: {name: p, labels: {overseer.dev/agent: a}}
 spec:

@@ -29,6 +29,9 @@ fn crds_directory_matches_the_code() {
     for crd in &crds {
         let name = crd.metadata.name.as_deref().unwrap();
         let yaml = overseer::crd::to_yaml(crd).unwrap();
+        // Quoting and line breaks lose nothing: the YAML reads back as the CRD.
+        let read_back: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
+        assert_eq!(read_back, serde_json::to_value(crd).unwrap(), "{name}");
         check_generated(&format!("crds/{name}.yaml"), &yaml);
         // The Helm chart installs the same CRDs.
         check_generated(&format!("charts/overseer/crds/{name}.yaml"), &yaml);

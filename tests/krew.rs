@@ -52,7 +52,7 @@ fn the_manifest_names_the_archive_its_checksum_and_the_plugin_binary() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let manifest: serde_json::Value = serde_yaml::from_slice(&out.stdout).unwrap();
+    let manifest: serde_json::Value = serde_saphyr::from_slice(&out.stdout).unwrap();
     assert_eq!(manifest["kind"], "Plugin");
     assert_eq!(manifest["metadata"]["name"], "overseer");
     assert_eq!(

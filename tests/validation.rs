@@ -6,7 +6,6 @@ mod support;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::cel::Validator;
-use serde::Deserialize;
 use serde_json::Value;
 use support::cases::{self, Check};
 
@@ -100,8 +99,7 @@ fn every_example_passes_every_cel_rule() {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
-        for document in serde_yaml::Deserializer::from_str(&text) {
-            let object = Value::deserialize(document).unwrap();
+        for object in serde_saphyr::from_multiple::<Value>(&text).unwrap() {
             let errors = cel_errors(&object);
             assert!(errors.is_empty(), "{}: {errors:?}", path.display());
             kinds.push(object["kind"].as_str().unwrap().to_string());

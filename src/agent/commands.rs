@@ -353,7 +353,7 @@ mod tests {
     use crate::agent::types::SendStatus;
 
     fn agent(inbox: Vec<InboxMessage>, sends: Option<SendStatus>) -> Agent {
-        let mut agent: Agent = serde_yaml::from_str(
+        let mut agent: Agent = serde_saphyr::from_str(
             "apiVersion: overseer.dev/v1alpha1\nkind: Agent\nmetadata: {name: b}\nspec: {runtime: {name: pi, image: x}}\n",
         )
         .unwrap();

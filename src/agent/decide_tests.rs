@@ -249,9 +249,9 @@ fn at(seconds: i64) -> Timestamp {
 
 fn spec(loop_yaml: &str) -> AgentSpec {
     let mut spec: AgentSpec =
-        serde_yaml::from_str("runtime: {name: claude, image: example.com/claude:1}\nloop: {}\n")
+        serde_saphyr::from_str("runtime: {name: claude, image: example.com/claude:1}\nloop: {}\n")
             .unwrap();
-    spec.loop_ = serde_yaml::from_str(loop_yaml).unwrap();
+    spec.loop_ = serde_saphyr::from_str(loop_yaml).unwrap();
     spec
 }
 

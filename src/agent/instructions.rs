@@ -102,7 +102,7 @@ mod tests {
     use super::*;
 
     fn swarm() -> Swarm {
-        serde_yaml::from_str(
+        serde_saphyr::from_str(
             r#"
 apiVersion: overseer.dev/v1alpha1
 kind: Swarm
@@ -120,7 +120,7 @@ spec:
     }
 
     fn spec(yaml: &str) -> AgentSpec {
-        serde_yaml::from_str(yaml).unwrap()
+        serde_saphyr::from_str(yaml).unwrap()
     }
 
     #[test]

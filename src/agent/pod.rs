@@ -399,7 +399,7 @@ mod tests {
 
     /// An Agent whose pod template tries to set the labels the operator owns.
     fn builder_with_foreign_labels() -> Agent {
-        serde_yaml::from_str(
+        serde_saphyr::from_str(
             r#"
 apiVersion: overseer.dev/v1alpha1
 kind: Agent
@@ -470,7 +470,7 @@ spec:
 
     #[test]
     fn the_agent_pod_and_its_identity() {
-        let mut agent: Agent = serde_yaml::from_str(
+        let mut agent: Agent = serde_saphyr::from_str(
             r#"
 apiVersion: overseer.dev/v1alpha1
 kind: Agent
@@ -499,7 +499,7 @@ spec:
 
     #[test]
     fn a_read_only_member_mounts_everything_read_only_and_gets_its_instructions() {
-        let scout: Agent = serde_yaml::from_str(
+        let scout: Agent = serde_saphyr::from_str(
             r#"
 apiVersion: overseer.dev/v1alpha1
 kind: Agent
@@ -538,7 +538,7 @@ spec:
 
     #[test]
     fn an_overseer_reads_its_namespace_and_writes_only_its_agents() {
-        let lead: Agent = serde_yaml::from_str(
+        let lead: Agent = serde_saphyr::from_str(
             r#"
 apiVersion: overseer.dev/v1alpha1
 kind: Agent
@@ -575,7 +575,7 @@ spec:
 
     #[test]
     fn a_persistent_workspace_is_the_same_claim_for_every_attempt_and_cloned_first() {
-        let scout: Agent = serde_yaml::from_str(
+        let scout: Agent = serde_saphyr::from_str(
             r#"
 apiVersion: overseer.dev/v1alpha1
 kind: Agent

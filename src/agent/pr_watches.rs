@@ -90,7 +90,7 @@ mod tests {
 
     #[test]
     fn the_watch_is_for_the_agent_itself_with_the_access_a_person_set() {
-        let agent: Agent = serde_yaml::from_str(
+        let agent: Agent = serde_saphyr::from_str(
             r#"
 apiVersion: overseer.dev/v1alpha1
 kind: Agent

@@ -57,7 +57,7 @@ pub fn render(
         Output::Table => table(agents, with_namespace, false, now),
         Output::Wide => table(agents, with_namespace, true, now),
         Output::Json => format!("{}\n", serde_json::to_string_pretty(&list())?),
-        Output::Yaml => serde_yaml::to_string(&list())?,
+        Output::Yaml => crate::yaml::to_string(&list())?,
     })
 }
 
@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn one_line_per_agent_current_attempt_only() {
-        let agents: Vec<Agent> = serde_yaml::from_str(
+        let agents: Vec<Agent> = serde_saphyr::from_str(
             r#"
 - metadata: {name: scout, namespace: team}
   spec: {role: scout, runtime: {name: claude, image: i}}
@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn wide_adds_the_pod_attempt_runtime_and_tokens_and_json_is_a_list() {
-        let agents: Vec<Agent> = serde_yaml::from_str(
+        let agents: Vec<Agent> = serde_saphyr::from_str(
             r#"
 - metadata: {name: builder, namespace: team, managedFields: [{manager: overseer-shim}]}
   spec: {runtime: {name: claude, image: i, mode: headless}}

@@ -102,7 +102,7 @@ mod tests {
 
     /// An agent overseen by `overseer`, Running, `state` since `since`.
     fn agent(name: &str, overseer: &str, state: ActivityState, since: i64) -> Agent {
-        let mut agent: Agent = serde_yaml::from_str(&format!(
+        let mut agent: Agent = serde_saphyr::from_str(&format!(
             "apiVersion: overseer.dev/v1alpha1\nkind: Agent\nmetadata: {{name: {name}, namespace: team}}\n\
              spec: {{runtime: {{name: claude, image: example.com/claude:1}}, overseer: {overseer}, \
              loop: {{enabled: true, idleAfter: 60s}}}}\n"

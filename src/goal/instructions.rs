@@ -44,7 +44,7 @@ mod tests {
 
     #[test]
     fn a_step_gets_its_swarms_base_and_its_roles_profile_and_how_a_step_ends() {
-        let swarm: SwarmSpec = serde_yaml::from_str(
+        let swarm: SwarmSpec = serde_saphyr::from_str(
             "{roles: {reviewer: {profile: strict}}, prompts: {base: Work only in billing., profiles: {strict: Report every problem as path:line.}}}",
         )
         .unwrap();

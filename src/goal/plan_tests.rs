@@ -21,7 +21,7 @@ fn ago(seconds: i64) -> Time {
 }
 
 fn spec(yaml: &str) -> GoalSpec {
-    serde_yaml::from_str(yaml).unwrap()
+    serde_saphyr::from_str(yaml).unwrap()
 }
 
 const THREE_STEPS: &str = r#"
@@ -456,7 +456,7 @@ fn steps_use_their_swarm_role_as_a_template() {
         "swarm: billing\nsteps: [{name: a, role: reviewer, action: Review the change}, {name: b, role: builder, action: Fix it}]",
     );
     case.swarm = Some(
-        serde_yaml::from_str(
+        serde_saphyr::from_str(
             r#"
 defaults: {runtime: {name: claude, image: example.com/claude:1}}
 roles:
@@ -850,7 +850,7 @@ fn a_step_whose_role_only_reads_gets_a_read_only_workspace() {
     let mut case = Case::new(
         "defaults: {runtime: {name: codex, image: \"example.com/codex:1\"}}\nswarm: billing\nsteps: [{name: a, action: Investigate the billing module}, {name: b, role: tester, action: Implement it}, {name: c, role: builder, action: Implement it}]",
     );
-    case.swarm = Some(serde_yaml::from_str("roles: {tester: {readOnly: true}}").unwrap());
+    case.swarm = Some(serde_saphyr::from_str("roles: {tester: {readOnly: true}}").unwrap());
     let read_only = |plan: &Plan| {
         plan.actions.iter().find_map(|a| match a {
             Action::CreatePod { read_only, .. } => Some(*read_only),

@@ -63,7 +63,7 @@ mod tests {
     use super::*;
 
     fn goal(yaml: &str) -> Goal {
-        serde_yaml::from_str(&format!(
+        serde_saphyr::from_str(&format!(
             "apiVersion: overseer.dev/v1alpha1\nkind: Goal\nmetadata: {{name: ship}}\nspec: {yaml}"
         ))
         .unwrap()

@@ -12,7 +12,7 @@ fn at(seconds: i64) -> Timestamp {
 }
 
 fn spec(extra: &str) -> PRWatchSpec {
-    serde_yaml::from_str(&format!(
+    serde_saphyr::from_str(&format!(
         "url: {PR}\nagent: builder\nquietPeriod: 90s\npollInterval: 60s\ngithub: {{tokenSecretRef: {{name: gh, key: token}}}}\n{extra}"
     ))
     .unwrap()

@@ -1,7 +1,7 @@
 use super::*;
 
 fn swarm() -> Swarm {
-    let mut swarm: Swarm = serde_yaml::from_str(
+    let mut swarm: Swarm = serde_saphyr::from_str(
         r#"
 apiVersion: overseer.dev/v1alpha1
 kind: Swarm
@@ -33,7 +33,7 @@ spec:
 }
 
 fn agent_spec(yaml: &str) -> AgentSpec {
-    serde_yaml::from_str(yaml).unwrap()
+    serde_saphyr::from_str(yaml).unwrap()
 }
 
 /// (role, read only, profile starts with)
@@ -183,7 +183,7 @@ fn a_missing_profile_is_named() {
 fn an_agent_without_its_own_webhook_takes_its_swarms() {
     let mut swarm = swarm();
     swarm.spec.notify =
-        serde_yaml::from_str("{urlSecretRef: {name: team-hook, key: url}}").unwrap();
+        serde_saphyr::from_str("{urlSecretRef: {name: team-hook, key: url}}").unwrap();
     let hook = |spec: &AgentSpec| spec.notify.as_ref().map(|n| n.url_secret_ref.name.clone());
     let member = agent_spec("{role: builder, swarm: billing}");
     assert_eq!(

@@ -1,7 +1,7 @@
 use super::*;
 
 fn workspace(yaml: &str) -> Workspace {
-    serde_yaml::from_str(yaml).unwrap()
+    serde_saphyr::from_str(yaml).unwrap()
 }
 
 #[test]

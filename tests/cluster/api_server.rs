@@ -2,7 +2,6 @@
 //! the validation table is refused with the expected field and message.
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::support::cases::{self};
@@ -38,8 +37,7 @@ async fn every_example_is_accepted() {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
-        for document in serde_yaml::Deserializer::from_str(&text) {
-            let object = Value::deserialize(document).unwrap();
+        for object in serde_saphyr::from_multiple::<Value>(&text).unwrap() {
             let stored = create(&ns, &object)
                 .await
                 .unwrap_or_else(|e| panic!("{} refused: {e}", path.display()));

@@ -89,7 +89,7 @@ async fn the_chart_installs_and_its_rbac_is_enough_for_every_kind() {
         });
     }
     let path = std::env::temp_dir().join(format!("overseer-sa-{}.kubeconfig", ns.name));
-    std::fs::write(&path, serde_yaml::to_string(&kubeconfig).unwrap()).unwrap();
+    std::fs::write(&path, serde_saphyr::to_string(&kubeconfig).unwrap()).unwrap();
     let operator = Operator::start_with_kubeconfig(
         &path,
         &[
@@ -267,12 +267,10 @@ fn render(
         return Err(String::from_utf8_lossy(&output.stderr).into_owned());
     }
     let text = String::from_utf8(output.stdout).unwrap();
-    Ok(serde_yaml::Deserializer::from_str(&text)
-        .filter_map(|doc| {
-            let value: serde_json::Value = serde::Deserialize::deserialize(doc).ok()?;
-            value.is_object().then_some(value)
-        })
-        .collect())
+    let documents = serde_saphyr::from_multiple::<serde_json::Value>(&text)
+        .unwrap_or_else(|e| panic!("helm template wrote YAML that does not parse: {e}"));
+    // A template that renders nothing leaves an empty document.
+    Ok(documents.into_iter().filter(|d| d.is_object()).collect())
 }
 
 fn of_kind<'a>(objects: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {

@@ -41,7 +41,7 @@ async fn kubeconfig_and_context_flags_choose_the_cluster_and_ps_prints_json() {
     ];
     config.current_context = Some("nowhere".into());
     let path = std::env::temp_dir().join(format!("overseer-cli-{}.kubeconfig", ns.name));
-    std::fs::write(&path, serde_yaml::to_string(&config).unwrap()).unwrap();
+    std::fs::write(&path, serde_saphyr::to_string(&config).unwrap()).unwrap();
     let file = path.to_str().unwrap();
 
     let listed = overseer(&[

@@ -24,7 +24,6 @@ use overseer::agent::Agent;
 use overseer::goal::Goal;
 use overseer::prwatch::PRWatch;
 use overseer::swarm::Swarm;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::support::cluster::{Operator, TestNamespace, repo_root, setup, wait_in};
@@ -75,8 +74,7 @@ fn examples() -> BTreeMap<String, Value> {
     let mut found = BTreeMap::new();
     for entry in std::fs::read_dir(repo_root().join("examples")).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        for document in serde_yaml::Deserializer::from_str(&text) {
-            let object = Value::deserialize(document).unwrap();
+        for object in serde_saphyr::from_multiple::<Value>(&text).unwrap() {
             let kind = object["kind"].as_str().unwrap().to_string();
             found.entry(kind).or_insert(object);
         }

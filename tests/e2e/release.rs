@@ -288,5 +288,5 @@ pub fn read_in_pod(ns: &TestNamespace, pod: &str, path: &str) -> String {
 
 /// Creates the object in `yaml` in `ns`.
 pub async fn create<K: Namespaced>(ns: &TestNamespace, yaml: &str) -> K {
-    create_object(ns, serde_yaml::from_str(yaml).expect("test object YAML")).await
+    create_object(ns, serde_saphyr::from_str(yaml).expect("test object YAML")).await
 }

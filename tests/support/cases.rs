@@ -47,7 +47,7 @@ impl GoodCase {
 pub fn load() -> Table {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases/validation.yaml");
     let text = std::fs::read_to_string(path).expect("read tests/cases/validation.yaml");
-    serde_yaml::from_str(&text).expect("parse tests/cases/validation.yaml")
+    serde_saphyr::from_str(&text).expect("parse tests/cases/validation.yaml")
 }
 
 /// Adds apiVersion and a name, and expands `steps: generate-N-steps` into N steps

@@ -220,7 +220,7 @@ impl TestNamespace {
                     object.metadata.managed_fields = None;
                     out.push_str(&format!(
                         "{kind}:\n{}\n",
-                        serde_yaml::to_string(&object).unwrap_or_default()
+                        serde_saphyr::to_string(&object).unwrap_or_default()
                     ));
                 }
             }
