@@ -17,7 +17,7 @@ COPY . .
 ENV CC_x86_64_unknown_linux_musl=musl-gcc
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked --target x86_64-unknown-linux-musl --bin overseer \
+    cargo build --release --locked --target x86_64-unknown-linux-musl --features otlp --bin overseer \
  && cp target/x86_64-unknown-linux-musl/release/overseer /overseer
 
 FROM scratch

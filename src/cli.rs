@@ -231,7 +231,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
     .choose();
     let result = match cli.command {
         Command::Run(args) => {
-            crate::telemetry::init(args.log_format, &args.log_level);
+            let _telemetry = crate::telemetry::init(args.log_format, &args.log_level);
             crate::operator::run(args).await
         }
         Command::Goal {
@@ -250,7 +250,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
             command: WorkspaceCommand::Credential { operation },
         } => crate::workspace::sync::credential(&operation),
         Command::Shim(args) => {
-            crate::telemetry::init(LogFormat::Text, "info");
+            let _telemetry = crate::telemetry::init(LogFormat::Text, "info");
             match crate::shim::run(args).await {
                 Ok(code) => return code,
                 Err(error) => Err(error),

@@ -52,7 +52,7 @@ export OVERSEER_TEST_KUBECONFIG="$kubeconfig" OVERSEER_E2E_IMAGE="$OPERATOR_IMAG
 mkdir -p target/test-logs
 # One test at a time: each installs two operator replicas and runs real containers.
 set +e
-cargo test --test e2e -- --ignored --test-threads=1 --nocapture 2>&1 | tee target/test-logs/e2e.log
+cargo test --features otlp --test e2e -- --ignored --test-threads=1 --nocapture 2>&1 | tee target/test-logs/e2e.log
 status=${PIPESTATUS[0]}
 set -e
 took "e2e suite"

@@ -57,7 +57,7 @@ static_binary() {
   rustup target list --installed | grep -qx x86_64-unknown-linux-musl ||
     rustup target add x86_64-unknown-linux-musl >&2
   (cd "$repo" && CC_x86_64_unknown_linux_musl=musl-gcc \
-    cargo build --release --locked --target x86_64-unknown-linux-musl --bin overseer >&2)
+    cargo build --release --locked --target x86_64-unknown-linux-musl --features otlp --bin overseer >&2)
   local bin="$repo/target/x86_64-unknown-linux-musl/release/overseer"
   # The init container copies it into images of any distribution: no loader, no libc.
   if readelf -l "$bin" | grep -q 'Requesting program interpreter'; then

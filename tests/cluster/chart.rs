@@ -337,6 +337,7 @@ fn the_chart_renders_what_each_value_asks_for() {
             "metrics.serviceMonitor.enabled=true",
             "metrics.prometheusRule.enabled=true",
             "metrics.podMonitor.enabled=true",
+            "tracing.otlpEndpoint=http://otel-collector.monitoring:4318",
         ],
     )
     .unwrap();
@@ -351,6 +352,28 @@ fn the_chart_renders_what_each_value_asks_for() {
     );
     let args = pod["containers"][0]["args"].as_array().unwrap();
     assert!(args.contains(&json!("--send-expiry=10m")), "{args:?}");
+    let env = pod["containers"][0]["env"].as_array().unwrap();
+    let value_of = |name: &str| {
+        env.iter()
+            .find(|e| e["name"] == name)
+            .map(|e| e["value"].clone())
+    };
+    assert_eq!(
+        value_of("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        Some(json!("http://otel-collector.monitoring:4318"))
+    );
+    assert_eq!(
+        value_of("OTEL_RESOURCE_ATTRIBUTES"),
+        Some(json!(
+            "k8s.namespace.name=$(POD_NAMESPACE),k8s.pod.name=$(POD_NAME)"
+        ))
+    );
+    let default_env =
+        &of_kind(&defaults, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["env"];
+    assert!(
+        !default_env.to_string().contains("OTEL_"),
+        "no traces unless asked: {default_env}"
+    );
     assert_eq!(of_kind(&tuned, "ServiceMonitor").len(), 1);
     assert_eq!(of_kind(&tuned, "PrometheusRule").len(), 1);
     let monitor = of_kind(&tuned, "PodMonitor")[0];
@@ -373,6 +396,7 @@ fn the_chart_renders_what_each_value_asks_for() {
             "githubApiOrigins",
         ),
         (vec!["replica=2"], "replica"),
+        (vec!["tracing.otlpEndpoint=otel:4318"], "otlpEndpoint"),
     ];
     for (values, field) in refusals {
         let refused = render("overseer", "ops", &values).expect_err(&format!("{values:?} refused"));

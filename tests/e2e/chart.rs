@@ -1,7 +1,8 @@
 //! `helm install` of the packaged chart from the image: two replicas Running, one
 //! leader, probes green, /metrics read from the pod, the restricted namespace admits
 //! every pod the operator makes (and refuses one that breaks the standard, so the check
-//! can fail), and `helm upgrade` by the documented path over the objects it made.
+//! can fail), and `helm upgrade` by the documented path over the objects it made, after
+//! which the operator pods send their traces to the collector it names.
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
@@ -9,9 +10,11 @@ use overseer::agent::Agent;
 use overseer::goal::{Goal, GoalPhase};
 
 use crate::release::{
-    POD_START, agent_image, create, from_pod, install, is_ready, namespace, upgrade,
+    POD_START, address_for_pods, agent_image, create, from_pod, install, is_ready, namespace,
+    upgrade,
 };
 use crate::support::cluster::{TestNamespace, wait_in};
+use crate::support::otlp::Collector;
 
 #[tokio::test]
 #[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
@@ -93,8 +96,11 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
     );
 
     // An upgrade over live objects, by the documented path (CRDs first, then helm
-    // upgrade): the goal that ran keeps its record, and the new operators run a new one.
-    upgrade(&ns, &["concurrency=4"]).await;
+    // upgrade): the goal that ran keeps its record, and the new operators run a new one,
+    // sending its reconcile spans to the collector the upgrade names.
+    let collector = Collector::start(address_for_pods(&ns).await).await;
+    let tracing = format!("tracing.otlpEndpoint={}", collector.endpoint);
+    upgrade(&ns, &["concurrency=4", &tracing]).await;
     let kept = goals.get("one").await.unwrap().status.unwrap();
     assert_eq!(
         kept.phase,
@@ -103,6 +109,15 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
     );
     one_step_goal(&ns, "two", "succeed: build it again").await;
     succeeded(&ns, "two").await;
+    let span = wait_in(&ns, "a reconcile span of goal two", POD_START, || {
+        let found = collector.find(|s| s.name == "reconcile" && s.attribute("goal") == Some("two"));
+        async move { found }
+    })
+    .await;
+    assert_eq!(span.resource("service.name"), Some("overseer"), "{span:?}");
+    assert_eq!(span.resource("k8s.namespace.name"), Some(ns.name.as_str()));
+    let replica = span.resource("k8s.pod.name").unwrap_or_default();
+    assert!(replica.starts_with("overseer-"), "{span:?}");
 
     // The standard is enforced here: a pod that breaks it is refused.
     let privileged: Pod = serde_json::from_value(serde_json::json!({

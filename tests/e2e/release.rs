@@ -119,6 +119,25 @@ pub fn packaged_chart() -> PathBuf {
         .clone()
 }
 
+/// The address of this machine that the operator pods can reach, for a listener of the
+/// test's own: the one the host routes to the node from (on the local cluster, the
+/// node's bridge address; on kind, the gateway of its Docker network).
+pub async fn address_for_pods(ns: &TestNamespace) -> std::net::IpAddr {
+    let pods: Api<Pod> = ns.api();
+    let operator = pods
+        .list(&ListParams::default().labels("app.kubernetes.io/name=overseer"))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find_map(|p| p.status?.host_ip)
+        .expect("an operator pod on a node");
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    // A UDP connect sends nothing: it only picks the route and its source address.
+    probe.connect((operator.as_str(), 9)).unwrap();
+    probe.local_addr().unwrap().ip()
+}
+
 /// The chart installed as release `overseer` from the packaged chart, watching only
 /// `ns`: two replicas with leader election, from the image under test. Returns once
 /// both pods are Ready (their readiness probes answered) and one of them holds the Lease.

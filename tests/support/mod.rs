@@ -7,5 +7,7 @@ pub mod cluster;
 pub mod github;
 pub mod health;
 pub mod measure;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 pub mod shim;
 pub mod webhook;
