@@ -16,6 +16,7 @@ pub mod events;
 pub mod exec;
 pub mod fresh;
 pub mod goal;
+pub mod https;
 pub mod index;
 pub mod input;
 pub mod labels;

@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 
 /// Posts `payload` to the webhook of `notify` (its URL read from a Secret of `object`'s
 /// namespace) and records the outcome as an Event on `object`: `Notified`, or
@@ -36,13 +34,7 @@ pub async fn send<K: kube::Resource<DynamicType = ()>>(
 
 /// Posts `payload` to `url`; Ok only on a 2xx answer within 10 seconds.
 pub async fn post_json(url: &str, payload: &serde_json::Value) -> Result<(), String> {
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()
-        .map_err(|e| format!("no TLS roots: {e}"))?
-        .https_or_http()
-        .enable_http1()
-        .build();
-    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
+    let client = crate::https::client(|_| {})?;
     let request = http::Request::post(url)
         .header("content-type", "application/json")
         .header("user-agent", "overseer")

@@ -7,14 +7,11 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use jiff::Timestamp;
 use serde::Deserialize;
 
 use crate::duration;
+use crate::https::HttpsClient;
 
 /// How long a rate limit waits when GitHub does not say.
 const RATE_LIMIT_DEFAULT: Duration = Duration::from_secs(60);
@@ -522,20 +519,14 @@ pub fn allowed_endpoint(api_url: &str, allowed: &[String]) -> Result<(), String>
 /// roots and made a TLS handshake every time).
 #[derive(Clone)]
 pub struct GitHub {
-    client: Result<Client<HttpsConnector<HttpConnector>, Full<Bytes>>, String>,
+    client: Result<HttpsClient, String>,
 }
 
 impl GitHub {
     pub fn new() -> GitHub {
-        let client = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map(|builder| {
-                let connector = builder.https_or_http().enable_http1().build();
-                Client::builder(TokioExecutor::new())
-                    .pool_idle_timeout(Duration::from_secs(90))
-                    .build(connector)
-            })
-            .map_err(|e| format!("no TLS roots: {e}"));
+        let client = crate::https::client(|builder| {
+            builder.pool_idle_timeout(Duration::from_secs(90));
+        });
         GitHub { client }
     }
 
@@ -561,7 +552,7 @@ impl Default for GitHub {
 }
 
 async fn poll(
-    client: &Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: &HttpsClient,
     api_url: &str,
     token: &str,
     pr: &PullRequest,

@@ -7,8 +7,6 @@
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::{Client, connect::HttpConnector};
-use hyper_util::rt::TokioExecutor;
 use opentelemetry::trace::TracerProvider;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{SpanExporter, WithHttpConfig};
@@ -84,20 +82,14 @@ where
 /// so each request is run on the operator's runtime and awaited from there.
 #[derive(Debug)]
 struct Collector {
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: crate::https::HttpsClient,
     runtime: tokio::runtime::Handle,
 }
 
 impl Collector {
     fn new(runtime: tokio::runtime::Handle) -> Result<Collector, String> {
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map_err(|e| format!("no TLS roots for the OTLP collector: {e}"))?
-            .https_or_http()
-            .enable_http1()
-            .build();
         Ok(Collector {
-            client: Client::builder(TokioExecutor::new()).build(connector),
+            client: crate::https::client(|_| {}).map_err(|e| format!("OTLP collector: {e}"))?,
             runtime,
         })
     }

@@ -118,6 +118,10 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
     assert_eq!(span.resource("k8s.namespace.name"), Some(ns.name.as_str()));
     let replica = span.resource("k8s.pod.name").unwrap_or_default();
     assert!(replica.starts_with("overseer-"), "{span:?}");
+    println!(
+        "e2e[{}]: goal two's reconcile span reached the collector at {} from {replica}",
+        ns.name, collector.endpoint
+    );
 
     // The standard is enforced here: a pod that breaks it is refused.
     let privileged: Pod = serde_json::from_value(serde_json::json!({
