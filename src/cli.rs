@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use clap_complete::ArgValueCandidates;
 
 use crate::telemetry::LogFormat;
 
@@ -84,6 +85,7 @@ pub enum Command {
     /// Send AGENT a message (the words given, else stdin); the operator types it in
     /// and this waits for the delivery to be confirmed.
     Send {
+        #[arg(add = ArgValueCandidates::new(crate::completion::agent_names))]
         agent: String,
         /// The message; when absent it is read from stdin.
         message: Vec<String>,
@@ -110,6 +112,7 @@ pub enum Command {
     },
     /// Show what AGENT last did: the tail of its pod's log.
     Peek {
+        #[arg(add = ArgValueCandidates::new(crate::completion::agent_names))]
         agent: String,
         #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(i64).range(1..=5000))]
         lines: i64,
@@ -118,6 +121,7 @@ pub enum Command {
     },
     /// Follow what AGENT's CLI shows: its pod's log (`-f` streams it until interrupted).
     Logs {
+        #[arg(add = ArgValueCandidates::new(crate::completion::agent_names))]
         agent: String,
         /// Stream new lines as they come.
         #[arg(short, long)]
@@ -131,6 +135,7 @@ pub enum Command {
     /// Take over AGENT's session: a terminal in its tmux (TUI agents). Detach with
     /// the tmux prefix then `d` (C-b d): the agent goes on running. Needs kubectl.
     Attach {
+        #[arg(add = ArgValueCandidates::new(crate::completion::agent_names))]
         agent: String,
         #[arg(short, long, env = "OVERSEER_NAMESPACE")]
         namespace: Option<String>,
@@ -150,6 +155,13 @@ pub enum Command {
     /// Print the shell completion script of this program (as `overseer` or as the
     /// kubectl plugin's `kubectl-overseer`): `source <(overseer completion bash)`.
     Completion { shell: clap_complete::Shell },
+    /// kubectl's plugin completion (`kubectl_complete-overseer`): the candidates for
+    /// the last of WORDS, in Cobra's format.
+    #[command(name = "__complete", hide = true)]
+    KubectlComplete {
+        #[arg(last = true)]
+        words: Vec<String>,
+    },
     /// Print the CustomResourceDefinitions (YAML), or their field reference (Markdown).
     Crd {
         #[arg(long, value_enum, default_value_t = CrdFormat::Yaml)]
@@ -335,7 +347,11 @@ pub async fn dispatch(cli: Cli) -> i32 {
             crate::agent::session::attach(namespace.as_deref(), &agent).await
         }
         Command::Completion { shell } => {
-            print_completion(shell);
+            crate::completion::print_script(shell);
+            Ok(())
+        }
+        Command::KubectlComplete { words } => {
+            print!("{}", crate::completion::for_kubectl(&words));
             Ok(())
         }
         Command::Crd { format } => match format {
@@ -364,20 +380,4 @@ async fn read_message(words: Vec<String>) -> crate::Result<String> {
         .read_to_string(&mut text)
         .await?;
     Ok(text)
-}
-
-/// The completion script of `shell` for the name this program was run as.
-fn print_completion(shell: clap_complete::Shell) {
-    use clap::CommandFactory;
-    let name = std::env::args()
-        .next()
-        .as_deref()
-        .and_then(|arg0| {
-            std::path::Path::new(arg0)
-                .file_name()?
-                .to_str()
-                .map(String::from)
-        })
-        .unwrap_or_else(|| "overseer".into());
-    clap_complete::generate(shell, &mut Cli::command(), name, &mut std::io::stdout());
 }

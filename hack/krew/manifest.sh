@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes the krew manifest of the kubectl plugin (kubectl krew install --manifest=FILE,
 # or a pull request to krew-index) for a release: one platform per archive given, each
-# a .tar.gz holding `kubectl-overseer` (and LICENSE), named kubectl-overseer-OS-ARCH.tar.gz
+# a .tar.gz holding `kubectl-overseer` (and LICENSE, and kubectl_complete-overseer for
+# kubectl's completion, which krew leaves for the user to link), named kubectl-overseer-OS-ARCH.tar.gz
 # and published at BASE_URL/<archive name>.
 #   hack/krew/manifest.sh BASE_URL ARCHIVE...   (prints the manifest)
 set -euo pipefail

@@ -1,13 +1,14 @@
 //! The CLI with kubectl's conventions, against the local cluster: `--kubeconfig` and
-//! `--context` pick the cluster as kubectl's do, and `ps -o` prints what kubectl's
-//! `-o` would.
+//! `--context` pick the cluster as kubectl's do, `ps -o` prints what kubectl's `-o`
+//! would, and kubectl itself completes `kubectl overseer ...` through the plugin's
+//! completion script (hack/krew/kubectl_complete-overseer).
 
 use std::process::Command;
 
 use kube::config::{Kubeconfig, NamedContext};
 use serde_json::json;
 
-use crate::support::cluster::{create_agent, kubeconfig_path, setup};
+use crate::support::cluster::{create_agent, kubeconfig_path, repo_root, setup, tool};
 
 fn overseer(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_overseer"))
@@ -75,4 +76,60 @@ async fn kubeconfig_and_context_flags_choose_the_cluster_and_ps_prints_json() {
         "the error names what is missing: {said}"
     );
     let _ = std::fs::remove_file(path);
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn kubectl_completes_the_plugins_commands_flags_and_agent_names() {
+    let ns = setup("cli-complete").await;
+    for name in ["builder", "reviewer", "scout"] {
+        create_agent(&ns, name, json!({})).await;
+    }
+    // PATH as a krew install leaves it: the plugin and its completion script.
+    let bin = std::env::temp_dir().join(format!("overseer-complete-{}", ns.name));
+    std::fs::create_dir_all(&bin).unwrap();
+    let plugin = bin.join("kubectl-overseer");
+    let _ = std::fs::remove_file(&plugin);
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_overseer"), &plugin).unwrap();
+    std::fs::copy(
+        repo_root().join("hack/krew/kubectl_complete-overseer"),
+        bin.join("kubectl_complete-overseer"),
+    )
+    .unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let complete = |words: &[&str]| {
+        let out = Command::new(tool("kubectl"))
+            .args(["__complete", "overseer"])
+            .args(words)
+            .env("PATH", &path)
+            .env("KUBECONFIG", kubeconfig_path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let values: Vec<String> = text
+            .lines()
+            .take_while(|l| !l.starts_with(':'))
+            .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+            .collect();
+        assert!(text.lines().any(|l| l == ":4"), "no file names: {text}");
+        values
+    };
+
+    let commands = complete(&["a"]);
+    assert_eq!(commands, ["attach"], "{commands:?}");
+    let outputs = complete(&["ps", "-o", ""]);
+    assert_eq!(outputs, ["table", "wide", "json", "yaml"]);
+    // Agent names come from the namespace typed on the line.
+    let agents = complete(&["logs", "-n", &ns.name, ""]);
+    for name in ["builder", "reviewer", "scout"] {
+        assert!(agents.contains(&name.to_string()), "{agents:?}");
+    }
+    let narrowed = complete(&["attach", "--namespace", &ns.name, "re"]);
+    assert_eq!(narrowed, ["reviewer"]);
+    let _ = std::fs::remove_dir_all(bin);
 }
