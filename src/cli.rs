@@ -347,11 +347,12 @@ pub async fn dispatch(cli: Cli) -> i32 {
             crate::agent::session::attach(namespace.as_deref(), &agent).await
         }
         Command::Completion { shell } => {
-            crate::completion::print_script(shell);
+            crate::completion::print_script(shell, <Cli as clap::CommandFactory>::command());
             Ok(())
         }
         Command::KubectlComplete { words } => {
-            print!("{}", crate::completion::for_kubectl(&words));
+            let command = <Cli as clap::CommandFactory>::command();
+            print!("{}", crate::completion::for_kubectl(command, &words));
             Ok(())
         }
         Command::Crd { format } => match format {

@@ -6,10 +6,7 @@
 
 use std::time::Duration;
 
-use clap::CommandFactory;
 use clap_complete::CompletionCandidate;
-
-use crate::cli::Cli;
 
 /// Cobra's `ShellCompDirectiveNoFileComp`: offer no file names when nothing matches.
 const NO_FILE_COMPLETION: u8 = 4;
@@ -18,8 +15,9 @@ const NO_FILE_COMPLETION: u8 = 4;
 /// hangs is worse than one that offers nothing.
 const LIST_DEADLINE: Duration = Duration::from_secs(3);
 
-/// The completion script of `shell` for the name this program was run as.
-pub fn print_script(shell: clap_complete::Shell) {
+/// The completion script of `shell` for `command`, under the name this program was
+/// run as.
+pub fn print_script(shell: clap_complete::Shell, mut command: clap::Command) {
     let name = std::env::args()
         .next()
         .as_deref()
@@ -30,12 +28,12 @@ pub fn print_script(shell: clap_complete::Shell) {
                 .map(String::from)
         })
         .unwrap_or_else(|| "overseer".into());
-    clap_complete::generate(shell, &mut Cli::command(), name, &mut std::io::stdout());
+    clap_complete::generate(shell, &mut command, name, &mut std::io::stdout());
 }
 
-/// The answer to kubectl for `words`, the command line after the plugin's name, of
-/// which the last is the word being completed (empty after a space).
-pub fn for_kubectl(words: &[String]) -> String {
+/// The answer to kubectl for `words` of `command`, the command line after the
+/// plugin's name, of which the last is the word being completed (empty after a space).
+pub fn for_kubectl(mut command: clap::Command, words: &[String]) -> String {
     // The words typed so far may say where to look for agents, as they would for the
     // command itself.
     let typed = |long: &str, short: Option<&str>| flag_value(words, long, short);
@@ -52,7 +50,7 @@ pub fn for_kubectl(words: &[String]) -> String {
     }
     let index = args.len() - 1;
     let candidates =
-        clap_complete::engine::complete(&mut Cli::command(), args, index, None).unwrap_or_default();
+        clap_complete::engine::complete(&mut command, args, index, None).unwrap_or_default();
     cobra_lines(&candidates)
 }
 
@@ -61,7 +59,7 @@ static NAMESPACE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new
 
 /// The value of flag `long` (or `short`) among `words` before the last one, as
 /// `--flag VALUE`, `--flag=VALUE` or `-f VALUE`.
-fn flag_value(words: &[String], long: &str, short: Option<&str>) -> Option<String> {
+pub fn flag_value(words: &[String], long: &str, short: Option<&str>) -> Option<String> {
     let typed = &words[..words.len().saturating_sub(1)];
     let mut found = None;
     for (i, word) in typed.iter().enumerate() {
@@ -139,54 +137,4 @@ async fn list_agents() -> Option<Vec<(String, String)>> {
             })
             .collect(),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn words(line: &str) -> Vec<String> {
-        line.split(' ').map(String::from).collect()
-    }
-
-    #[test]
-    fn kubectl_gets_subcommands_and_flags_in_cobras_format() {
-        let top = for_kubectl(&words("p"));
-        let lines: Vec<&str> = top.lines().collect();
-        assert!(
-            lines.contains(&"ps\tWhat is everyone working on: one line per agent"),
-            "{top}"
-        );
-        assert!(lines.iter().any(|l| l.starts_with("peek\t")), "{top}");
-        assert_eq!(lines.last(), Some(&":4"), "{top}");
-        assert!(
-            !top.contains("pane-run"),
-            "hidden commands stay hidden: {top}"
-        );
-
-        let flags = for_kubectl(&words("ps --o"));
-        assert!(
-            flags.lines().any(|l| l.starts_with("--output\t")),
-            "{flags}"
-        );
-        let values = for_kubectl(&words("ps -o "));
-        for value in ["table", "wide", "json", "yaml"] {
-            assert!(
-                values.lines().any(|l| l.split('\t').next() == Some(value)),
-                "{values}"
-            );
-        }
-        assert_eq!(for_kubectl(&[]).lines().last(), Some(":4"));
-    }
-
-    #[test]
-    fn flags_typed_before_the_word_are_read_and_the_word_itself_is_not() {
-        let value = |line: &str| flag_value(&words(line), "--namespace", Some("-n"));
-        assert_eq!(value("logs -n team "), Some("team".into()));
-        assert_eq!(value("logs --namespace=team x"), Some("team".into()));
-        assert_eq!(value("-n a logs --namespace b "), Some("b".into()));
-        assert_eq!(value("logs -n"), None, "the value is still being typed");
-        assert_eq!(value("logs --namespace"), None);
-        assert_eq!(value("logs "), None);
-    }
 }

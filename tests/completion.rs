@@ -1,11 +1,15 @@
 //! Shell completion as a person meets it: bash in a real terminal (tmux), the script
 //! `overseer completion bash` printed sourced, and Tab completing a subcommand and a
-//! flag of the kubectl conventions.
+//! flag of the kubectl conventions; and the answers kubectl's own completion asks of
+//! the plugin, in Cobra's format (through real kubectl in tests/cluster/cli.rs).
 
 #[path = "support/mod.rs"]
 mod support;
 
 use std::process::Command;
+
+use clap::CommandFactory;
+use overseer::cli::Cli;
 use std::time::{Duration, Instant};
 
 struct Terminal(String);
@@ -67,4 +71,55 @@ fn bash_completes_subcommands_and_kubectl_flags() {
     terminal.shows("$ overseer attach");
     terminal.tmux(&["send-keys", "C-u", "overseer ps --kubec", "Tab"]);
     terminal.shows("$ overseer ps --kubeconfig");
+}
+
+fn words(line: &str) -> Vec<String> {
+    line.split(' ').map(String::from).collect()
+}
+
+#[test]
+fn kubectl_gets_subcommands_and_flags_in_cobras_format() {
+    let top = overseer::completion::for_kubectl(Cli::command(), &words("p"));
+    let lines: Vec<&str> = top.lines().collect();
+    assert!(
+        lines.contains(&"ps\tWhat is everyone working on: one line per agent"),
+        "{top}"
+    );
+    assert!(lines.iter().any(|l| l.starts_with("peek\t")), "{top}");
+    assert_eq!(lines.last(), Some(&":4"), "{top}");
+    assert!(
+        !top.contains("pane-run"),
+        "hidden commands stay hidden: {top}"
+    );
+
+    let flags = overseer::completion::for_kubectl(Cli::command(), &words("ps --o"));
+    assert!(
+        flags.lines().any(|l| l.starts_with("--output\t")),
+        "{flags}"
+    );
+    let values = overseer::completion::for_kubectl(Cli::command(), &words("ps -o "));
+    for value in ["table", "wide", "json", "yaml"] {
+        assert!(
+            values.lines().any(|l| l.split('\t').next() == Some(value)),
+            "{values}"
+        );
+    }
+    assert_eq!(
+        overseer::completion::for_kubectl(Cli::command(), &[])
+            .lines()
+            .last(),
+        Some(":4")
+    );
+}
+
+#[test]
+fn flags_typed_before_the_word_are_read_and_the_word_itself_is_not() {
+    let value =
+        |line: &str| overseer::completion::flag_value(&words(line), "--namespace", Some("-n"));
+    assert_eq!(value("logs -n team "), Some("team".into()));
+    assert_eq!(value("logs --namespace=team x"), Some("team".into()));
+    assert_eq!(value("-n a logs --namespace b "), Some("b".into()));
+    assert_eq!(value("logs -n"), None, "the value is still being typed");
+    assert_eq!(value("logs --namespace"), None);
+    assert_eq!(value("logs "), None);
 }
