@@ -17,6 +17,7 @@ const MAX_REASON: usize = 300;
 /// Delivers `message` to the shim of `pod`; Err carries why it was not delivered.
 /// `ids` name what it delivers: the shim confirms a message whose ids it has all
 /// delivered before without typing it again, so a retry after a lost answer is safe.
+#[tracing::instrument(skip_all, fields(pod = pod))]
 pub async fn deliver(
     pods: &Api<Pod>,
     pod: &str,

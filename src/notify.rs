@@ -33,6 +33,7 @@ pub async fn send<K: kube::Resource<DynamicType = ()>>(
 }
 
 /// Posts `payload` to `url`; Ok only on a 2xx answer within 10 seconds.
+#[tracing::instrument(skip_all)]
 pub async fn post_json(url: &str, payload: &serde_json::Value) -> Result<(), String> {
     let client = crate::https::client(|_| {})?;
     let request = http::Request::post(url)

@@ -299,6 +299,7 @@ struct Observed {
 
 /// Resolves the agent's effective spec (its swarm's defaults and role) in place and
 /// observes the rest; None when the agent cannot run, which is then reported.
+#[instrument(skip_all)]
 async fn observe(shell: &Shell<'_>, agent: &mut Agent) -> Result<Option<Observed>> {
     let ac = shell.ac;
     let swarm = match resolve(&ac.swarms, agent) {
@@ -324,6 +325,7 @@ async fn observe(shell: &Shell<'_>, agent: &mut Agent) -> Result<Option<Observed
 /// Acts on the plan: the pod first, then the status that records its attempt, then
 /// deletions, Events and deliveries. Returns when to come back, or None when the
 /// API server refused the pod (reported; the agent waits for its next change).
+#[instrument(skip_all)]
 async fn apply(
     shell: &Shell<'_>,
     agent: &mut Agent,
@@ -400,6 +402,7 @@ fn notify_payload(agent: &Agent, event: &str, reason: &str) -> serde_json::Value
 
 /// Creates the pod of `attempt`; false when the API server refused it as built from
 /// the user's spec, which is then reported.
+#[instrument(skip_all)]
 async fn create_pod(
     shell: &Shell<'_>,
     agent: &Agent,
@@ -599,6 +602,7 @@ fn overseer_ready(overseer: &Agent) -> bool {
 /// Writes the operator's part of the status: `activity` and `exit` belong to the
 /// pod (or the overseer), `inbox` to senders, `lastMessage` to `apply_last_message`.
 /// Remembers the version written (src/fresh.rs).
+#[instrument(skip_all)]
 async fn apply_status(
     versions: &Versions,
     agents: &Api<Agent>,

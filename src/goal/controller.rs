@@ -162,6 +162,7 @@ struct Observed {
     swarm: Option<Swarm>,
 }
 
+#[instrument(skip_all)]
 async fn observe(gc: &GoalContext, goal: &Goal) -> Result<Observed> {
     let namespace = goal.namespace().unwrap_or_default();
     let name = goal.name_any();
@@ -262,6 +263,7 @@ async fn decide(ctx: &Context, goal: &Goal, observed: &Observed) -> plan::Plan {
 
 /// Acts on the plan: status first (the commit point), then pods, then Events,
 /// notifications and the overseer's wake, which must not delay the next step.
+#[instrument(skip_all)]
 async fn apply(
     gc: &GoalContext,
     goal: &Goal,
@@ -339,6 +341,7 @@ async fn apply(
 /// Writes the planned status and, when a step pod is to be created, the results it
 /// reads, together, before the pod: the results derive from the planned status, and
 /// writing them again after a status write that failed is harmless.
+#[instrument(skip_all)]
 async fn write_status_and_results(gc: &GoalContext, goal: &Goal, plan: &plan::Plan) -> Result<()> {
     let goals: Api<Goal> =
         Api::namespaced(gc.ctx.client.clone(), &goal.namespace().unwrap_or_default());
@@ -414,6 +417,7 @@ async fn apply_results(ctx: &Context, goal: &Goal, status: &GoalStatus) -> Resul
 /// Creates a step pod (its results ConfigMap is applied already); false when the API
 /// server refused the pod as built from the user's template, which is then a
 /// condition and a Warning, and the goal waits for its next change.
+#[instrument(skip_all)]
 async fn create_step_pod(
     gc: &GoalContext,
     goal: &Goal,

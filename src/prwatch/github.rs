@@ -531,6 +531,7 @@ impl GitHub {
     }
 
     /// Makes the poll: one POST of `QUERY` to `api_url` with the token.
+    #[tracing::instrument(skip_all)]
     pub async fn poll(
         &self,
         api_url: &str,

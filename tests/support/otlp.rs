@@ -19,6 +19,9 @@ pub struct Span {
     pub name: String,
     pub attributes: Vec<(String, String)>,
     pub trace_id: Vec<u8>,
+    pub span_id: Vec<u8>,
+    /// Empty for a trace's root.
+    pub parent_span_id: Vec<u8>,
 }
 
 impl Span {
@@ -58,6 +61,18 @@ impl Collector {
         Collector { endpoint, spans }
     }
 
+    /// The span that `child` was started in, waited for: a parent ends, and so is
+    /// exported, after its children.
+    pub async fn parent_of(&self, child: &Span) -> Span {
+        let what = format!("the parent of span {}", child.name);
+        super::cluster::wait_until(&what, std::time::Duration::from_secs(30), || {
+            let found =
+                self.find(|s| s.trace_id == child.trace_id && s.span_id == child.parent_span_id);
+            async move { found }
+        })
+        .await
+    }
+
     /// The first span received that `wanted` accepts.
     pub fn find(&self, wanted: impl Fn(&Span) -> bool) -> Option<Span> {
         self.spans
@@ -90,6 +105,8 @@ async fn receive(State(spans): State<Arc<Mutex<Vec<Span>>>>, body: Bytes) -> Vec
                 name: span.name,
                 attributes: strings(&span.attributes),
                 trace_id: span.trace_id,
+                span_id: span.span_id,
+                parent_span_id: span.parent_span_id,
             });
         }
     }
