@@ -1,0 +1,230 @@
+//! A stand-in for the model APIs that the real agent CLIs call, for overseer's tests:
+//! the Anthropic Messages API (Claude Code, through `ANTHROPIC_BASE_URL`) and the
+//! OpenAI Responses API (codex, through a model provider's `base_url`). Each answer
+//! follows a [`Scenario`]; every request is recorded as an [`Exchange`] for the tests
+//! to read.
+
+pub mod anthropic;
+pub mod openai;
+pub mod scenario;
+mod sse;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+pub use scenario::{Last, Reply, Scenario, Turn, Usage, When};
+
+/// Which API a request came in through.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    AnthropicMessages,
+    OpenaiResponses,
+}
+
+/// One request and what the stand-in answered.
+#[derive(Clone, Debug, Serialize)]
+pub struct Exchange {
+    pub api: Api,
+    pub model: String,
+    /// Whether the request offered tools: the CLI's agent loop, not a side request.
+    pub agent_loop: bool,
+    pub last: Last,
+    /// The scenario's turn that answered, if one fitted.
+    pub turn: Option<usize>,
+    pub reply: Reply,
+    pub usage: Usage,
+    pub body: Value,
+}
+
+struct Shared {
+    script: scenario::Script,
+    exchanges: Vec<Exchange>,
+    /// A line per exchange is appended here (the binary's `--log`).
+    log: Option<std::fs::File>,
+}
+
+#[derive(Clone)]
+pub struct Server {
+    /// `http://ADDRESS:PORT`: Claude Code's `ANTHROPIC_BASE_URL`; codex's provider
+    /// `base_url` is this with `/v1`.
+    pub url: String,
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl Server {
+    /// Serves `scenario` on `address` (port 0: a free one) until the runtime ends.
+    pub async fn start(address: SocketAddr, scenario: Scenario) -> std::io::Result<Server> {
+        Self::start_logging(address, scenario, None).await
+    }
+
+    pub async fn start_logging(
+        address: SocketAddr,
+        scenario: Scenario,
+        log: Option<std::fs::File>,
+    ) -> std::io::Result<Server> {
+        let listener = tokio::net::TcpListener::bind(address).await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let shared = Arc::new(Mutex::new(Shared {
+            script: scenario::Script::new(scenario),
+            exchanges: Vec::new(),
+            log,
+        }));
+        let app = Router::new()
+            .route("/v1/messages", post(messages))
+            .route("/v1/messages/count_tokens", post(count_tokens))
+            .route("/v1/responses", post(responses))
+            .route("/v1/models", get(models))
+            .fallback(unknown)
+            .with_state(shared.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Ok(Server { url, shared })
+    }
+
+    /// Every request so far, in order.
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.shared.lock().unwrap().exchanges.clone()
+    }
+
+    /// The scenario's turns not yet used as often as scripted.
+    pub fn unused_turns(&self) -> Vec<usize> {
+        self.shared.lock().unwrap().script.unused()
+    }
+}
+
+/// Picks the answer, records the exchange, and returns what to send.
+fn answer(shared: &Mutex<Shared>, api: Api, body: Value, last: Last, agent_loop: bool) -> Exchange {
+    let mut shared = shared.lock().unwrap();
+    let turn = agent_loop.then(|| shared.script.answer(&last)).flatten();
+    let (reply, usage) = match turn {
+        Some(i) => {
+            let t = shared.script.turn(i);
+            (t.reply.clone(), t.usage)
+        }
+        None => (Reply::Text(scenario::UNSCRIPTED.into()), Usage::default()),
+    };
+    let exchange = Exchange {
+        api,
+        model: body["model"].as_str().unwrap_or_default().to_string(),
+        agent_loop,
+        last,
+        turn,
+        reply,
+        usage,
+        body,
+    };
+    if let Some(log) = shared.log.as_mut() {
+        use std::io::Write;
+        let mut line = serde_json::to_value(&exchange).unwrap_or_default();
+        line["body"] = Value::Null;
+        let _ = writeln!(log, "{line}");
+    }
+    shared.exchanges.push(exchange.clone());
+    exchange
+}
+
+fn parse(body: &Bytes) -> Result<Value, Response> {
+    serde_json::from_slice(body).map_err(|error| {
+        (
+            StatusCode::BAD_REQUEST,
+            json_response(
+                json!({"error": {"type": "invalid_request_error", "message": error.to_string()}}),
+            ),
+        )
+            .into_response()
+    })
+}
+
+fn json_response(value: Value) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
+fn event_stream(events: String) -> Response {
+    ([(header::CONTENT_TYPE, "text/event-stream")], events).into_response()
+}
+
+async fn messages(State(shared): State<Arc<Mutex<Shared>>>, body: Bytes) -> Response {
+    let body = match parse(&body) {
+        Ok(body) => body,
+        Err(refusal) => return refusal,
+    };
+    let last = anthropic::last_message(&body);
+    let agent_loop = anthropic::offers_tools(&body);
+    let stream = body["stream"] == true;
+    let id = shared.lock().unwrap().exchanges.len() as u64;
+    let exchange = answer(&shared, Api::AnthropicMessages, body, last, agent_loop);
+    if stream {
+        event_stream(anthropic::stream(
+            &exchange.model,
+            &exchange.reply,
+            exchange.usage,
+            id,
+        ))
+    } else {
+        json_response(anthropic::message(
+            &exchange.model,
+            &exchange.reply,
+            exchange.usage,
+            id,
+        ))
+        .into_response()
+    }
+}
+
+async fn count_tokens() -> Response {
+    json_response(json!({"input_tokens": Usage::default().input_tokens})).into_response()
+}
+
+async fn responses(State(shared): State<Arc<Mutex<Shared>>>, body: Bytes) -> Response {
+    let body = match parse(&body) {
+        Ok(body) => body,
+        Err(refusal) => return refusal,
+    };
+    let last = openai::last_message(&body);
+    let agent_loop = openai::offers_tools(&body);
+    let stream = body["stream"] == true;
+    let id = shared.lock().unwrap().exchanges.len() as u64;
+    let exchange = answer(&shared, Api::OpenaiResponses, body, last, agent_loop);
+    if stream {
+        event_stream(openai::stream(
+            &exchange.body,
+            &exchange.reply,
+            exchange.usage,
+            id,
+        ))
+    } else {
+        json_response(openai::response(
+            &exchange.body,
+            &exchange.reply,
+            exchange.usage,
+            id,
+        ))
+        .into_response()
+    }
+}
+
+async fn models() -> Response {
+    json_response(json!({"object": "list", "data": []})).into_response()
+}
+
+async fn unknown(uri: Uri) -> Response {
+    eprintln!("model-standin: no such endpoint {uri}");
+    (
+        StatusCode::NOT_FOUND,
+        format!("the stand-in model serves no {uri}\n"),
+    )
+        .into_response()
+}

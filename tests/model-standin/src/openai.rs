@@ -1,0 +1,201 @@
+//! The OpenAI Responses API (`POST /v1/responses`), as codex calls it: the request's
+//! last input item read for the scenario, the reply as server-sent events ending in
+//! `response.completed` (with the usage), or as one JSON response.
+
+use serde_json::{Value, json};
+
+use crate::scenario::{Last, Reply, Usage};
+use crate::sse;
+
+/// The last input item of a Responses request: a user's text, or a call's output.
+pub fn last_message(body: &Value) -> Last {
+    let Some(last) = body["input"].as_array().and_then(|i| i.last()) else {
+        return match body["input"].as_str() {
+            Some(text) => Last::UserText(text.into()),
+            None => Last::Other,
+        };
+    };
+    match last["type"].as_str() {
+        Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output") => {
+            Last::ToolResult(output_text(&last["output"]))
+        }
+        Some("message") | None if last["role"] == "user" => {
+            Last::UserText(match &last["content"] {
+                Value::String(text) => text.clone(),
+                Value::Array(parts) => parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => String::new(),
+            })
+        }
+        _ => Last::Other,
+    }
+}
+
+/// A call's output: a string, an object with `content`, or content parts.
+fn output_text(output: &Value) -> String {
+    match output {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other["content"].as_str().unwrap_or_default().to_string(),
+    }
+}
+
+pub fn offers_tools(body: &Value) -> bool {
+    body["tools"].as_array().is_some_and(|t| !t.is_empty())
+}
+
+/// The function codex runs commands through, and its arguments for `command`: the
+/// tool's name and parameters differ between codex releases, so the request's own
+/// tool list decides.
+fn shell_call(body: &Value, command: &str) -> (String, Value) {
+    let offered: Vec<&str> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    if offered.contains(&"exec_command") {
+        ("exec_command".into(), json!({"cmd": command}))
+    } else if offered.contains(&"shell_command") {
+        ("shell_command".into(), json!({"command": command}))
+    } else {
+        ("shell".into(), json!({"command": ["bash", "-lc", command]}))
+    }
+}
+
+fn output_item(body: &Value, reply: &Reply, id: u64) -> Value {
+    match reply {
+        Reply::Text(text) => json!({
+            "type": "message",
+            "id": format!("msg_standin_{id:06}"),
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }),
+        Reply::Shell(command) => {
+            let (name, arguments) = shell_call(body, command);
+            json!({
+                "type": "function_call",
+                "id": format!("fc_standin_{id:06}"),
+                "call_id": format!("call_standin_{id:06}"),
+                "name": name,
+                "arguments": arguments.to_string(),
+                "status": "completed",
+            })
+        }
+    }
+}
+
+fn usage_json(usage: Usage) -> Value {
+    json!({
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    })
+}
+
+/// The whole response, for a request without `stream`.
+pub fn response(body: &Value, reply: &Reply, usage: Usage, id: u64) -> Value {
+    json!({
+        "id": format!("resp_standin_{id:06}"),
+        "object": "response",
+        "created_at": 0,
+        "status": "completed",
+        "model": body["model"],
+        "output": [output_item(body, reply, id)],
+        "usage": usage_json(usage),
+    })
+}
+
+/// The response as events: created, the output item added (with a text delta for a
+/// message) and done, completed with the usage.
+pub fn stream(body: &Value, reply: &Reply, usage: Usage, id: u64) -> String {
+    let done = response(body, reply, usage, id);
+    let item = done["output"][0].clone();
+    let mut created = done.clone();
+    created["status"] = json!("in_progress");
+    created["output"] = json!([]);
+    created["usage"] = Value::Null;
+    let mut added = item.clone();
+    added["status"] = json!("in_progress");
+    if let Reply::Text(_) = reply {
+        added["content"] = json!([]);
+    }
+    let mut out = sse::event(
+        "response.created",
+        &json!({"type": "response.created", "response": created}),
+    );
+    out += &sse::event(
+        "response.output_item.added",
+        &json!({"type": "response.output_item.added", "output_index": 0, "item": added}),
+    );
+    if let Reply::Text(text) = reply {
+        out += &sse::event(
+            "response.output_text.delta",
+            &json!({"type": "response.output_text.delta", "item_id": item["id"],
+                    "output_index": 0, "content_index": 0, "delta": text}),
+        );
+    }
+    out += &sse::event(
+        "response.output_item.done",
+        &json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+    );
+    out += &sse::event(
+        "response.completed",
+        &json!({"type": "response.completed", "response": done}),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_input_item_as_the_scenario_reads_it() {
+        let rows = [
+            (json!({"input": "fix it"}), Last::UserText("fix it".into())),
+            (
+                json!({"input": [{"type": "message", "role": "user",
+                                  "content": [{"type": "input_text", "text": "fix it"}]}]}),
+                Last::UserText("fix it".into()),
+            ),
+            (
+                json!({"input": [{"type": "function_call_output", "call_id": "c", "output": "exit 0"}]}),
+                Last::ToolResult("exit 0".into()),
+            ),
+            (
+                json!({"input": [{"type": "message", "role": "assistant", "content": []}]}),
+                Last::Other,
+            ),
+        ];
+        for (body, expected) in rows {
+            assert_eq!(last_message(&body), expected, "{body}");
+        }
+    }
+
+    #[test]
+    fn a_shell_call_uses_the_tool_the_request_offers() {
+        let offering = |name: &str| json!({"tools": [{"type": "function", "name": name}]});
+        let rows = [
+            ("exec_command", json!({"cmd": "ls"})),
+            ("shell_command", json!({"command": "ls"})),
+            ("shell", json!({"command": ["bash", "-lc", "ls"]})),
+        ];
+        for (tool, arguments) in rows {
+            let item = output_item(&offering(tool), &Reply::Shell("ls".into()), 1);
+            assert_eq!(item["name"], tool);
+            let got: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
+            assert_eq!(got, arguments, "{tool}");
+        }
+    }
+}
