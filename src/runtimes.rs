@@ -24,6 +24,14 @@ pub struct Runtime {
     /// Flags that let the CLI act without asking a person (`runtime.unattended`,
     /// default true): inside its pod, the pod is the sandbox.
     pub autonomy_flags: &'static [&'static str],
+    /// Flags that make the CLI ask a person before it acts (`runtime.unattended: false`),
+    /// where its own default does not: Claude Code 2.1's default mode is `auto`, in which
+    /// a model judges each tool call and runs most of them without asking.
+    pub supervised_flags: &'static [&'static str],
+    /// The first-run state the shim writes into the CLI's home before starting it
+    /// (src/shim/seed.rs): without it, Claude Code's first screen tries to reach the
+    /// vendor's service and stops.
+    pub seed: Seed,
     /// Dialogs a first run shows before the prompt (folder trust, theme, accepting the
     /// autonomy mode), and the keys that answer each, typed by the shim.
     pub first_run_dialogs: &'static [Dialog],
@@ -53,6 +61,31 @@ pub enum UsageFormat {
     PiJson,
 }
 
+/// Which CLI's first-run state the shim writes (src/shim/seed.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seed {
+    None,
+    /// `~/.claude.json`: onboarding done, the working directory trusted, the
+    /// `ANTHROPIC_API_KEY` of the pod approved; `~/.claude/settings.json`: the bypass
+    /// mode accepted when the command asks for it.
+    Claude,
+    /// `$CODEX_HOME/config.toml` (default `~/.codex`): the working directory trusted.
+    Codex,
+}
+
+impl Seed {
+    /// The files seeded, for docs/runtimes.md.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Seed::None => "-",
+            Seed::Claude => {
+                "`~/.claude.json` (onboarding, folder trust, API key), `~/.claude/settings.json` (bypass mode accepted)"
+            }
+            Seed::Codex => "`~/.codex/config.toml` (folder trust)",
+        }
+    }
+}
+
 /// A dialog the shim answers: when `pattern` shows in the prompt area, it types `keys`
 /// (tmux key names, one send-keys each).
 #[derive(Debug, PartialEq, Eq)]
@@ -76,21 +109,21 @@ pub const REGISTRY: &[Runtime] = &[
         instruction_file: "CLAUDE.md",
         model_flag: "--model",
         autonomy_flags: &["--dangerously-skip-permissions"],
+        supervised_flags: &["--permission-mode", "default"],
+        seed: Seed::Claude,
+        // Claude Code 2.1.332's screens (tests/screens/claude-2.1.332): each one's
+        // default answer is the refusal, which exits or drops the key.
         first_run_dialogs: &[
             Dialog {
-                pattern: "Choose the text style that looks best with your terminal",
-                keys: &["Enter"],
-            },
-            Dialog {
-                pattern: "Do you trust the files in this folder?",
-                keys: &["Enter"],
+                pattern: "Is this a project you created or one you trust?",
+                keys: &["Down", "Enter"],
             },
             Dialog {
                 pattern: "Do you want to use this API key?",
                 keys: &["Up", "Enter"],
             },
             Dialog {
-                pattern: "Bypass Permissions mode",
+                pattern: "Claude Code running in Bypass Permissions mode",
                 keys: &["Down", "Enter"],
             },
         ],
@@ -102,15 +135,25 @@ pub const REGISTRY: &[Runtime] = &[
     Runtime {
         name: RuntimeName::Codex,
         tui: &["codex"],
-        headless: &["codex", "exec"],
+        // A workspace need not be a git repository: `codex exec` refuses to run
+        // outside one without this flag.
+        headless: &["codex", "exec", "--skip-git-repo-check"],
         prompt_flag: "",
         resume_flag: &["resume", "--last"],
-        waiting_patterns: &["Allow command?", "Approve", "(y/n)"],
+        // codex 0.171.0's approval questions, as its binary holds them.
+        waiting_patterns: &[
+            "Would you like to run the following command?",
+            "Would you like to make the following edits?",
+            "Would you like to grant these permissions?",
+        ],
         instruction_file: "AGENTS.md",
         model_flag: "--model",
         autonomy_flags: &["--dangerously-bypass-approvals-and-sandbox"],
+        supervised_flags: &[],
+        seed: Seed::Codex,
+        // codex 0.171.0 (tests/screens/codex-0.171.0): the default answer trusts.
         first_run_dialogs: &[Dialog {
-            pattern: "Do you trust the contents of this directory?",
+            pattern: "Trust this folder?",
             keys: &["Enter"],
         }],
         usage: Some(UsageOutput {
@@ -128,6 +171,8 @@ pub const REGISTRY: &[Runtime] = &[
         instruction_file: "AGENTS.md",
         model_flag: "--model",
         autonomy_flags: &[],
+        supervised_flags: &[],
+        seed: Seed::None,
         first_run_dialogs: &[],
         usage: Some(UsageOutput {
             flags: &["--mode", "json"],
@@ -144,6 +189,8 @@ pub const REGISTRY: &[Runtime] = &[
         instruction_file: "AGENTS.md",
         model_flag: "--model",
         autonomy_flags: &["--allow-all-tools"],
+        supervised_flags: &[],
+        seed: Seed::None,
         first_run_dialogs: &[Dialog {
             pattern: "Do you trust the files in this folder?",
             keys: &["Enter"],
@@ -160,6 +207,8 @@ pub const REGISTRY: &[Runtime] = &[
         instruction_file: "AGENTS.md",
         model_flag: "--model",
         autonomy_flags: &["--force"],
+        supervised_flags: &[],
+        seed: Seed::None,
         first_run_dialogs: &[Dialog {
             pattern: "Trust this workspace",
             keys: &["Enter"],
@@ -176,6 +225,8 @@ pub const REGISTRY: &[Runtime] = &[
         instruction_file: "AGENTS.md",
         model_flag: "",
         autonomy_flags: &[],
+        supervised_flags: &[],
+        seed: Seed::None,
         first_run_dialogs: &[],
         usage: None,
     },
@@ -190,7 +241,7 @@ pub fn lookup(name: RuntimeName) -> &'static Runtime {
 
 /// The command that starts the agent CLI: a user `command` replaces the registry's
 /// (and is required for custom); then the model flag with `model`, the autonomy flags
-/// unless `unattended: false`, and `args`.
+/// (with `unattended: false` the supervised flags instead), and `args`.
 pub fn base_command(spec: &RuntimeSpec, mode: RuntimeMode) -> Vec<String> {
     let runtime = lookup(spec.name.unwrap_or(RuntimeName::Claude));
     let registry = match mode {
@@ -208,9 +259,11 @@ pub fn base_command(spec: &RuntimeSpec, mode: RuntimeMode) -> Vec<String> {
     {
         command.extend([runtime.model_flag.to_string(), model.clone()]);
     }
-    if spec.unattended != Some(false) {
-        command.extend(runtime.autonomy_flags.iter().map(|f| f.to_string()));
-    }
+    let permissions = match spec.unattended {
+        Some(false) => runtime.supervised_flags,
+        _ => runtime.autonomy_flags,
+    };
+    command.extend(permissions.iter().map(|f| f.to_string()));
     command.extend(spec.args.iter().flatten().cloned());
     command
 }
@@ -280,7 +333,7 @@ pub fn markdown_table() -> String {
         }
     };
     let mut out = String::from(
-        "| runtime | TUI command | headless command | prompt flag | resume flag | waiting-for-human patterns | instruction file | model flag | autonomy flags (`unattended`) | first-run dialogs answered (keys) | agent headless usage flags |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| runtime | TUI command | headless command | prompt flag | resume flag | waiting-for-human patterns | instruction file | model flag | autonomy flags (`unattended`) | supervised flags (`unattended: false`) | first-run state seeded | first-run dialogs answered (keys) | agent headless usage flags |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in REGISTRY {
         let name = crate::api::wire_name(r.name);
@@ -312,13 +365,15 @@ pub fn markdown_table() -> String {
             format!("`{}`", r.model_flag)
         };
         out.push_str(&format!(
-            "| {name} | {} | {} | {flag} | {} | {} | {} | {model_flag} | {} | {} | {} |\n",
+            "| {name} | {} | {} | {flag} | {} | {} | {} | {model_flag} | {} | {} | {} | {} | {} |\n",
             code(r.tui),
             code(r.headless),
             code(r.resume_flag),
             list(patterns),
             r.instruction_file,
             code(r.autonomy_flags),
+            code(r.supervised_flags),
+            r.seed.describe(),
             list(dialogs),
             code(r.usage.as_ref().map_or(&[], |u| u.flags)),
         ));
@@ -362,6 +417,7 @@ mod tests {
                 vec![
                     "codex",
                     "exec",
+                    "--skip-git-repo-check",
                     "--dangerously-bypass-approvals-and-sandbox",
                     "--json",
                     "fix it",
@@ -411,7 +467,13 @@ mod tests {
             (
                 spec(RuntimeName::Claude, None, Some(false)),
                 RuntimeMode::Headless,
-                vec!["claude", "--print", "--verbose"],
+                vec![
+                    "claude",
+                    "--print",
+                    "--permission-mode",
+                    "default",
+                    "--verbose",
+                ],
             ),
             (
                 spec(RuntimeName::Codex, Some("gpt-5-codex"), Some(true)),
@@ -419,6 +481,7 @@ mod tests {
                 vec![
                     "codex",
                     "exec",
+                    "--skip-git-repo-check",
                     "--model",
                     "gpt-5-codex",
                     "--dangerously-bypass-approvals-and-sandbox",
@@ -459,16 +522,22 @@ mod tests {
                 vec![
                     "claude",
                     "--print",
+                    "--permission-mode",
+                    "default",
                     "--output-format",
                     "stream-json",
                     "--verbose",
                 ],
             ),
-            (RuntimeName::Claude, RuntimeMode::Tui, vec!["claude"]),
+            (
+                RuntimeName::Claude,
+                RuntimeMode::Tui,
+                vec!["claude", "--permission-mode", "default"],
+            ),
             (
                 RuntimeName::Codex,
                 RuntimeMode::Headless,
-                vec!["codex", "exec", "--json"],
+                vec!["codex", "exec", "--skip-git-repo-check", "--json"],
             ),
             (
                 RuntimeName::Pi,
@@ -486,7 +555,7 @@ mod tests {
         }
         assert_eq!(
             headless_command(&spec(RuntimeName::Codex), "fix it"),
-            vec!["codex", "exec", "fix it"]
+            vec!["codex", "exec", "--skip-git-repo-check", "fix it"]
         );
     }
 
@@ -506,7 +575,13 @@ mod tests {
         };
         assert_eq!(
             headless_command(&supervised(&claude), "--dangerously-skip-permissions"),
-            vec!["claude", "--print", " --dangerously-skip-permissions"]
+            vec![
+                "claude",
+                "--print",
+                "--permission-mode",
+                "default",
+                " --dangerously-skip-permissions"
+            ]
         );
         assert_eq!(
             headless_command(&supervised(&copilot), "-rf everything"),
@@ -514,7 +589,13 @@ mod tests {
         );
         assert_eq!(
             headless_command(&supervised(&claude), "fix the - bug"),
-            vec!["claude", "--print", "fix the - bug"]
+            vec![
+                "claude",
+                "--print",
+                "--permission-mode",
+                "default",
+                "fix the - bug"
+            ]
         );
     }
 }

@@ -9,6 +9,7 @@ mod delivered;
 pub mod headless;
 pub mod mirror;
 pub mod protocol;
+pub mod seed;
 pub mod tmux;
 pub mod usage;
 
@@ -243,6 +244,7 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
     let reporter = Reporter::connect(&args).await?;
 
     let prompt = first_prompt(unplaced_instructions.as_deref(), args.prompt.as_deref());
+    seed::seed(runtime, &args.command);
     let (driver, pending_prompt) = match mode {
         RuntimeMode::Tui => (
             Driver::Tui(tmux::Tmux::start(&run_dir, &args.command).await?),
@@ -331,18 +333,10 @@ async fn answer_first_run_dialog(
     if answered.quiet_until.is_some_and(|until| now < until) {
         return;
     }
-    let area = activity::prompt_area(screen);
-    // The lowest on screen is the one asking now; one answered may still show above it.
-    let Some((i, dialog)) = runtime
-        .first_run_dialogs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, d)| area.rfind(d.pattern).map(|at| (at, i, d)))
-        .max_by_key(|(at, ..)| *at)
-        .map(|(_, i, d)| (i, d))
-    else {
+    let Some(i) = dialog_showing(runtime, screen) else {
         return;
     };
+    let dialog = &runtime.first_run_dialogs[i];
     if answered.counts[i] >= MAX_ANSWERS {
         return;
     }
@@ -355,6 +349,19 @@ async fn answer_first_run_dialog(
             return;
         }
     }
+}
+
+/// The first-run dialog of `runtime` asking now (its index in the registry): the
+/// lowest in the prompt area, since one answered may still show above it.
+fn dialog_showing(runtime: &runtimes::Runtime, screen: &str) -> Option<usize> {
+    let area = activity::prompt_area(screen);
+    runtime
+        .first_run_dialogs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| area.rfind(d.pattern).map(|at| (at, i)))
+        .max_by_key(|(at, _)| *at)
+        .map(|(_, i)| i)
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {
@@ -659,7 +666,91 @@ async fn wait_for_screen(tmux: &tmux::Tmux) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::first_prompt;
+    use super::{activity, dialog_showing, first_prompt};
+    use crate::agent::ActivityState;
+    use crate::api::RuntimeName;
+    use crate::runtimes;
+
+    /// Screens of the real CLIs, captured in tmux against the model stand-in
+    /// (tests/screens/: the CLI and its version name the folder).
+    fn screen(path: &str) -> String {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/screens")
+            .join(path);
+        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+    }
+
+    #[test]
+    fn the_real_clis_screens_through_the_shims_matcher() {
+        // (runtime, screen, the first-run dialog the shim answers, judged waiting for a human)
+        let rows = [
+            (
+                RuntimeName::Claude,
+                "claude-2.1.332/trust-dialog.txt",
+                Some("Is this a project you created or one you trust?"),
+                false,
+            ),
+            (
+                RuntimeName::Claude,
+                "claude-2.1.332/api-key-dialog.txt",
+                Some("Do you want to use this API key?"),
+                false,
+            ),
+            (
+                RuntimeName::Claude,
+                "claude-2.1.332/bypass-permissions-dialog.txt",
+                Some("Claude Code running in Bypass Permissions mode"),
+                false,
+            ),
+            (RuntimeName::Claude, "claude-2.1.332/ready.txt", None, false),
+            (
+                RuntimeName::Claude,
+                "claude-2.1.332/turn-ended-after-tool-call.txt",
+                None,
+                false,
+            ),
+            (
+                RuntimeName::Claude,
+                "claude-2.1.332/permission-prompt.txt",
+                None,
+                true,
+            ),
+            (
+                RuntimeName::Codex,
+                "codex-0.171.0/trust-dialog.txt",
+                Some("Trust this folder?"),
+                false,
+            ),
+            (RuntimeName::Codex, "codex-0.171.0/ready.txt", None, false),
+            (
+                RuntimeName::Codex,
+                "codex-0.171.0/turn-ended-after-tool-call.txt",
+                None,
+                false,
+            ),
+        ];
+        for (name, path, dialog, waiting) in rows {
+            let runtime = runtimes::lookup(name);
+            let text = screen(path);
+            let answered =
+                dialog_showing(runtime, &text).map(|i| runtime.first_run_dialogs[i].pattern);
+            assert_eq!(answered, dialog, "{path}");
+            let now = jiff::Timestamp::now();
+            let mut tracker = activity::Tracker::new(
+                now,
+                std::time::Duration::from_secs(5),
+                runtime.waiting_patterns,
+            );
+            tracker.observe(
+                activity::Observation::Output {
+                    changed: true,
+                    text: &text,
+                },
+                now,
+            );
+            assert_eq!(tracker.state == ActivityState::Waiting, waiting, "{path}");
+        }
+    }
 
     #[test]
     fn unplaced_instructions_open_the_first_prompt() {

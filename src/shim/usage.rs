@@ -307,3 +307,40 @@ mod tests {
         assert_eq!(meter.usage().unwrap().runs, 1);
     }
 }
+
+/// The real CLIs' JSON output (tests/screens/), from a run against the model stand-in
+/// that answered two requests of 120 input and 30 output tokens each.
+#[cfg(test)]
+mod real_output_tests {
+    use super::*;
+
+    #[test]
+    fn the_real_clis_usage_is_what_the_model_sent() {
+        let rows = [
+            (
+                UsageFormat::ClaudeStreamJson,
+                "claude-2.1.332/print-stream-json.jsonl",
+            ),
+            (UsageFormat::CodexJsonl, "codex-0.171.0/exec-json.jsonl"),
+        ];
+        for (format, path) in rows {
+            let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/screens")
+                .join(path);
+            let mut meter = Meter::new(format);
+            meter.feed(&std::fs::read(&file).unwrap());
+            meter.run_ended();
+            let usage = meter.usage().unwrap_or_else(|| panic!("{path}: no usage"));
+            assert_eq!(
+                (
+                    usage.runs,
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.total_tokens
+                ),
+                (1, 240, 60, 300),
+                "{path}"
+            );
+        }
+    }
+}

@@ -7,9 +7,14 @@ use serde_json::{Value, json};
 use crate::scenario::{Last, Reply, Usage};
 use crate::sse;
 
-/// The last message of a Messages request: a user's text, or tool results.
+/// The last message of a Messages request: a user's text, or tool results. Claude Code
+/// may close the list with a `system` message (the environment, the date): the
+/// conversation's last message is the one before it.
 pub fn last_message(body: &Value) -> Last {
-    let Some(last) = body["messages"].as_array().and_then(|m| m.last()) else {
+    let Some(last) = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rfind(|m| m["role"] != "system"))
+    else {
         return Last::Other;
     };
     if last["role"] != "user" {
@@ -51,10 +56,12 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-/// Whether the request offers tools: Claude Code's agent loop does; its side requests
-/// (a session's title, a topic check) do not.
-pub fn offers_tools(body: &Value) -> bool {
-    body["tools"].as_array().is_some_and(|t| !t.is_empty())
+/// Whether the request offers the `Bash` tool: Claude Code's agent loop does; its side
+/// requests (a session's title, a topic check) do not.
+pub fn agent_loop(body: &Value) -> bool {
+    body["tools"]
+        .as_array()
+        .is_some_and(|tools| tools.iter().any(|t| t["name"] == "Bash"))
 }
 
 /// The content blocks of `reply`; a shell command is a call of Claude Code's `Bash` tool.
@@ -178,6 +185,11 @@ mod tests {
             (
                 json!({"messages": [{"role": "assistant", "content": "hi"}]}),
                 Last::Other,
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "fix it"},
+                                    {"role": "system", "content": "Today's date is ..."}]}),
+                Last::UserText("fix it".into()),
             ),
         ];
         for (body, expected) in rows {

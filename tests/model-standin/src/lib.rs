@@ -36,7 +36,8 @@ pub enum Api {
 pub struct Exchange {
     pub api: Api,
     pub model: String,
-    /// Whether the request offered tools: the CLI's agent loop, not a side request.
+    /// Whether the request offered the shell tool: the CLI's agent loop, not a side
+    /// request (a title, a topic check). Only the agent loop follows the scenario.
     pub agent_loop: bool,
     pub last: Last,
     /// The scenario's turn that answered, if one fitted.
@@ -124,8 +125,7 @@ fn answer(shared: &Mutex<Shared>, api: Api, body: Value, last: Last, agent_loop:
     };
     if let Some(log) = shared.log.as_mut() {
         use std::io::Write;
-        let mut line = serde_json::to_value(&exchange).unwrap_or_default();
-        line["body"] = Value::Null;
+        let line = serde_json::to_value(&exchange).unwrap_or_default();
         let _ = writeln!(log, "{line}");
     }
     shared.exchanges.push(exchange.clone());
@@ -162,7 +162,7 @@ async fn messages(State(shared): State<Arc<Mutex<Shared>>>, body: Bytes) -> Resp
         Err(refusal) => return refusal,
     };
     let last = anthropic::last_message(&body);
-    let agent_loop = anthropic::offers_tools(&body);
+    let agent_loop = anthropic::agent_loop(&body);
     let stream = body["stream"] == true;
     let id = shared.lock().unwrap().exchanges.len() as u64;
     let exchange = answer(&shared, Api::AnthropicMessages, body, last, agent_loop);
@@ -194,7 +194,7 @@ async fn responses(State(shared): State<Arc<Mutex<Shared>>>, body: Bytes) -> Res
         Err(refusal) => return refusal,
     };
     let last = openai::last_message(&body);
-    let agent_loop = openai::offers_tools(&body);
+    let agent_loop = openai::agent_loop(&body);
     let stream = body["stream"] == true;
     let id = shared.lock().unwrap().exchanges.len() as u64;
     let exchange = answer(&shared, Api::OpenaiResponses, body, last, agent_loop);

@@ -47,27 +47,35 @@ fn output_text(output: &Value) -> String {
     }
 }
 
-pub fn offers_tools(body: &Value) -> bool {
-    body["tools"].as_array().is_some_and(|t| !t.is_empty())
+/// The names of the functions codex runs commands through, in the order preferred.
+const SHELL_TOOLS: [&str; 3] = ["exec_command", "shell_command", "shell"];
+
+/// Whether the request offers a shell tool: codex's agent loop does; its side requests
+/// (a thread's title, which offers `apply_patch` alone) do not.
+pub fn agent_loop(body: &Value) -> bool {
+    offered_shell(body).is_some()
 }
 
-/// The function codex runs commands through, and its arguments for `command`: the
-/// tool's name and parameters differ between codex releases, so the request's own
-/// tool list decides.
-fn shell_call(body: &Value, command: &str) -> (String, Value) {
+fn offered_shell(body: &Value) -> Option<&'static str> {
     let offered: Vec<&str> = body["tools"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    if offered.contains(&"exec_command") {
-        ("exec_command".into(), json!({"cmd": command}))
-    } else if offered.contains(&"shell_command") {
-        ("shell_command".into(), json!({"command": command}))
-    } else {
-        ("shell".into(), json!({"command": ["bash", "-lc", command]}))
-    }
+    SHELL_TOOLS.into_iter().find(|name| offered.contains(name))
+}
+
+/// The function codex runs commands through, and its arguments for `command`: the
+/// tool's name and parameters differ between codex releases, so the request's own
+/// tool list decides.
+fn shell_call(body: &Value, command: &str) -> (String, Value) {
+    let arguments = match offered_shell(body) {
+        Some("exec_command") => json!({"cmd": command}),
+        Some("shell_command") => json!({"command": command}),
+        _ => json!({"command": ["bash", "-lc", command]}),
+    };
+    (offered_shell(body).unwrap_or("shell").into(), arguments)
 }
 
 fn output_item(body: &Value, reply: &Reply, id: u64) -> Value {
@@ -181,6 +189,14 @@ mod tests {
         for (body, expected) in rows {
             assert_eq!(last_message(&body), expected, "{body}");
         }
+    }
+
+    #[test]
+    fn only_a_request_offering_a_shell_is_the_agent_loop() {
+        let offering = |names: &[&str]| json!({"tools": names.iter().map(|n| json!({"type": "function", "name": n})).collect::<Vec<_>>()});
+        assert!(agent_loop(&offering(&["exec_command", "apply_patch"])));
+        assert!(!agent_loop(&offering(&["apply_patch"])), "a thread title");
+        assert!(!agent_loop(&json!({})));
     }
 
     #[test]
