@@ -8,6 +8,12 @@
 #                         packages (bash, tmux, git) with the scripted CLIs of
 #                         tests/fake-agents as `claude` and `codex`; as
 #                         hack/image/agent-test.Dockerfile
+#   build.sh agent-claude the same Debian base with the real Claude Code, its native
+#                         binary from the npm registry at the version pinned in
+#                         hack/image/real-clis.env (CLAUDE_CODE_VERSION overrides it);
+#                         as hack/image/agent-claude.Dockerfile
+#   build.sh agent-codex  the same with the real codex (CODEX_VERSION); as
+#                         hack/image/agent-codex.Dockerfile
 #
 # Prints the archive's path on the last line of stdout. The image names are in
 # hack/image/images.env. The Debian root filesystem is cached outside the repository
@@ -17,6 +23,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 # shellcheck source=images.env
 source "$here/images.env"
+# The environment's versions win over the pinned ones (make real-cli-latest).
+pinned_claude="${CLAUDE_CODE_VERSION:-}" pinned_codex="${CODEX_VERSION:-}"
+# shellcheck source=real-clis.env
+source "$here/real-clis.env"
+CLAUDE_CODE_VERSION="${pinned_claude:-$CLAUDE_CODE_VERSION}"
+CODEX_VERSION="${pinned_codex:-$CODEX_VERSION}"
 cache="${OVERSEER_TESTENV_CACHE:-$HOME/.cache/overseer-testenv}/images"
 log() { echo "image: $*" >&2; }
 
@@ -123,8 +135,75 @@ agent_test() {
   echo "$out"
 }
 
+# The npm package `spec` (NAME@VERSION) unpacked, cached by name and version: its
+# directory. `npm pack` fetches the tarball alone; no install script runs.
+npm_package() {
+  local spec="$1"
+  local dir="$cache/npm/${spec//\//+}"
+  if [ ! -d "$dir/package" ]; then
+    need_packages npm:npm
+    local work; work="$(mktemp -d)"
+    log "npm pack $spec (once; cached)"
+    (cd "$work" && npm pack --silent "$spec" >&2) || { log "npm pack $spec failed"; exit 1; }
+    mkdir -p "$work/unpacked"
+    tar -C "$work/unpacked" -xzf "$work"/*.tgz || { log "no tarball for $spec"; exit 1; }
+    mkdir -p "$(dirname "$dir")"
+    rm -rf "$dir" && mv "$work/unpacked" "$dir"
+    rm -rf "$work"
+  fi
+  echo "$dir"
+}
+
+# What every agent image with a real CLI holds besides the CLI: the agent test image's
+# Debian base, a home for the CLI's state and the workspace, both the agent user's.
+fill_agent_base() {
+  local root="$1"
+  tar -C "$root" --numeric-owner -xf "$AGENT_ROOTFS"
+  install -d -m 0755 -o 65532 -g 65532 "$root/workspace" "$root/home/agent"
+}
+
+fill_agent_claude() {
+  local root="$1"
+  fill_agent_base "$root"
+  install -m 0755 "$CLI_PACKAGE/package/claude" "$root/usr/local/bin/claude"
+}
+
+fill_agent_codex() {
+  local root="$1"
+  fill_agent_base "$root"
+  # The native package's layout as the npm launcher expects it: bin/, the tools it
+  # puts on PATH (codex-path: rg) and its resources (bwrap).
+  mkdir -p "$root/opt/codex"
+  cp -a "$CLI_PACKAGE/package/vendor/x86_64-unknown-linux-musl/." "$root/opt/codex/"
+  ln -s /opt/codex/bin/codex "$root/usr/local/bin/codex"
+}
+
+# agent_cli NAME PACKAGE@VERSION VERSION FILL REPOSITORY [PATH_PREFIX]: an agent image with a
+# real CLI, tagged VERSION.
+agent_cli() {
+  local name="$1" package="$2" version="$3" fill="$4" repository="$5" path_prefix="${6:-}"
+  need_packages umoci:umoci
+  AGENT_ROOTFS="$(agent_rootfs)"
+  CLI_PACKAGE="$(npm_package "$package")"
+  local out="$cache/$name-$version.tar"
+  oci_archive "$out" "$repository:$version" "$fill" \
+    --config.user 65532:65532 --config.workingdir /workspace \
+    --config.env PATH=$path_prefix/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --config.env HOME=/home/agent --config.env DISABLE_AUTOUPDATER=1 \
+    --config.cmd /bin/bash
+  log "$name image $repository:$version: $(du -h "$out" | cut -f1) archive"
+  echo "$out"
+}
+
 case "${1:-}" in
   operator) operator ;;
   agent-test) agent_test ;;
-  *) echo "usage: $0 operator | agent-test" >&2; exit 2 ;;
+  agent-claude)
+    agent_cli agent-claude "@anthropic-ai/claude-code-linux-x64@$CLAUDE_CODE_VERSION" "$CLAUDE_CODE_VERSION" \
+      fill_agent_claude "$AGENT_CLAUDE_REPOSITORY" ;;
+  agent-codex)
+    # codex publishes its native builds as versions of its own package.
+    agent_cli agent-codex "@openai/codex@$CODEX_VERSION-linux-x64" "$CODEX_VERSION" \
+      fill_agent_codex "$AGENT_CODEX_REPOSITORY" /opt/codex/codex-path: ;;
+  *) echo "usage: $0 operator | agent-test | agent-claude | agent-codex" >&2; exit 2 ;;
 esac
