@@ -14,6 +14,13 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
 # shellcheck source=../image/images.env
 source hack/image/images.env
+# The real CLIs' versions: pinned, unless the environment names others (make real-cli-latest).
+pinned_claude="${CLAUDE_CODE_VERSION:-}" pinned_codex="${CODEX_VERSION:-}"
+# shellcheck source=../image/real-clis.env
+source hack/image/real-clis.env
+CLAUDE_CODE_VERSION="${pinned_claude:-$CLAUDE_CODE_VERSION}" CODEX_VERSION="${pinned_codex:-$CODEX_VERSION}"
+export CLAUDE_CODE_VERSION CODEX_VERSION
+CLAUDE_IMAGE="$AGENT_CLAUDE_REPOSITORY:$CLAUDE_CODE_VERSION" CODEX_IMAGE="$AGENT_CODEX_REPOSITORY:$CODEX_VERSION"
 platform="${E2E_PLATFORM:-local}"
 log() { echo "e2e: $*" >&2; }
 phase_start=$SECONDS
@@ -30,8 +37,13 @@ case "$platform" in
     took "operator image built"
     agent_archive="$(bash hack/image/build.sh agent-test | tail -n 1)"
     took "agent test image built"
+    claude_archive="$(bash hack/image/build.sh agent-claude | tail -n 1)"
+    codex_archive="$(bash hack/image/build.sh agent-codex | tail -n 1)"
+    took "real-CLI agent images built (claude $CLAUDE_CODE_VERSION, codex $CODEX_VERSION)"
     bash hack/node/node.sh load "$operator_archive" "$OPERATOR_IMAGE"
     bash hack/node/node.sh load "$agent_archive" "$AGENT_TEST_IMAGE"
+    bash hack/node/node.sh load "$claude_archive" "$CLAUDE_IMAGE"
+    bash hack/node/node.sh load "$codex_archive" "$CODEX_IMAGE"
     took "images imported into the node's containerd"
     # Every pod of an e2e namespace goes to the real node, none to kwok's.
     export OVERSEER_E2E_NODE_LABEL=overseer.dev/real-node=true
@@ -40,15 +52,21 @@ case "$platform" in
     kubeconfig="${KUBECONFIG:-$HOME/.kube/config}"
     docker build -t "$OPERATOR_IMAGE" .
     docker build -f hack/image/agent-test.Dockerfile -t "$AGENT_TEST_IMAGE" .
+    docker build -f hack/image/agent-claude.Dockerfile \
+      --build-arg "CLAUDE_CODE_VERSION=$CLAUDE_CODE_VERSION" -t "$CLAUDE_IMAGE" .
+    docker build -f hack/image/agent-codex.Dockerfile \
+      --build-arg "CODEX_VERSION=$CODEX_VERSION" -t "$CODEX_IMAGE" .
     took "images built"
-    kind load docker-image --name "${KIND_CLUSTER_NAME:-kind}" "$OPERATOR_IMAGE" "$AGENT_TEST_IMAGE"
+    kind load docker-image --name "${KIND_CLUSTER_NAME:-kind}" "$OPERATOR_IMAGE" "$AGENT_TEST_IMAGE" \
+      "$CLAUDE_IMAGE" "$CODEX_IMAGE"
     took "images loaded into kind"
     ;;
   *) log "E2E_PLATFORM is local or kind, not $platform"; exit 2 ;;
 esac
 
 export OVERSEER_TEST_KUBECONFIG="$kubeconfig" OVERSEER_E2E_IMAGE="$OPERATOR_IMAGE" \
-  OVERSEER_E2E_AGENT_IMAGE="$AGENT_TEST_IMAGE"
+  OVERSEER_E2E_AGENT_IMAGE="$AGENT_TEST_IMAGE" OVERSEER_E2E_CLAUDE_IMAGE="$CLAUDE_IMAGE" \
+  OVERSEER_E2E_CODEX_IMAGE="$CODEX_IMAGE"
 mkdir -p target/test-logs
 # One test at a time: each installs two operator replicas and runs real containers.
 set +e

@@ -18,7 +18,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=cli /cli/package/claude /usr/local/bin/claude
 RUN install -d -m 0755 -o 65532 -g 65532 /workspace /home/agent
-ENV HOME=/home/agent DISABLE_AUTOUPDATER=1
+# No update checks, telemetry or error reports from inside a pod.
+ENV HOME=/home/agent CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1
 USER 65532:65532
 WORKDIR /workspace
 CMD ["/bin/bash"]

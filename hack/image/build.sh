@@ -178,10 +178,11 @@ fill_agent_codex() {
   ln -s /opt/codex/bin/codex "$root/usr/local/bin/codex"
 }
 
-# agent_cli NAME PACKAGE@VERSION VERSION FILL REPOSITORY [PATH_PREFIX]: an agent image with a
-# real CLI, tagged VERSION.
+# agent_cli NAME PACKAGE@VERSION VERSION FILL REPOSITORY PATH_PREFIX [UMOCI_CONFIG...]: an
+# agent image with a real CLI, tagged VERSION.
 agent_cli() {
-  local name="$1" package="$2" version="$3" fill="$4" repository="$5" path_prefix="${6:-}"
+  local name="$1" package="$2" version="$3" fill="$4" repository="$5" path_prefix="$6"
+  shift 6
   need_packages umoci:umoci
   AGENT_ROOTFS="$(agent_rootfs)"
   CLI_PACKAGE="$(npm_package "$package")"
@@ -189,8 +190,7 @@ agent_cli() {
   oci_archive "$out" "$repository:$version" "$fill" \
     --config.user 65532:65532 --config.workingdir /workspace \
     --config.env PATH=$path_prefix/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --config.env HOME=/home/agent --config.env DISABLE_AUTOUPDATER=1 \
-    --config.cmd /bin/bash
+    --config.env HOME=/home/agent --config.cmd /bin/bash "$@"
   log "$name image $repository:$version: $(du -h "$out" | cut -f1) archive"
   echo "$out"
 }
@@ -200,7 +200,8 @@ case "${1:-}" in
   agent-test) agent_test ;;
   agent-claude)
     agent_cli agent-claude "@anthropic-ai/claude-code-linux-x64@$CLAUDE_CODE_VERSION" "$CLAUDE_CODE_VERSION" \
-      fill_agent_claude "$AGENT_CLAUDE_REPOSITORY" ;;
+      fill_agent_claude "$AGENT_CLAUDE_REPOSITORY" "" \
+      --config.env CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 ;;
   agent-codex)
     # codex publishes its native builds as versions of its own package.
     agent_cli agent-codex "@openai/codex@$CODEX_VERSION-linux-x64" "$CODEX_VERSION" \

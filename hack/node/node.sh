@@ -112,6 +112,11 @@ TOML
 
 kubelet_up() {
   mkdir -p "$state/kubelet" "$state/pod-logs"
+  # The node's pods have no DNS: there is no cluster DNS, and the machine's own resolver
+  # is not theirs to use. A resolver that answers nothing fails a lookup at once, where
+  # an unreachable one makes a CLI that looks up its vendor's hosts at start (Claude
+  # Code) wait for timeouts before it takes input.
+  echo "nameserver 127.0.0.1" >"$state/resolv.conf"
   cat >"$state/kubelet.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -128,6 +133,7 @@ authorization: {mode: AlwaysAllow}
 registerWithTaints: [{key: overseer.dev/real-node, value: "true", effect: NoSchedule}]
 podLogsDir: $state/pod-logs
 serializeImagePulls: false
+resolvConf: $state/resolv.conf
 # Local images cannot be pulled again: never collect them, never evict for disk.
 imageGCHighThresholdPercent: 100
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}

@@ -15,4 +15,5 @@ mod chart;
 mod failover;
 mod goal;
 mod overseer_loop;
+mod real_cli;
 mod swarm;

@@ -34,6 +34,8 @@ pub enum Api {
 /// One request and what the stand-in answered.
 #[derive(Clone, Debug, Serialize)]
 pub struct Exchange {
+    /// When the request came, in milliseconds since the Unix epoch.
+    pub received_ms: u64,
     pub api: Api,
     pub model: String,
     /// Whether the request offered the shell tool: the CLI's agent loop, not a side
@@ -113,7 +115,11 @@ fn answer(shared: &Mutex<Shared>, api: Api, body: Value, last: Last, agent_loop:
         }
         None => (Reply::Text(scenario::UNSCRIPTED.into()), Usage::default()),
     };
+    let received_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
     let exchange = Exchange {
+        received_ms,
         api,
         model: body["model"].as_str().unwrap_or_default().to_string(),
         agent_loop,

@@ -1,0 +1,510 @@
+//! The real agent CLIs in real containers: Claude Code and codex from the npm registry
+//! (hack/image/real-clis.env), in the agent images of hack/image/build.sh, driven by
+//! the operator and the shim, against the model stand-in (tests/model-standin) that
+//! this test process serves on an address the pods reach. The stand-in answers each
+//! request from the test's scenario and records it: what a CLI sent is read there.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+use model_standin::{Exchange, Last, Reply, Scenario, Server, Turn, Usage, When};
+use overseer::agent::{ActivityState, Agent, AgentPhase};
+use overseer::goal::{Goal, GoalPhase, StepPhase};
+
+use crate::release::{address_for_pods, create, exec, install, namespace};
+use crate::support::cluster::{TestNamespace, wait_in};
+
+/// How long a real CLI may take from its pod's creation to a finished exchange.
+const CLI_WAIT: Duration = Duration::from_secs(180);
+const OVERSEER: &str = "/overseer/bin/overseer";
+
+fn image(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run the e2e suite through hack/e2e/run.sh (make test)")
+    })
+}
+
+fn claude_image() -> String {
+    image("OVERSEER_E2E_CLAUDE_IMAGE")
+}
+
+fn codex_image() -> String {
+    image("OVERSEER_E2E_CODEX_IMAGE")
+}
+
+fn turn(when: When, reply: Reply) -> Turn {
+    Turn {
+        when,
+        reply,
+        times: 1,
+        usage: Usage::default(),
+    }
+}
+
+fn prompt(text: &str) -> When {
+    When::Prompt(text.into())
+}
+
+fn tool_result(text: &str) -> When {
+    When::ToolResult(text.into())
+}
+
+fn text(text: &str) -> Reply {
+    Reply::Text(text.into())
+}
+
+fn shell(command: &str) -> Reply {
+    Reply::Shell(command.into())
+}
+
+/// The stand-in, serving `turns` on an address the namespace's pods reach, and the
+/// Secret `model` that points the CLIs at it: `ANTHROPIC_BASE_URL` and the API keys.
+async fn model(ns: &TestNamespace, turns: Vec<Turn>) -> Server {
+    let address = address_for_pods(ns).await;
+    let server = Server::start((address, 0).into(), Scenario { turns })
+        .await
+        .expect("the model stand-in's port");
+    create::<k8s_openapi::api::core::v1::Secret>(
+        ns,
+        &format!(
+            "{{apiVersion: v1, kind: Secret, metadata: {{name: model}},
+              stringData: {{ANTHROPIC_BASE_URL: '{}', ANTHROPIC_API_KEY: sk-ant-standin-0123456789abcdefghij,
+                            OPENAI_API_KEY: sk-standin-0123456789}}}}",
+            server.url
+        ),
+    )
+    .await;
+    println!("e2e[{}]: model stand-in at {}", ns.name, server.url);
+    server
+}
+
+/// The model codex is told to use: requests for it offer the shell as a plain function
+/// tool (`exec_command`), which the stand-in calls. codex 0.171's default model gets its
+/// tools nested in a JavaScript "code mode" namespace that the stand-in does not speak.
+const CODEX_MODEL: &str = "gpt-5.5-codex";
+
+/// codex's arguments that point it at the stand-in: a model provider given on the
+/// command line (`-c`), whose key is the pod's `OPENAI_API_KEY`.
+fn codex_provider_args(server: &Server) -> String {
+    format!(
+        "['-c', 'model_provider=\"standin\"', '-c', 'model_providers.standin={{name=\"Stand-in\", base_url=\"{}/v1\", env_key=\"OPENAI_API_KEY\", wire_api=\"responses\"}}']",
+        server.url
+    )
+}
+
+/// The agent-loop requests whose last message is a user text holding `needle`.
+fn prompts_with<'a>(exchanges: &'a [Exchange], needle: &str) -> Vec<&'a Exchange> {
+    exchanges
+        .iter()
+        .filter(|e| e.agent_loop && matches!(&e.last, Last::UserText(t) if t.contains(needle)))
+        .collect()
+}
+
+/// Prints each exchange of the agent loop, the hops the closing note quotes.
+fn print_hops(ns: &TestNamespace, server: &Server) {
+    for e in server.exchanges().iter().filter(|e| e.agent_loop) {
+        let last = match &e.last {
+            Last::UserText(t) => format!("user: {}", last_line(t)),
+            Last::ToolResult(t) => format!("tool result: {}", last_line(t)),
+            Last::Other => "other".into(),
+        };
+        let reply = match &e.reply {
+            Reply::Text(t) => format!("text {t:?}"),
+            Reply::Shell(c) => format!("shell {c:?}"),
+        };
+        println!(
+            "e2e[{}]: model {:?} {} <- {last} -> {reply}",
+            ns.name, e.api, e.model
+        );
+    }
+}
+
+fn last_line(text: &str) -> String {
+    let line = text.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+    line.chars().take(120).collect()
+}
+
+async fn agent_where(
+    ns: &TestNamespace,
+    name: &str,
+    what: &str,
+    wanted: impl Fn(&Agent) -> bool,
+) -> Agent {
+    let agents: Api<Agent> = ns.api();
+    wait_in(ns, what, CLI_WAIT, || {
+        let agents = agents.clone();
+        let wanted = &wanted;
+        async move {
+            let agent = agents.get(name).await.ok()?;
+            wanted(&agent).then_some(agent)
+        }
+    })
+    .await
+}
+
+fn phase(agent: &Agent) -> Option<AgentPhase> {
+    agent.status.as_ref()?.phase
+}
+
+fn activity(agent: &Agent) -> Option<ActivityState> {
+    Some(agent.status.as_ref()?.activity.as_ref()?.state)
+}
+
+/// Seconds from the pod's start to the stand-in's first agent-loop request holding
+/// `needle` (the first prompt accepted).
+async fn start_to_prompt(ns: &TestNamespace, pod: &str, server: &Server, needle: &str) -> f64 {
+    let pods: Api<Pod> = ns.api();
+    let started = pods
+        .get(pod)
+        .await
+        .unwrap()
+        .status
+        .and_then(|s| s.start_time)
+        .expect("the pod's start time")
+        .0
+        .as_millisecond();
+    let exchanges = server.exchanges();
+    let first = prompts_with(&exchanges, needle)
+        .first()
+        .map(|e| e.received_ms as i64)
+        .expect("the first prompt reached the model");
+    (first - started) as f64 / 1000.0
+}
+
+#[tokio::test]
+#[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
+async fn headless_claude_and_codex_report_the_models_text_and_usage() {
+    let ns = namespace("real-headless").await;
+    install(&ns).await;
+    let big = |input_tokens, output_tokens| Usage {
+        input_tokens,
+        output_tokens,
+    };
+    let server = model(
+        &ns,
+        vec![
+            // The Goal's step: a tool call, then the text that is the step's result.
+            turn(
+                prompt("Survey the billing module"),
+                shell("echo survey-marker-$((6*7))"),
+            ),
+            turn(
+                tool_result("survey-marker-42"),
+                text("Billing has three parts: invoices, proration, refunds."),
+            ),
+            // A headless claude Agent, two model calls.
+            Turn {
+                usage: big(1_000, 200),
+                ..turn(prompt("Count the claude modules"), shell("echo claude-counted"))
+            },
+            Turn {
+                usage: big(1_500, 300),
+                ..turn(tool_result("claude-counted"), text("There are 7 modules."))
+            },
+            // A headless codex Agent, two model calls.
+            Turn {
+                usage: big(2_000, 400),
+                ..turn(prompt("Count the codex modules"), shell("echo codex-counted"))
+            },
+            Turn {
+                usage: big(2_500, 500),
+                ..turn(tool_result("codex-counted"), text("There are 9 modules."))
+            },
+        ],
+    )
+    .await;
+    let claude = claude_image();
+    let codex = codex_image();
+    let started = Instant::now();
+    create::<Goal>(
+        &ns,
+        &format!(
+            "{{apiVersion: overseer.dev/v1alpha1, kind: Goal, metadata: {{name: survey}},
+              spec: {{defaults: {{runtime: {{name: claude, image: '{claude}'}}, maxRetries: 0}},
+                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}},
+                      steps: [{{name: survey, action: 'Survey the billing module'}}]}}}}"
+        ),
+    )
+    .await;
+    create::<Agent>(
+        &ns,
+        &format!(
+            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: counter-claude}},
+              spec: {{runtime: {{name: claude, mode: headless, image: '{claude}'}},
+                      prompt: 'Count the claude modules', loop: {{enabled: false}},
+                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}}}}}}"
+        ),
+    )
+    .await;
+    create::<Agent>(
+        &ns,
+        &format!(
+            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: counter-codex}},
+              spec: {{runtime: {{name: codex, mode: headless, image: '{codex}', model: {CODEX_MODEL}, args: {}}},
+                      prompt: 'Count the codex modules', loop: {{enabled: false}},
+                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}}}}}}",
+            codex_provider_args(&server)
+        ),
+    )
+    .await;
+
+    let goals: Api<Goal> = ns.api();
+    let goal = wait_in(&ns, "the goal Succeeded", CLI_WAIT, || {
+        let goals = goals.clone();
+        async move {
+            let goal = goals.get("survey").await.ok()?;
+            let phase = goal.status.as_ref()?.phase?;
+            (phase == GoalPhase::Succeeded || phase == GoalPhase::Paused).then_some(goal)
+        }
+    })
+    .await;
+    let status = goal.status.unwrap();
+    let step = &status.steps[0];
+    assert_eq!(status.phase, Some(GoalPhase::Succeeded), "{step:?}");
+    assert_eq!(step.phase, StepPhase::Succeeded);
+    assert_eq!(
+        step.result.as_deref(),
+        Some("Billing has three parts: invoices, proration, refunds."),
+        "the step's result is the model's last text"
+    );
+    println!(
+        "e2e[{}]: goal step (real claude --print) Succeeded in {:.1}s, result {:?}",
+        ns.name,
+        started.elapsed().as_secs_f64(),
+        step.result
+    );
+
+    // Each headless Agent's attempt sums what the stand-in sent for its conversation.
+    for (name, input, output) in [
+        ("counter-claude", 2_500, 500),
+        ("counter-codex", 4_500, 900),
+    ] {
+        let agent = agent_where(&ns, name, &format!("{name}'s run ended"), |a| {
+            let activity = a.status.as_ref().and_then(|s| s.activity.as_ref());
+            activity.is_some_and(|a| a.state == ActivityState::Exited && a.usage.is_some())
+        })
+        .await;
+        let activity = agent.status.unwrap().activity.unwrap();
+        let usage = activity.usage.unwrap();
+        assert_eq!(activity.exit_code, Some(0), "{name}");
+        assert_eq!(
+            (usage.runs, usage.input_tokens, usage.output_tokens),
+            (1, input, output),
+            "{name}: the attempt's usage is what the model stand-in sent"
+        );
+        println!(
+            "e2e[{}]: {name}: usage {} in / {} out over {} run(s), as the stand-in sent",
+            ns.name, usage.input_tokens, usage.output_tokens, usage.runs
+        );
+    }
+    assert!(
+        server.unused_turns().is_empty(),
+        "every scripted turn was used: {:?}",
+        server.unused_turns()
+    );
+    print_hops(&ns, &server);
+}
+
+#[tokio::test]
+#[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
+async fn the_real_claude_tui_is_nudged_to_done_and_a_permission_prompt_waits_for_a_person() {
+    let ns = namespace("real-loop").await;
+    install(&ns).await;
+    let server = model(
+        &ns,
+        vec![
+            // The first turn ends without `loop done`.
+            turn(
+                prompt("Build the widget"),
+                text("I have started on the widget; the tests are still missing."),
+            ),
+            turn(
+                prompt("[overseer] nudge"),
+                shell(&format!(
+                    "{OVERSEER} loop done --reason 'widget and tests' && echo loop-done-accepted"
+                )),
+            ),
+            turn(tool_result("loop-done-accepted"), text("Finished.")),
+            // The supervised agent's tool call: the CLI must ask, and nobody answers.
+            turn(
+                prompt("Touch the marker"),
+                shell("touch /workspace/made-without-asking"),
+            ),
+            turn(
+                tool_result(""),
+                text("(never sent: the command waits for a person)"),
+            ),
+        ],
+    )
+    .await;
+    let claude = claude_image();
+    create::<Agent>(
+        &ns,
+        &format!(
+            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: builder}},
+              spec: {{runtime: {{name: claude, image: '{claude}'}}, prompt: 'Build the widget',
+                      loop: {{enabled: true, interval: 1s, idleAfter: 3s, cooldown: 1m,
+                              autoNudgeWithoutOverseer: true}},
+                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}}}}}}"
+        ),
+    )
+    .await;
+    create::<Agent>(
+        &ns,
+        &format!(
+            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: careful}},
+              spec: {{runtime: {{name: claude, image: '{claude}', unattended: false}},
+                      prompt: 'Touch the marker', loop: {{enabled: false}},
+                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}}}}}}"
+        ),
+    )
+    .await;
+
+    let done = agent_where(&ns, "builder", "the builder Done", |a| {
+        phase(a) == Some(AgentPhase::Done)
+    })
+    .await;
+    let status = done.status.unwrap();
+    assert_eq!(status.loop_.as_ref().unwrap().nudges, 1, "one nudge");
+    let exchanges = server.exchanges();
+    let nudges = prompts_with(&exchanges, "[overseer] nudge");
+    assert_eq!(
+        nudges.len(),
+        1,
+        "the nudge reached the model once, as a user message"
+    );
+    let first_prompt = start_to_prompt(&ns, "builder-1", &server, "Build the widget").await;
+    println!(
+        "e2e[{}]: claude TUI: pod start -> first prompt at the model {first_prompt:.1}s",
+        ns.name
+    );
+
+    // The supervised claude asks before it runs the command, and nobody answers.
+    let waiting = agent_where(&ns, "careful", "careful waiting for a person", |a| {
+        activity(a) == Some(ActivityState::Waiting)
+    })
+    .await;
+    assert_eq!(phase(&waiting), Some(AgentPhase::Running));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let agents: Api<Agent> = ns.api();
+    let careful = agents.get("careful").await.unwrap();
+    assert_eq!(
+        activity(&careful),
+        Some(ActivityState::Waiting),
+        "still waiting 10 s later"
+    );
+    let exchanges = server.exchanges();
+    assert!(
+        !prompts_with(&exchanges, "Touch the marker").is_empty(),
+        "the prompt reached the model"
+    );
+    let unused = server.unused_turns();
+    assert_eq!(
+        unused,
+        vec![4],
+        "the command's result never went back to the model"
+    );
+    let made = exec(&ns, "careful-1", &["ls", "/workspace/made-without-asking"]);
+    assert!(!made.status.success(), "the command did not run");
+    print_hops(&ns, &server);
+}
+
+#[tokio::test]
+#[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
+async fn a_real_claude_overseer_directs_a_real_codex_builder() {
+    let ns = namespace("real-overseer").await;
+    install(&ns).await;
+    let direction = "continue: add the missing tests";
+    let server = model(
+        &ns,
+        vec![
+            turn(
+                prompt("Build the parser"),
+                text("I have started on the parser; the tests are still missing."),
+            ),
+            turn(
+                prompt("[overseer] wake"),
+                shell(&format!(
+                    "{OVERSEER} peek builder --lines 60 && echo peeked-builder"
+                )),
+            ),
+            turn(
+                tool_result("peeked-builder"),
+                shell(&format!(
+                    "{OVERSEER} send builder '{direction}' && echo sent-direction"
+                )),
+            ),
+            turn(tool_result("sent-direction"), text("Directed the builder.")),
+            turn(
+                prompt(direction),
+                shell(&format!(
+                    "{OVERSEER} loop done --reason 'parser and tests' && echo builder-done"
+                )),
+            ),
+            turn(tool_result("builder-done"), text("Done.")),
+        ],
+    )
+    .await;
+    let claude = claude_image();
+    let codex = codex_image();
+    create::<Agent>(
+        &ns,
+        &format!(
+            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: lead}},
+              spec: {{role: overseer, runtime: {{name: claude, image: '{claude}'}},
+                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}}}}}}"
+        ),
+    )
+    .await;
+    create::<Agent>(
+        &ns,
+        &format!(
+            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: builder}},
+              spec: {{overseer: lead, runtime: {{name: codex, image: '{codex}', model: {CODEX_MODEL}, args: {}}},
+                      prompt: 'Build the parser',
+                      loop: {{enabled: true, interval: 1s, idleAfter: 3s, cooldown: 1m}},
+                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}}}}}}",
+            codex_provider_args(&server)
+        ),
+    )
+    .await;
+
+    let done = agent_where(&ns, "builder", "the codex builder Done", |a| {
+        phase(a) == Some(AgentPhase::Done)
+    })
+    .await;
+    let status = done.status.unwrap();
+    assert_eq!(status.loop_.unwrap().wakes, 1, "one wake");
+    assert_eq!(status.last_message.unwrap().excerpt, direction);
+    let exchanges = server.exchanges();
+    let wakes = prompts_with(&exchanges, "[overseer] wake");
+    assert_eq!(wakes.len(), 1, "the wake reached the overseer's model once");
+    assert_eq!(wakes[0].api, model_standin::Api::AnthropicMessages);
+    let directed = prompts_with(&exchanges, direction);
+    assert!(
+        directed
+            .iter()
+            .any(|e| e.api == model_standin::Api::OpenaiResponses),
+        "the direction reached the builder's (codex's) model"
+    );
+    let peeked = exchanges
+        .iter()
+        .find_map(|e| match &e.last {
+            Last::ToolResult(t) if t.contains("peeked-builder") => Some(t.clone()),
+            _ => None,
+        })
+        .expect("the peek's output went back to the overseer's model");
+    assert!(
+        peeked.contains("the tests are still missing"),
+        "the overseer read the builder's screen: {peeked}"
+    );
+    for (pod, needle) in [("lead-1", "overseer"), ("builder-1", "Build the parser")] {
+        let seconds = start_to_prompt(&ns, pod, &server, needle).await;
+        println!(
+            "e2e[{}]: {pod}: pod start -> first prompt at the model {seconds:.1}s",
+            ns.name
+        );
+    }
+    print_hops(&ns, &server);
+}
