@@ -15,8 +15,8 @@ test: lint unit integration
 
 lint:
 	cargo fmt --all -- --check
-	cargo clippy --all-targets -- -D warnings
-	cargo clippy --all-targets --features otlp -- -D warnings
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets --features otlp -- -D warnings
 	bash hack/deny.sh
 
 unit:

@@ -196,7 +196,10 @@ async fn headless_claude_and_codex_report_the_models_text_and_usage() {
             // A headless claude Agent, two model calls.
             Turn {
                 usage: big(1_000, 200),
-                ..turn(prompt("Count the claude modules"), shell("echo claude-counted"))
+                ..turn(
+                    prompt("Count the claude modules"),
+                    shell("echo claude-counted"),
+                )
             },
             Turn {
                 usage: big(1_500, 300),
@@ -205,7 +208,10 @@ async fn headless_claude_and_codex_report_the_models_text_and_usage() {
             // A headless codex Agent, two model calls.
             Turn {
                 usage: big(2_000, 400),
-                ..turn(prompt("Count the codex modules"), shell("echo codex-counted"))
+                ..turn(
+                    prompt("Count the codex modules"),
+                    shell("echo codex-counted"),
+                )
             },
             Turn {
                 usage: big(2_500, 500),

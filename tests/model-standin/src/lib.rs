@@ -138,18 +138,6 @@ fn answer(shared: &Mutex<Shared>, api: Api, body: Value, last: Last, agent_loop:
     exchange
 }
 
-fn parse(body: &Bytes) -> Result<Value, Response> {
-    serde_json::from_slice(body).map_err(|error| {
-        (
-            StatusCode::BAD_REQUEST,
-            json_response(
-                json!({"error": {"type": "invalid_request_error", "message": error.to_string()}}),
-            ),
-        )
-            .into_response()
-    })
-}
-
 fn json_response(value: Value) -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],
@@ -158,68 +146,50 @@ fn json_response(value: Value) -> Response {
         .into_response()
 }
 
-fn event_stream(events: String) -> Response {
-    ([(header::CONTENT_TYPE, "text/event-stream")], events).into_response()
+/// A request of either API: parsed, answered from the scenario, recorded, and the
+/// answer rendered as that API renders it (a stream when the request asked for one).
+fn handle(shared: &Mutex<Shared>, api: Api, body: &Bytes) -> Response {
+    let body: Value = match serde_json::from_slice(body) {
+        Ok(body) => body,
+        Err(error) => {
+            let refusal =
+                json!({"error": {"type": "invalid_request_error", "message": error.to_string()}});
+            return (StatusCode::BAD_REQUEST, json_response(refusal)).into_response();
+        }
+    };
+    let (last, agent_loop) = match api {
+        Api::AnthropicMessages => (anthropic::last_message(&body), anthropic::agent_loop(&body)),
+        Api::OpenaiResponses => (openai::last_message(&body), openai::agent_loop(&body)),
+    };
+    let stream = body["stream"] == true;
+    let id = shared.lock().unwrap().exchanges.len() as u64;
+    let e = answer(shared, api, body, last, agent_loop);
+    let events =
+        |events: String| ([(header::CONTENT_TYPE, "text/event-stream")], events).into_response();
+    match (api, stream) {
+        (Api::AnthropicMessages, true) => {
+            events(anthropic::stream(&e.model, &e.reply, e.usage, id))
+        }
+        (Api::AnthropicMessages, false) => {
+            json_response(anthropic::message(&e.model, &e.reply, e.usage, id))
+        }
+        (Api::OpenaiResponses, true) => events(openai::stream(&e.body, &e.reply, e.usage, id)),
+        (Api::OpenaiResponses, false) => {
+            json_response(openai::response(&e.body, &e.reply, e.usage, id))
+        }
+    }
 }
 
 async fn messages(State(shared): State<Arc<Mutex<Shared>>>, body: Bytes) -> Response {
-    let body = match parse(&body) {
-        Ok(body) => body,
-        Err(refusal) => return refusal,
-    };
-    let last = anthropic::last_message(&body);
-    let agent_loop = anthropic::agent_loop(&body);
-    let stream = body["stream"] == true;
-    let id = shared.lock().unwrap().exchanges.len() as u64;
-    let exchange = answer(&shared, Api::AnthropicMessages, body, last, agent_loop);
-    if stream {
-        event_stream(anthropic::stream(
-            &exchange.model,
-            &exchange.reply,
-            exchange.usage,
-            id,
-        ))
-    } else {
-        json_response(anthropic::message(
-            &exchange.model,
-            &exchange.reply,
-            exchange.usage,
-            id,
-        ))
-        .into_response()
-    }
+    handle(&shared, Api::AnthropicMessages, &body)
 }
 
 async fn count_tokens() -> Response {
-    json_response(json!({"input_tokens": Usage::default().input_tokens})).into_response()
+    json_response(json!({"input_tokens": Usage::default().input_tokens}))
 }
 
 async fn responses(State(shared): State<Arc<Mutex<Shared>>>, body: Bytes) -> Response {
-    let body = match parse(&body) {
-        Ok(body) => body,
-        Err(refusal) => return refusal,
-    };
-    let last = openai::last_message(&body);
-    let agent_loop = openai::agent_loop(&body);
-    let stream = body["stream"] == true;
-    let id = shared.lock().unwrap().exchanges.len() as u64;
-    let exchange = answer(&shared, Api::OpenaiResponses, body, last, agent_loop);
-    if stream {
-        event_stream(openai::stream(
-            &exchange.body,
-            &exchange.reply,
-            exchange.usage,
-            id,
-        ))
-    } else {
-        json_response(openai::response(
-            &exchange.body,
-            &exchange.reply,
-            exchange.usage,
-            id,
-        ))
-        .into_response()
-    }
+    handle(&shared, Api::OpenaiResponses, &body)
 }
 
 async fn models() -> Response {
