@@ -56,22 +56,32 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-/// Whether the request offers the `Bash` tool: Claude Code's agent loop does; its side
-/// requests (a session's title, a topic check) do not.
-pub fn agent_loop(body: &Value) -> bool {
-    body["tools"]
-        .as_array()
-        .is_some_and(|tools| tools.iter().any(|t| t["name"] == "Bash"))
+/// The shell tools of the CLIs that speak this API: Claude Code's `Bash`, pi's `bash`.
+const SHELL_TOOLS: [&str; 2] = ["Bash", "bash"];
+
+/// The shell tool the request offers.
+fn offered_shell(body: &Value) -> Option<&'static str> {
+    let tools = body["tools"].as_array()?;
+    SHELL_TOOLS
+        .into_iter()
+        .find(|name| tools.iter().any(|t| t["name"] == *name))
 }
 
-/// The content blocks of `reply`; a shell command is a call of Claude Code's `Bash` tool.
-fn content(reply: &Reply, id: u64) -> Vec<Value> {
+/// Whether the request offers a shell tool: the CLI's agent loop does; Claude Code's
+/// side requests (a session's title, a topic check) do not.
+pub fn agent_loop(body: &Value) -> bool {
+    offered_shell(body).is_some()
+}
+
+/// The content blocks of `reply`; a shell command is a call of the shell tool the
+/// request offered.
+fn content(body: &Value, reply: &Reply, id: u64) -> Vec<Value> {
     match reply {
         Reply::Text(text) => vec![json!({"type": "text", "text": text})],
         Reply::Shell(command) => vec![json!({
             "type": "tool_use",
             "id": format!("toolu_standin_{id:06}"),
-            "name": "Bash",
+            "name": offered_shell(body).unwrap_or("Bash"),
             "input": {"command": command, "description": "Run a command"},
         })],
     }
@@ -85,13 +95,13 @@ fn stop_reason(reply: &Reply) -> &'static str {
 }
 
 /// The whole message, for a request without `stream`.
-pub fn message(model: &str, reply: &Reply, usage: Usage, id: u64) -> Value {
+pub fn message(body: &Value, reply: &Reply, usage: Usage, id: u64) -> Value {
     json!({
         "id": format!("msg_standin_{id:06}"),
         "type": "message",
         "role": "assistant",
-        "model": model,
-        "content": content(reply, id),
+        "model": body["model"],
+        "content": content(body, reply, id),
         "stop_reason": stop_reason(reply),
         "stop_sequence": null,
         "usage": usage_json(usage),
@@ -109,8 +119,8 @@ fn usage_json(usage: Usage) -> Value {
 
 /// The message as the events of a stream: message_start, each block's start, delta and
 /// stop, message_delta with the stop reason and the output tokens, message_stop.
-pub fn stream(model: &str, reply: &Reply, usage: Usage, id: u64) -> String {
-    let mut start = message(model, reply, usage, id);
+pub fn stream(body: &Value, reply: &Reply, usage: Usage, id: u64) -> String {
+    let mut start = message(body, reply, usage, id);
     start["content"] = json!([]);
     start["stop_reason"] = Value::Null;
     start["usage"]["output_tokens"] = json!(0);
@@ -118,7 +128,7 @@ pub fn stream(model: &str, reply: &Reply, usage: Usage, id: u64) -> String {
         "message_start",
         &json!({"type": "message_start", "message": start}),
     );
-    for (index, block) in content(reply, id).into_iter().enumerate() {
+    for (index, block) in content(body, reply, id).into_iter().enumerate() {
         let (empty, delta) = match block["type"].as_str() {
             Some("tool_use") => {
                 let mut empty = block.clone();
@@ -198,9 +208,23 @@ mod tests {
     }
 
     #[test]
+    fn a_shell_call_uses_the_tool_the_request_offers() {
+        let rows = [
+            ("Bash", Some("Bash")),
+            ("bash", Some("bash")),
+            ("Read", None),
+        ];
+        for (offered, expected) in rows {
+            let body = json!({"tools": [{"name": offered}]});
+            assert_eq!(offered_shell(&body), expected, "{offered}");
+            assert_eq!(agent_loop(&body), expected.is_some(), "{offered}");
+        }
+    }
+
+    #[test]
     fn a_streamed_tool_call_carries_the_command_as_json() {
         let events = stream(
-            "m",
+            &json!({"model": "m", "tools": [{"name": "Bash"}]}),
             &Reply::Shell("overseer loop done".into()),
             Usage::default(),
             7,

@@ -167,11 +167,9 @@ fn handle(shared: &Mutex<Shared>, api: Api, body: &Bytes) -> Response {
     let events =
         |events: String| ([(header::CONTENT_TYPE, "text/event-stream")], events).into_response();
     match (api, stream) {
-        (Api::AnthropicMessages, true) => {
-            events(anthropic::stream(&e.model, &e.reply, e.usage, id))
-        }
+        (Api::AnthropicMessages, true) => events(anthropic::stream(&e.body, &e.reply, e.usage, id)),
         (Api::AnthropicMessages, false) => {
-            json_response(anthropic::message(&e.model, &e.reply, e.usage, id))
+            json_response(anthropic::message(&e.body, &e.reply, e.usage, id))
         }
         (Api::OpenaiResponses, true) => events(openai::stream(&e.body, &e.reply, e.usage, id)),
         (Api::OpenaiResponses, false) => {
