@@ -322,6 +322,7 @@ mod real_output_tests {
                 "claude-2.1.332/print-stream-json.jsonl",
             ),
             (UsageFormat::CodexJsonl, "codex-0.171.0/exec-json.jsonl"),
+            (UsageFormat::PiJson, "pi-0.73.1/print-json.jsonl"),
         ];
         for (format, path) in rows {
             let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
