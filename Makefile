@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CLUSTER := hack/testenv/cluster.sh
 TEST_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: run test lint unit integration e2e crash fuzz images node cluster cluster-down testenv generate build bench demo-loop
+.PHONY: run test lint unit integration e2e real-cli-latest crash fuzz images node cluster cluster-down testenv generate build bench demo-loop
 
 ## The operator against the current cluster, or against the local one it brings up.
 run:
@@ -40,6 +40,13 @@ integration:
 e2e:
 	bash hack/e2e/run.sh
 
+## The real-CLI e2e tests against the newest published claude and codex instead of the
+## pinned ones (hack/image/real-clis.env): a release that changes a dialog fails here.
+real-cli-latest:
+	CLAUDE_CODE_VERSION=$$(npm view @anthropic-ai/claude-code version) \
+	  CODEX_VERSION=$$(npm view @openai/codex version) \
+	  E2E_TESTS=real_cli:: bash hack/e2e/run.sh
+
 ## Crash injection at every write of each scenario (make test crashes at a sample).
 crash:
 	bash $(CLUSTER) up test
@@ -56,6 +63,8 @@ fuzz:
 images:
 	bash hack/image/build.sh operator
 	bash hack/image/build.sh agent-test
+	bash hack/image/build.sh agent-claude
+	bash hack/image/build.sh agent-codex
 
 ## A real node (containerd, kubelet, kube-proxy) joined to the local control plane.
 node: cluster

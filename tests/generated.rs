@@ -52,20 +52,44 @@ fn api_reference_matches_the_code() {
     );
 }
 
+/// Where the generated head of docs/runtimes.md ends; what follows is written by hand.
+const RUNTIMES_DOC_END: &str = "<!-- end of the generated registry -->\n";
+
 #[test]
 fn runtime_registry_doc_matches_the_code() {
-    let doc = format!(
-        "# Runtime registry\n\nGenerated from `src/runtimes.rs`; a test fails when this file drifts.\n\
-         A `custom` runtime has no defaults: its `command` is required. A user `command`\n\
-         replaces the registry's; then come `--model <runtime.model>` (with the runtime's\n\
-         model flag), the autonomy flags unless `runtime.unattended: false` (the pod is the\n\
-         sandbox), and `args`, before the prompt. In the TUI, the shim answers the first-run\n\
-         dialogs below with the keys given when one shows in the prompt area (the last 15\n\
-         non-blank lines of the screen; at most 3 times each, 2 s apart), and matches the\n\
-         waiting-for-human patterns in the prompt area only, not in the output above it.\n         A headless Agent's command also gets the usage flags below: the CLI then prints\n         JSON events, from which the shim sums the attempt's token usage into\n         `status.activity.usage` (the TOKENS column of `kubectl get ag -o wide`); the\n         container log, and so `overseer peek`, shows those JSON lines. Goal steps keep\n         the plain output, which is their result.\n\n{}",
+    let generated = format!(
+        "# Runtime registry\n\nGenerated from `src/runtimes.rs` down to the marker below; a test fails\n\
+         when it drifts. A `custom` runtime has no defaults: its `command` is required. A user\n\
+         `command` replaces the registry's; then come `--model <runtime.model>` (with the\n\
+         runtime's model flag), the autonomy flags (the pod is the sandbox; with\n\
+         `runtime.unattended: false` the supervised flags instead), and `args`, before the\n\
+         prompt. Before it starts the CLI, the shim seeds the first-run state below into the\n\
+         CLI's home (values are added, never removed). In the TUI, the shim answers the\n\
+         first-run dialogs below with the keys given when one shows in the prompt area (the\n\
+         last 15 non-blank lines of the screen; at most 3 times each, 2 s apart), and matches\n\
+         the waiting-for-human patterns in the prompt area only, not in the output above it.\n\
+         A headless Agent's command also gets the usage flags below: the CLI then prints JSON\n\
+         events, from which the shim sums the attempt's token usage into\n\
+         `status.activity.usage` (the TOKENS column of `kubectl get ag -o wide`); the\n\
+         container log, and so `overseer peek`, shows those JSON lines. Goal steps keep the\n\
+         plain output, which is their result.\n\n{}\n{RUNTIMES_DOC_END}",
         overseer::runtimes::markdown_table()
     );
-    check_generated("docs/runtimes.md", &doc);
+    let on_disk = std::fs::read_to_string(repo_file("docs/runtimes.md")).unwrap_or_default();
+    let by_hand = on_disk
+        .split_once(RUNTIMES_DOC_END)
+        .map_or("", |(_, rest)| rest);
+    check_generated("docs/runtimes.md", &format!("{generated}{by_hand}"));
+    // The versions the real CLIs were tested with are the pinned ones.
+    let pinned = std::fs::read_to_string(repo_file("hack/image/real-clis.env")).unwrap();
+    for line in pinned.lines().filter(|l| !l.starts_with('#')) {
+        if let Some((key, version)) = line.split_once('=') {
+            assert!(
+                by_hand.contains(&format!("| {version} |")),
+                "docs/runtimes.md names no tested version {version} ({key} in hack/image/real-clis.env)"
+            );
+        }
+    }
 }
 
 #[test]

@@ -9,6 +9,7 @@
 #     `kind load docker-image`.
 #
 # Prints how long each phase took; the tests print the figures they measured.
+# CLAUDE_CODE_VERSION and CODEX_VERSION override the real CLIs' pinned versions.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
@@ -70,7 +71,9 @@ export OVERSEER_TEST_KUBECONFIG="$kubeconfig" OVERSEER_E2E_IMAGE="$OPERATOR_IMAG
 mkdir -p target/test-logs
 # One test at a time: each installs two operator replicas and runs real containers.
 set +e
-cargo test --features otlp --test e2e -- --ignored --test-threads=1 --nocapture 2>&1 | tee target/test-logs/e2e.log
+# E2E_TESTS narrows the run to tests whose name holds it (make real-cli-latest: real_cli::).
+cargo test --features otlp --test e2e -- ${E2E_TESTS:-} --ignored --test-threads=1 --nocapture 2>&1 |
+  tee target/test-logs/e2e.log
 status=${PIPESTATUS[0]}
 set -e
 took "e2e suite"
