@@ -167,7 +167,9 @@ pub const REGISTRY: &[Runtime] = &[
         headless: &["pi", "--print"],
         prompt_flag: "",
         resume_flag: &["--continue"],
-        waiting_patterns: &["Allow?", "(y/n)"],
+        // pi 0.73.1 (tests/screens/pi-0.73.1) asks no permission: its tools run unasked,
+        // so it has nothing to wait on and no supervised mode.
+        waiting_patterns: &[],
         instruction_file: "AGENTS.md",
         model_flag: "--model",
         autonomy_flags: &[],

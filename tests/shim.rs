@@ -76,7 +76,7 @@ async fn a_delivery_retried_under_its_ids_is_confirmed_without_being_typed_twice
 
 #[tokio::test]
 async fn a_permission_prompt_is_waiting_not_idle() {
-    let shim = Shim::start("tui-permission", "tui", "pi", "tui-permission.sh", &[]);
+    let shim = Shim::start("tui-permission", "tui", "claude", "tui-permission.sh", &[]);
     let waiting = shim.wait_for(ActivityState::Waiting).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let later = shim.activity().await.unwrap();
@@ -287,11 +287,26 @@ async fn first_run_dialogs_are_answered_and_the_agent_reaches_its_prompt() {
     let delivered = shim.input("start on the parser");
     assert!(delivered.status.success(), "{}", stderr(&delivered));
     assert!(shim.fake_log().ends_with("start on the parser\n"));
+    // Claude Code's first-run state, seeded into the CLI's home before it started.
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(shim.dir.join(".claude.json")).unwrap()).unwrap();
+    let cwd = shim.dir.canonicalize().unwrap().display().to_string();
+    assert_eq!(state["hasCompletedOnboarding"], true);
+    assert_eq!(
+        state["projects"][&cwd]["hasTrustDialogAccepted"], true,
+        "{state}"
+    );
 }
 
 #[tokio::test]
 async fn a_question_quoted_above_the_prompt_area_is_not_waiting() {
-    let shim = Shim::start("tui-quotes", "tui", "pi", "tui-quotes-questions.sh", &[]);
+    let shim = Shim::start(
+        "tui-quotes",
+        "tui",
+        "claude",
+        "tui-quotes-questions.sh",
+        &[],
+    );
     shim.wait_for(ActivityState::Idle).await;
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(shim.activity().await.unwrap().state, ActivityState::Idle);

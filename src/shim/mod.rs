@@ -728,6 +728,13 @@ mod tests {
                 None,
                 false,
             ),
+            (RuntimeName::Pi, "pi-0.73.1/ready.txt", None, false),
+            (
+                RuntimeName::Pi,
+                "pi-0.73.1/turn-ended-after-tool-call.txt",
+                None,
+                false,
+            ),
         ];
         for (name, path, dialog, waiting) in rows {
             let runtime = runtimes::lookup(name);

@@ -229,7 +229,7 @@ async fn a_failed_delivery_does_not_start_the_cooldown() {
 async fn a_waiting_agent_is_never_nudged() {
     let ns = setup("agent-waiting").await;
     let _operator = operator(&ns);
-    let shim = pod_shim(&ns, "asker", 1, "pi", "tui-permission.sh").await;
+    let shim = pod_shim(&ns, "asker", 1, "claude", "tui-permission.sh").await;
     create_agent(
         &ns,
         "asker",

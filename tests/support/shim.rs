@@ -80,8 +80,11 @@ impl Shim {
             .arg("--")
             .arg(script)
             .env_remove("OVERSEER_AGENT")
-            // The shim's own directory is its working directory, as /workspace in a pod.
+            // The shim's own directory is its working directory, as /workspace in a pod,
+            // and its home: the first-run state the shim seeds stays in the test's own.
             .current_dir(&dir)
+            .env("HOME", &dir)
+            .env_remove("CODEX_HOME")
             .env("FAKE_LOG", dir.join("fake.log"))
             .env("FAKE_DIR", &dir)
             // What the fake CLIs call, as the agent in a pod calls /overseer/bin/overseer.
