@@ -176,6 +176,17 @@ impl PodTemplate {
         let volumes = spec.volumes.get_or_insert_with(Vec::new);
         let added = without_keys(self.volumes, volumes, |v| v.name.clone());
         volumes.extend(added);
+        // The workspace's clone runs git as the agent does: with its environment and
+        // mounts (a private CA, a proxy, git's own settings).
+        let clones = spec.init_containers.iter_mut().flatten();
+        for clone in clones.filter(|c| c.name == crate::workspace::SYNC_CONTAINER) {
+            let env = clone.env.get_or_insert_with(Vec::new);
+            env.extend(without_keys(self.env.clone(), env, |e| e.name.clone()));
+            clone.env_from = non_empty(self.env_from.clone());
+            let mounts = clone.volume_mounts.get_or_insert_with(Vec::new);
+            let added = without_keys(self.volume_mounts.clone(), mounts, |m| m.mount_path.clone());
+            mounts.extend(added);
+        }
         let Some(container) = spec.containers.first_mut() else {
             return;
         };

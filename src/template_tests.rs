@@ -108,3 +108,59 @@ runtimeClassName: gvisor
     .dress(&mut pod);
     insta::assert_yaml_snapshot!("dressed_pod", pod);
 }
+
+#[test]
+fn the_workspace_clone_runs_with_the_agents_environment_and_mounts() {
+    let mut pod: Pod = serde_saphyr::from_str(
+        r#"
+metadata: {name: p}
+spec:
+  initContainers:
+    - name: install
+    - name: workspace
+      env: [{name: OVERSEER_GIT_URL, value: https://git.example.com/r.git}]
+      volumeMounts: [{name: workspace, mountPath: /workspace}]
+  containers: [{name: agent}]
+"#,
+    )
+    .unwrap();
+    template(
+        r#"
+env: [{name: GIT_SSL_CAINFO, value: /etc/company-ca/ca.crt}, {name: OVERSEER_GIT_URL, value: https://elsewhere/r.git}]
+envFrom: [{secretRef: {name: proxy}}]
+volumes: [{name: company-ca, secret: {secretName: company-ca}}]
+volumeMounts: [{name: company-ca, mountPath: /etc/company-ca}, {name: cache, mountPath: /workspace}]
+"#,
+    )
+    .dress(&mut pod);
+    let init = pod.spec.unwrap().init_containers.unwrap();
+    let [install, clone] = &init[..] else {
+        panic!("two init containers: {init:?}")
+    };
+    assert_eq!(
+        (install.env.as_ref(), install.volume_mounts.as_ref()),
+        (None, None)
+    );
+    let env: Vec<(&str, Option<&str>)> = clone
+        .env
+        .iter()
+        .flatten()
+        .map(|e| (e.name.as_str(), e.value.as_deref()))
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("OVERSEER_GIT_URL", Some("https://git.example.com/r.git")),
+            ("GIT_SSL_CAINFO", Some("/etc/company-ca/ca.crt")),
+        ],
+        "the template adds, the operator's own stay"
+    );
+    assert_eq!(clone.env_from.as_ref().map(Vec::len), Some(1));
+    let mounts: Vec<&str> = clone
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| m.mount_path.as_str())
+        .collect();
+    assert_eq!(mounts, ["/workspace", "/etc/company-ca"]);
+}

@@ -26,6 +26,8 @@ use crate::pods;
 pub const DIR: &str = "/workspace";
 /// The pod's volume of the workspace.
 pub const VOLUME: &str = "workspace";
+/// The init container that clones the git source.
+pub const SYNC_CONTAINER: &str = "workspace";
 /// Where the git credentials Secret is mounted.
 pub const CREDENTIALS_DIR: &str = "/overseer/git-credentials";
 const CREDENTIALS_VOLUME: &str = "git-credentials";
@@ -221,7 +223,7 @@ pub fn sync_container(
     let mut volume_mounts = vec![pods::overseer_mount()];
     volume_mounts.extend(mounts(workspace, false));
     Some(Container {
-        name: "workspace".into(),
+        name: SYNC_CONTAINER.into(),
         image: image.map(String::from),
         command: Some(vec![
             format!("{}/overseer", pods::BIN_DIR),

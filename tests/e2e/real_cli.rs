@@ -6,14 +6,15 @@
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::Api;
 use model_standin::{Exchange, Last, Reply, Scenario, Server, Turn, Usage, When};
 use overseer::agent::{ActivityState, Agent, AgentPhase};
 use overseer::goal::{Goal, GoalPhase, StepPhase};
 
 use crate::release::{address_for_pods, create, exec, install, namespace};
-use crate::support::cluster::{TestNamespace, wait_in};
+use crate::support::cluster::{TestNamespace, create_object, wait_in};
+use crate::support::git_server::GitServer;
 
 /// How long a real CLI may take from its pod's creation to a finished exchange.
 const CLI_WAIT: Duration = Duration::from_secs(180);
@@ -65,7 +66,7 @@ async fn model(ns: &TestNamespace, turns: Vec<Turn>) -> Server {
     let server = Server::start((address, 0).into(), Scenario { turns })
         .await
         .expect("the model stand-in's port");
-    create::<k8s_openapi::api::core::v1::Secret>(
+    create::<Secret>(
         ns,
         &format!(
             "{{apiVersion: v1, kind: Secret, metadata: {{name: model}},
@@ -512,5 +513,102 @@ async fn a_real_claude_overseer_directs_a_real_codex_builder() {
             ns.name
         );
     }
+    print_hops(&ns, &server);
+}
+
+#[tokio::test]
+#[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
+async fn a_real_claude_commits_in_its_git_workspace_and_the_work_outlives_its_pod() {
+    let ns = namespace("real-git").await;
+    install(&ns).await;
+    // The team's git server: HTTPS, its certificate signed by a private CA.
+    let git = GitServer::start(address_for_pods(&ns).await).await;
+    let repository = git.repository("billing", &[("README.md", "# Billing\n")]);
+    let subject = "Add the changelog";
+    let server = model(
+        &ns,
+        vec![
+            turn(
+                prompt("Write the changelog"),
+                shell(&format!(
+                    "printf 'v1: first\\n' > CHANGELOG.md && git add CHANGELOG.md \
+                     && git -c user.name=builder -c user.email=builder@example.com commit -qm '{subject}' \
+                     && git push -q origin HEAD && echo pushed-changelog"
+                )),
+            ),
+            turn(tool_result("pushed-changelog"), text("Committed and pushed.")),
+        ],
+    )
+    .await;
+    create_object::<Secret>(
+        &ns,
+        serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "git-ca"},
+                           "stringData": {"ca.crt": git.ca_pem}}),
+    )
+    .await;
+    let claude = claude_image();
+    create::<Agent>(
+        &ns,
+        &format!(
+            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: builder}},
+              spec: {{role: builder, runtime: {{name: claude, image: '{claude}'}},
+                      prompt: 'Write the changelog', loop: {{enabled: false}},
+                      workspace: {{git: {{url: '{repository}'}}}},
+                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}],
+                                     env: [{{name: GIT_SSL_CAINFO, value: /etc/git-ca/ca.crt}}],
+                                     volumes: [{{name: git-ca, secret: {{secretName: git-ca}}}}],
+                                     volumeMounts: [{{name: git-ca, mountPath: /etc/git-ca, readOnly: true}}]}}}}}}"
+        ),
+    )
+    .await;
+
+    let branch = "overseer/builder";
+    wait_in(
+        &ns,
+        "the commit pushed to the agent's branch",
+        CLI_WAIT,
+        || {
+            let pushed = git.last_subject("billing", branch);
+            async move { (pushed.as_deref() == Some(subject)).then_some(()) }
+        },
+    )
+    .await;
+    assert_eq!(
+        git.last_subject("billing", "main").as_deref(),
+        Some("Start"),
+        "main is untouched"
+    );
+
+    // The pod goes; the next one clones the agent's branch from the server.
+    let pods: Api<Pod> = ns.api();
+    pods.delete("builder-1", &Default::default()).await.unwrap();
+    agent_where(&ns, "builder", "the builder's second pod running", |a| {
+        let status = a.status.as_ref();
+        status.and_then(|s| s.attempt) == Some(2) && phase(a) == Some(AgentPhase::Running)
+    })
+    .await;
+    let in_pod = |command: &[&str]| {
+        let output = exec(&ns, "builder-2", command);
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    };
+    let (head, last) = wait_in(&ns, "the new pod's workspace", CLI_WAIT, || {
+        let head = in_pod(&[
+            "git",
+            "-C",
+            "/workspace",
+            "rev-parse",
+            "--abbrev-ref",
+            "HEAD",
+        ]);
+        let last = in_pod(&["git", "-C", "/workspace", "log", "--format=%s", "-1"]);
+        async move { (!last.is_empty()).then_some((head, last)) }
+    })
+    .await;
+    assert_eq!((head.as_str(), last.as_str()), (branch, subject));
+    assert_eq!(in_pod(&["cat", "/workspace/CHANGELOG.md"]), "v1: first");
+    println!(
+        "e2e[{}]: real claude committed {subject:?} on {branch} through a tool call; after its pod was replaced the new one's workspace is on that commit",
+        ns.name
+    );
     print_hops(&ns, &server);
 }

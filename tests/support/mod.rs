@@ -4,6 +4,7 @@
 pub mod cases;
 pub mod chaos;
 pub mod cluster;
+pub mod git_server;
 pub mod github;
 pub mod health;
 pub mod measure;
