@@ -26,7 +26,6 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use kube::Client;
-use rustls_pki_types::pem::PemObject;
 
 use super::cluster::{client, kubeconfig_path};
 
@@ -136,20 +135,7 @@ impl ChaosProxy {
             .parent()
             .unwrap()
             .join("kwok/clusters/overseer/pki");
-        let certs: Vec<_> = rustls_pki_types::CertificateDer::pem_file_iter(pki.join("admin.crt"))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        let key = rustls_pki_types::PrivateKeyDer::from_pem_file(pki.join("admin.key")).unwrap();
-        let tls = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let acceptor = super::tls::acceptor(&pki.join("admin.crt"), &pki.join("admin.key"));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let kubeconfig = write_kubeconfig(name, port, &pki);

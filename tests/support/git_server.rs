@@ -3,16 +3,13 @@
 //! listener whose certificate a private CA, made here with openssl, signs. Pods trust
 //! it through `GIT_SSL_CAINFO`, as they would a company's CA.
 
-use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::Arc;
-
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use rustls_pki_types::pem::PemObject;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 pub struct GitServer {
     /// `https://ADDRESS:PORT`; a repository `NAME` is `{url}/NAME.git`.
@@ -99,20 +96,7 @@ impl GitServer {
         let pki = root.join("pki");
         std::fs::create_dir_all(&pki).unwrap();
         certificates(&pki, address);
-        let certs: Vec<_> = rustls_pki_types::CertificateDer::pem_file_iter(pki.join("server.crt"))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        let key = rustls_pki_types::PrivateKeyDer::from_pem_file(pki.join("server.key")).unwrap();
-        let tls = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let acceptor = super::tls::acceptor(&pki.join("server.crt"), &pki.join("server.key"));
         let listener = tokio::net::TcpListener::bind(SocketAddr::new(address, 0))
             .await
             .unwrap();

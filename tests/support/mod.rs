@@ -11,4 +11,5 @@ pub mod measure;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 pub mod shim;
+pub mod tls;
 pub mod webhook;

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::scenario::{Last, Reply, Usage};
 use crate::sse;
+use crate::text_of;
 
 /// The last message of a Messages request: a user's text, or tool results. Claude Code
 /// may close the list with a `system` message (the environment, the date): the
@@ -41,19 +42,6 @@ pub fn last_message(body: &Value) -> Last {
             .collect::<Vec<_>>()
             .join("\n"),
     )
-}
-
-/// A tool result's content: a string, or text blocks.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 /// The shell tools of the CLIs that speak this API: Claude Code's `Bash`, pi's `bash`.

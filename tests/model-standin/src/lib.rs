@@ -138,6 +138,20 @@ fn answer(shared: &Mutex<Shared>, api: Api, body: Value, last: Last, agent_loop:
     exchange
 }
 
+/// The text of a message's content or a tool call's output as either API writes it: a
+/// string, text parts (joined by lines), or an object holding `content`.
+pub(crate) fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other["content"].as_str().unwrap_or_default().to_string(),
+    }
+}
+
 fn json_response(value: Value) -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::scenario::{Last, Reply, Usage};
 use crate::sse;
+use crate::text_of;
 
 /// The last input item of a Responses request: a user's text, or a call's output.
 pub fn last_message(body: &Value) -> Last {
@@ -17,33 +18,12 @@ pub fn last_message(body: &Value) -> Last {
     };
     match last["type"].as_str() {
         Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output") => {
-            Last::ToolResult(output_text(&last["output"]))
+            Last::ToolResult(text_of(&last["output"]))
         }
         Some("message") | None if last["role"] == "user" => {
-            Last::UserText(match &last["content"] {
-                Value::String(text) => text.clone(),
-                Value::Array(parts) => parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                _ => String::new(),
-            })
+            Last::UserText(text_of(&last["content"]))
         }
         _ => Last::Other,
-    }
-}
-
-/// A call's output: a string, an object with `content`, or content parts.
-fn output_text(output: &Value) -> String {
-    match output {
-        Value::String(text) => text.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        other => other["content"].as_str().unwrap_or_default().to_string(),
     }
 }
 
