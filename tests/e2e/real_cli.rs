@@ -11,6 +11,7 @@ use kube::api::Api;
 use model_standin::{Exchange, Last, Reply, Scenario, Server, Turn, Usage, When};
 use overseer::agent::{ActivityState, Agent, AgentPhase};
 use overseer::goal::{Goal, GoalPhase, StepPhase};
+use serde_json::json;
 
 use crate::release::{address_for_pods, create, exec, install, namespace};
 use crate::support::cluster::{TestNamespace, create_object, wait_in};
@@ -85,13 +86,35 @@ async fn model(ns: &TestNamespace, turns: Vec<Turn>) -> Server {
 /// tools nested in a JavaScript "code mode" namespace that the stand-in does not speak.
 const CODEX_MODEL: &str = "gpt-5.5-codex";
 
-/// codex's arguments that point it at the stand-in: a model provider given on the
-/// command line (`-c`), whose key is the pod's `OPENAI_API_KEY`.
-fn codex_provider_args(server: &Server) -> String {
-    format!(
-        "['-c', 'model_provider=\"standin\"', '-c', 'model_providers.standin={{name=\"Stand-in\", base_url=\"{}/v1\", env_key=\"OPENAI_API_KEY\", wire_api=\"responses\"}}']",
+/// codex's runtime: the model above, and a model provider given on the command line
+/// (`-c`) that points it at the stand-in, whose key is the pod's `OPENAI_API_KEY`.
+fn codex_runtime(server: &Server, mode: &str) -> serde_json::Value {
+    let provider = format!(
+        "model_providers.standin={{name=\"Stand-in\", base_url=\"{}/v1\", env_key=\"OPENAI_API_KEY\", wire_api=\"responses\"}}",
         server.url
+    );
+    json!({"name": "codex", "mode": mode, "image": codex_image(), "model": CODEX_MODEL,
+           "args": ["-c", "model_provider=\"standin\"", "-c", provider]})
+}
+
+fn claude_runtime(mode: &str) -> serde_json::Value {
+    json!({"name": "claude", "mode": mode, "image": claude_image()})
+}
+
+/// Creates Agent `name` with `spec`; its pods take the stand-in's Secret.
+async fn agent(ns: &TestNamespace, name: &str, mut spec: serde_json::Value) {
+    let template = spec
+        .as_object_mut()
+        .unwrap()
+        .entry("podTemplate")
+        .or_insert(json!({}));
+    template["envFrom"] = json!([{"secretRef": {"name": "model"}}]);
+    create_object::<Agent>(
+        ns,
+        json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+               "metadata": {"name": name}, "spec": spec}),
     )
+    .await;
 }
 
 /// The agent-loop requests whose last message is a user text holding `needle`.
@@ -222,7 +245,6 @@ async fn headless_claude_and_codex_report_the_models_text_and_usage() {
     )
     .await;
     let claude = claude_image();
-    let codex = codex_image();
     let started = Instant::now();
     create::<Goal>(
         &ns,
@@ -234,25 +256,18 @@ async fn headless_claude_and_codex_report_the_models_text_and_usage() {
         ),
     )
     .await;
-    create::<Agent>(
+    agent(
         &ns,
-        &format!(
-            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: counter-claude}},
-              spec: {{runtime: {{name: claude, mode: headless, image: '{claude}'}},
-                      prompt: 'Count the claude modules', loop: {{enabled: false}},
-                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}}}}}}"
-        ),
+        "counter-claude",
+        json!({"runtime": claude_runtime("headless"), "prompt": "Count the claude modules",
+               "loop": {"enabled": false}}),
     )
     .await;
-    create::<Agent>(
+    agent(
         &ns,
-        &format!(
-            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: counter-codex}},
-              spec: {{runtime: {{name: codex, mode: headless, image: '{codex}', model: {CODEX_MODEL}, args: {}}},
-                      prompt: 'Count the codex modules', loop: {{enabled: false}},
-                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}}}}}}",
-            codex_provider_args(&server)
-        ),
+        "counter-codex",
+        json!({"runtime": codex_runtime(&server, "headless"), "prompt": "Count the codex modules",
+               "loop": {"enabled": false}}),
     )
     .await;
 
@@ -345,26 +360,20 @@ async fn the_real_claude_tui_is_nudged_to_done_and_a_permission_prompt_waits_for
         ],
     )
     .await;
-    let claude = claude_image();
-    create::<Agent>(
+    agent(
         &ns,
-        &format!(
-            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: builder}},
-              spec: {{runtime: {{name: claude, image: '{claude}'}}, prompt: 'Build the widget',
-                      loop: {{enabled: true, interval: 1s, idleAfter: 3s, cooldown: 1m,
-                              autoNudgeWithoutOverseer: true}},
-                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}}}}}}"
-        ),
+        "builder",
+        json!({"runtime": claude_runtime("tui"), "prompt": "Build the widget",
+               "loop": {"enabled": true, "interval": "1s", "idleAfter": "3s", "cooldown": "1m",
+                        "autoNudgeWithoutOverseer": true}}),
     )
     .await;
-    create::<Agent>(
+    let mut supervised = claude_runtime("tui");
+    supervised["unattended"] = json!(false);
+    agent(
         &ns,
-        &format!(
-            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: careful}},
-              spec: {{runtime: {{name: claude, image: '{claude}', unattended: false}},
-                      prompt: 'Touch the marker', loop: {{enabled: false}},
-                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}}}}}}"
-        ),
+        "careful",
+        json!({"runtime": supervised, "prompt": "Touch the marker", "loop": {"enabled": false}}),
     )
     .await;
 
@@ -453,27 +462,18 @@ async fn a_real_claude_overseer_directs_a_real_codex_builder() {
         ],
     )
     .await;
-    let claude = claude_image();
-    let codex = codex_image();
-    create::<Agent>(
+    agent(
         &ns,
-        &format!(
-            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: lead}},
-              spec: {{role: overseer, runtime: {{name: claude, image: '{claude}'}},
-                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}}}}}}"
-        ),
+        "lead",
+        json!({"role": "overseer", "runtime": claude_runtime("tui")}),
     )
     .await;
-    create::<Agent>(
+    agent(
         &ns,
-        &format!(
-            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: builder}},
-              spec: {{overseer: lead, runtime: {{name: codex, image: '{codex}', model: {CODEX_MODEL}, args: {}}},
-                      prompt: 'Build the parser',
-                      loop: {{enabled: true, interval: 1s, idleAfter: 3s, cooldown: 1m}},
-                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}]}}}}}}",
-            codex_provider_args(&server)
-        ),
+        "builder",
+        json!({"overseer": "lead", "runtime": codex_runtime(&server, "tui"),
+               "prompt": "Build the parser",
+               "loop": {"enabled": true, "interval": "1s", "idleAfter": "3s", "cooldown": "1m"}}),
     )
     .await;
 
@@ -546,19 +546,17 @@ async fn a_real_claude_commits_in_its_git_workspace_and_the_work_outlives_its_po
                            "stringData": {"ca.crt": git.ca_pem}}),
     )
     .await;
-    let claude = claude_image();
-    create::<Agent>(
+    agent(
         &ns,
-        &format!(
-            "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: builder}},
-              spec: {{role: builder, runtime: {{name: claude, image: '{claude}'}},
-                      prompt: 'Write the changelog', loop: {{enabled: false}},
-                      workspace: {{git: {{url: '{repository}'}}}},
-                      podTemplate: {{envFrom: [{{secretRef: {{name: model}}}}],
-                                     env: [{{name: GIT_SSL_CAINFO, value: /etc/git-ca/ca.crt}}],
-                                     volumes: [{{name: git-ca, secret: {{secretName: git-ca}}}}],
-                                     volumeMounts: [{{name: git-ca, mountPath: /etc/git-ca, readOnly: true}}]}}}}}}"
-        ),
+        "builder",
+        json!({"role": "builder", "runtime": claude_runtime("tui"),
+        "prompt": "Write the changelog", "loop": {"enabled": false},
+        "workspace": {"git": {"url": repository}},
+        "podTemplate": {
+            "env": [{"name": "GIT_SSL_CAINFO", "value": "/etc/git-ca/ca.crt"}],
+            "volumes": [{"name": "git-ca", "secret": {"secretName": "git-ca"}}],
+            "volumeMounts": [{"name": "git-ca", "mountPath": "/etc/git-ca", "readOnly": true}],
+        }}),
     )
     .await;
 
