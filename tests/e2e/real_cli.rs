@@ -370,10 +370,13 @@ async fn the_real_claude_tui_is_nudged_to_done_and_a_permission_prompt_waits_for
     .await;
     let mut supervised = claude_runtime("tui");
     supervised["unattended"] = json!(false);
+    // In the loop, with nudges on: a nudge typed over the prompt would answer it.
     agent(
         &ns,
         "careful",
-        json!({"runtime": supervised, "prompt": "Touch the marker", "loop": {"enabled": false}}),
+        json!({"runtime": supervised, "prompt": "Touch the marker",
+               "loop": {"enabled": true, "interval": "1s", "idleAfter": "3s", "cooldown": "1s",
+                        "autoNudgeWithoutOverseer": true}}),
     )
     .await;
 
@@ -409,6 +412,12 @@ async fn the_real_claude_tui_is_nudged_to_done_and_a_permission_prompt_waits_for
         activity(&careful),
         Some(ActivityState::Waiting),
         "still waiting 10 s later"
+    );
+    let nudged = careful.status.as_ref().and_then(|s| s.loop_.as_ref());
+    assert_eq!(
+        nudged.map_or(0, |l| l.nudges),
+        0,
+        "no nudge typed over the prompt"
     );
     let exchanges = server.exchanges();
     assert!(
