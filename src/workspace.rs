@@ -104,6 +104,26 @@ pub struct Persistent {
     pub storage_class_name: Option<String>,
 }
 
+/// The environment of every container that runs git in a cloned workspace: the
+/// workspace is a safe directory. A volume's root belongs to root (an emptyDir) while
+/// the agent runs as its own user, and git (2.35.2 and later) refuses every command in
+/// a repository whose top directory another user owns ("dubious ownership"). Given as
+/// command-line-scoped configuration (`GIT_CONFIG_COUNT`), which git honours for
+/// `safe.directory` and which needs no writable global config.
+pub fn git_env(workspace: &Workspace) -> Vec<k8s_openapi::api::core::v1::EnvVar> {
+    if workspace.git.is_none() {
+        return Vec::new();
+    }
+    [
+        ("GIT_CONFIG_COUNT", "1"),
+        ("GIT_CONFIG_KEY_0", "safe.directory"),
+        ("GIT_CONFIG_VALUE_0", DIR),
+    ]
+    .into_iter()
+    .map(|(name, value)| pods::env(name, value))
+    .collect()
+}
+
 /// The name of the claim of the Agent or Goal `owner`.
 pub fn claim_name(owner: &str) -> String {
     format!("{}-workspace", fit_name(owner, 253 - "-workspace".len()))
@@ -219,6 +239,7 @@ pub fn sync_container(
     .into_iter()
     .flatten()
     .map(|(name, value)| pods::env(name, value))
+    .chain(git_env(workspace))
     .collect();
     let mut volume_mounts = vec![pods::overseer_mount()];
     volume_mounts.extend(mounts(workspace, false));

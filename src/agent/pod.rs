@@ -247,6 +247,9 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
     pod_labels.insert(labels::ATTEMPT.into(), attempt.to_string());
     let storage = storage(agent, &template.volumes, &shape);
     env_vars.push(storage.env);
+    env_vars.extend(workspace::git_env(
+        &agent.spec.workspace.clone().unwrap_or_default(),
+    ));
     let mut pod = Pod {
         metadata: ObjectMeta {
             name: Some(pod_name(&agent.name_any(), attempt)),

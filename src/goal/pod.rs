@@ -59,6 +59,7 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
     if let Some(swarm) = &p.goal.spec.swarm {
         labels.insert(labels::SWARM.into(), label_value(swarm));
     }
+    let workspace = p.goal.spec.workspace.clone().unwrap_or_default();
     let env = [
         ("OVERSEER_GOAL", goal_name.clone()),
         ("OVERSEER_STEP", step.name.clone()),
@@ -79,12 +80,12 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
     ]
     .into_iter()
     .map(|(name, value)| pods::env(name, value))
+    .chain(workspace::git_env(&workspace))
     .collect();
     let mut command = vec![format!("{BIN_DIR}/overseer"), "step".into(), "--".into()];
     command.extend(runtimes::headless_command(p.runtime, &step.action));
     // Every step works in the goal's workspace: with persistent storage, on the files
     // the step before left.
-    let workspace = p.goal.spec.workspace.clone().unwrap_or_default();
     let mut mounts = vec![pods::overseer_mount()];
     mounts.extend(workspace::mounts(&workspace, p.read_only));
     let mut volumes = vec![pods::overseer_volume()];

@@ -17,6 +17,10 @@ pub enum Observation<'a> {
     Exited(i32),
     /// A new process was started (a resumed run or a respawned TUI).
     Restarted,
+    /// Input was typed and submitted (Enter sent): the agent works on it from now, before
+    /// its screen shows it. Reporting the idle it was in would let the operator act on a
+    /// stop that has just ended (a nudge typed on top of the agent's first prompt).
+    Typed,
 }
 
 /// How many non-blank lines at the bottom of the screen make its prompt area: where a
@@ -65,6 +69,13 @@ impl Tracker {
                 self.exit_code = None;
                 self.last_activity = now;
                 (ActivityState::Starting, now)
+            }
+            Observation::Typed => {
+                if self.state == ActivityState::Exited {
+                    return false;
+                }
+                self.last_activity = now;
+                (ActivityState::Working, now)
             }
             Observation::Output { changed, text } => {
                 if self.state == ActivityState::Exited {
@@ -149,6 +160,7 @@ mod tests {
                 1500,
                 false,
             ),
+            (Observation::Typed, 9200, ActivityState::Working, 9200, true),
             (
                 out(true, "Allow? (y/n)"),
                 9500,

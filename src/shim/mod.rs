@@ -293,11 +293,13 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         tokio::select! {
             _ = poll.tick() => {
                 shim.look().await;
+                // The first prompt goes in before the idle that let it is reported: an
+                // agent that has not had its prompt has not stopped.
+                shim.type_first_prompt().await;
                 // A change is reported at once; a failed write is retried once a second.
                 if shim.report_due && (!shim.report_failed || shim.last_report.elapsed() >= RETRY) {
                     shim.report().await;
                 }
-                shim.type_first_prompt().await;
             }
             _ = sleep_until(heartbeat) => shim.report().await,
             Some((request, reply)) = incoming.recv() => {
@@ -635,6 +637,9 @@ impl Shim {
                 }
                 if let Err(error) = tmux.enter().await {
                     return Reply::refused(format!("sending Enter failed: {error}"));
+                }
+                if self.tracker.observe(Observation::Typed, Timestamp::now()) {
+                    self.report_due = true;
                 }
                 Reply::ok()
             }

@@ -405,6 +405,13 @@ async fn the_real_claude_tui_is_nudged_to_done_and_a_permission_prompt_waits_for
     })
     .await;
     assert_eq!(phase(&waiting), Some(AgentPhase::Running));
+    let nudges = |a: &Agent| {
+        a.status
+            .as_ref()
+            .and_then(|s| s.loop_.as_ref())
+            .map_or(0, |l| l.nudges)
+    };
+    let nudged_before = nudges(&waiting);
     tokio::time::sleep(Duration::from_secs(10)).await;
     let agents: Api<Agent> = ns.api();
     let careful = agents.get("careful").await.unwrap();
@@ -413,11 +420,10 @@ async fn the_real_claude_tui_is_nudged_to_done_and_a_permission_prompt_waits_for
         Some(ActivityState::Waiting),
         "still waiting 10 s later"
     );
-    let nudged = careful.status.as_ref().and_then(|s| s.loop_.as_ref());
     assert_eq!(
-        nudged.map_or(0, |l| l.nudges),
-        0,
-        "no nudge typed over the prompt"
+        (nudged_before, nudges(&careful)),
+        (0, 0),
+        "no nudge, before the prompt showed (its first prompt was being typed) or over it"
     );
     let exchanges = server.exchanges();
     assert!(
