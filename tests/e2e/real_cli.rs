@@ -454,8 +454,10 @@ async fn a_real_claude_overseer_directs_a_real_codex_builder() {
                 prompt("Build the parser"),
                 text("I have started on the parser; the tests are still missing."),
             ),
+            // The real wake names the namespace; the sample wake of the overseer's
+            // standing instructions (its first prompt) says NAMESPACE.
             turn(
-                prompt("[overseer] wake"),
+                prompt(&format!("you oversee in namespace {}", ns.name)),
                 shell(&format!(
                     "{OVERSEER} peek builder --lines 60 && echo peeked-builder"
                 )),
@@ -500,7 +502,7 @@ async fn a_real_claude_overseer_directs_a_real_codex_builder() {
     assert_eq!(status.loop_.unwrap().wakes, 1, "one wake");
     assert_eq!(status.last_message.unwrap().excerpt, direction);
     let exchanges = server.exchanges();
-    let wakes = prompts_with(&exchanges, "[overseer] wake");
+    let wakes = prompts_with(&exchanges, &format!("you oversee in namespace {}", ns.name));
     assert_eq!(wakes.len(), 1, "the wake reached the overseer's model once");
     assert_eq!(wakes[0].api, model_standin::Api::AnthropicMessages);
     let directed = prompts_with(&exchanges, direction);
