@@ -11,8 +11,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, EnvFromSource, EnvVar, LocalObjectReference, Pod, ResourceRequirements, Toleration,
-    Volume, VolumeMount,
+    Affinity, Container, EnvFromSource, EnvVar, LocalObjectReference, Pod, ResourceRequirements,
+    Toleration, Volume, VolumeMount,
 };
 use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
@@ -180,25 +180,36 @@ impl PodTemplate {
         // mounts (a private CA, a proxy, git's own settings).
         let clones = spec.init_containers.iter_mut().flatten();
         for clone in clones.filter(|c| c.name == crate::workspace::SYNC_CONTAINER) {
-            let env = clone.env.get_or_insert_with(Vec::new);
-            env.extend(without_keys(self.env.clone(), env, |e| e.name.clone()));
-            clone.env_from = non_empty(self.env_from.clone());
-            let mounts = clone.volume_mounts.get_or_insert_with(Vec::new);
-            let added = without_keys(self.volume_mounts.clone(), mounts, |m| m.mount_path.clone());
-            mounts.extend(added);
+            add_env_and_mounts(
+                clone,
+                self.env.clone(),
+                self.env_from.clone(),
+                self.volume_mounts.clone(),
+            );
         }
         let Some(container) = spec.containers.first_mut() else {
             return;
         };
-        let env = container.env.get_or_insert_with(Vec::new);
-        let added = without_keys(self.env, env, |e| e.name.clone());
-        env.extend(added);
-        container.env_from = non_empty(self.env_from);
+        add_env_and_mounts(container, self.env, self.env_from, self.volume_mounts);
         container.resources = self.resources;
-        let mounts = container.volume_mounts.get_or_insert_with(Vec::new);
-        let added = without_keys(self.volume_mounts, mounts, |m| m.mount_path.clone());
-        mounts.extend(added);
     }
+}
+
+/// Gives `container` the template's env (names the operator set win), envFrom, and
+/// mounts (paths the operator set win).
+fn add_env_and_mounts(
+    container: &mut Container,
+    env: Vec<EnvVar>,
+    env_from: Vec<EnvFromSource>,
+    mounts: Vec<VolumeMount>,
+) {
+    let own_env = container.env.get_or_insert_with(Vec::new);
+    let added = without_keys(env, own_env, |e| e.name.clone());
+    own_env.extend(added);
+    container.env_from = non_empty(env_from);
+    let own_mounts = container.volume_mounts.get_or_insert_with(Vec::new);
+    let added = without_keys(mounts, own_mounts, |m| m.mount_path.clone());
+    own_mounts.extend(added);
 }
 
 fn extended(

@@ -247,9 +247,14 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
     pod_labels.insert(labels::ATTEMPT.into(), attempt.to_string());
     let storage = storage(agent, &template.volumes, &shape);
     env_vars.push(storage.env);
-    env_vars.extend(workspace::git_env(
-        &agent.spec.workspace.clone().unwrap_or_default(),
-    ));
+    env_vars.extend(
+        agent
+            .spec
+            .workspace
+            .as_ref()
+            .map(workspace::git_env)
+            .unwrap_or_default(),
+    );
     let mut pod = Pod {
         metadata: ObjectMeta {
             name: Some(pod_name(&agent.name_any(), attempt)),

@@ -670,19 +670,23 @@ async fn wait_for_screen(tmux: &tmux::Tmux) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::{activity, dialog_showing, first_prompt};
     use crate::agent::ActivityState;
     use crate::api::RuntimeName;
     use crate::runtimes;
 
-    /// Screens of the real CLIs, captured in tmux against the model stand-in
+    /// What the real CLIs showed or printed, captured against the model stand-in
     /// (tests/screens/: the CLI and its version name the folder).
-    fn screen(path: &str) -> String {
+    pub(crate) fn real_cli_fixture(path: &str) -> Vec<u8> {
         let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/screens")
             .join(path);
-        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+        std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+    }
+
+    fn screen(path: &str) -> String {
+        String::from_utf8(real_cli_fixture(path)).expect("a screen is text")
     }
 
     #[test]

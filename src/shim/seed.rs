@@ -91,9 +91,12 @@ pub fn seed(runtime: &Runtime, command: &[String]) {
         Seed::None => return,
         Seed::Claude => {
             let key = std::env::var("ANTHROPIC_API_KEY").ok();
-            let bypass = command
-                .iter()
-                .any(|a| a == "--dangerously-skip-permissions");
+            // The bypass warning shows when the command holds the autonomy flags.
+            let bypass = !runtime.autonomy_flags.is_empty()
+                && runtime
+                    .autonomy_flags
+                    .iter()
+                    .all(|f| command.iter().any(|a| a == f));
             merge_json(&home.join(".claude.json"), |state| {
                 claude_state(state, &cwd, key.as_deref())
             })

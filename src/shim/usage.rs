@@ -325,11 +325,8 @@ mod real_output_tests {
             (UsageFormat::PiJson, "pi-0.73.1/print-json.jsonl"),
         ];
         for (format, path) in rows {
-            let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/screens")
-                .join(path);
             let mut meter = Meter::new(format);
-            meter.feed(&std::fs::read(&file).unwrap());
+            meter.feed(&crate::shim::tests::real_cli_fixture(path));
             meter.run_ended();
             let usage = meter.usage().unwrap_or_else(|| panic!("{path}: no usage"));
             assert_eq!(
