@@ -38,6 +38,8 @@ pub struct Context {
     pub pod_retention: Option<std::time::Duration>,
     /// The API origins a PRWatch may poll (and send its token to).
     pub github_api_origins: Vec<String>,
+    /// Where a notify webhook may be posted.
+    pub notify_destinations: Arc<crate::notify::Destinations>,
     /// Each object's run of reconcile failures, for its error backoff.
     pub failures: Failures,
 }

@@ -80,6 +80,23 @@ pub struct RunArgs {
         default_value = "https://api.github.com"
     )]
     pub github_api_origins: Vec<String>,
+    /// Ranges a notify webhook may reach although they are internal (loopback,
+    /// private, link-local): an in-cluster receiver's, as CIDRs (repeat, or
+    /// comma-separate). Everything internal is refused by default.
+    #[arg(
+        long = "notify-allowed-cidr",
+        env = "OVERSEER_NOTIFY_ALLOWED_CIDRS",
+        value_delimiter = ','
+    )]
+    pub notify_allowed_cidrs: Vec<ipnet::IpNet>,
+    /// Ranges a notify webhook never reaches, even when allowed above or public: the
+    /// cluster's service and pod ranges where they lie outside the private ones.
+    #[arg(
+        long = "notify-refused-cidr",
+        env = "OVERSEER_NOTIFY_REFUSED_CIDRS",
+        value_delimiter = ','
+    )]
+    pub notify_refused_cidrs: Vec<ipnet::IpNet>,
     /// Log format.
     #[arg(long, value_enum, env = "OVERSEER_LOG_FORMAT", default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -249,6 +266,10 @@ pub async fn run(args: RunArgs) -> Result<()> {
         send_expiry: args.send_expiry,
         pod_retention: args.pod_retention,
         github_api_origins: args.github_api_origins.clone(),
+        notify_destinations: Arc::new(crate::notify::Destinations::new(
+            args.notify_allowed_cidrs.clone(),
+            args.notify_refused_cidrs.clone(),
+        )),
         failures: Failures::default(),
     });
     let work = {

@@ -9,7 +9,9 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use overseer::goal::{Goal, GoalPhase, GoalStatus, StepPhase};
 use serde_json::json;
 
-use crate::support::cluster::{Operator, TestNamespace, create_object, kubectl, setup, wait_in};
+use crate::support::cluster::{
+    Operator, TestNamespace, create_object, kubeconfig_path, kubectl, setup, wait_in,
+};
 use crate::support::health::assert_argocd;
 use crate::support::webhook::{Webhook, url_secret};
 
@@ -24,8 +26,16 @@ struct Fixture {
 
 impl Fixture {
     async fn new(test: &str) -> Fixture {
+        Fixture::with_operator_env(test, &[]).await
+    }
+
+    async fn with_operator_env(test: &str, env: &[(&str, &str)]) -> Fixture {
         let ns = setup(test).await;
-        let operator = Some(Operator::start(&["--namespace", &ns.name]));
+        let operator = Some(Operator::start_with_env(
+            &kubeconfig_path(),
+            &["--namespace", &ns.name],
+            env,
+        ));
         Fixture {
             goals: ns.api(),
             pods: ns.api(),
@@ -627,6 +637,69 @@ async fn the_webhook_hears_of_completion_and_pause_and_an_unreachable_one_is_an_
             .then_some(())
     })
     .await;
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_webhook_inside_the_cluster_is_refused_alike_whether_it_answers_or_not() {
+    // The operator's default rule: no internal range is open (the suite's operators open
+    // loopback for their receivers; this one opens only a documentation range).
+    let f = Fixture::with_operator_env(
+        "goal-notify-internal",
+        &[("OVERSEER_NOTIFY_ALLOWED_CIDRS", "192.0.2.0/24")],
+    )
+    .await;
+    let mut hook = Webhook::start().await;
+    let dead = "http://127.0.0.1:9/hook";
+    let metadata = "http://169.254.169.254/latest/meta-data/";
+    let named = hook.url.replace("127.0.0.1", "localhost");
+    for (name, url) in [
+        ("live", hook.url.as_str()),
+        ("dead", dead),
+        ("metadata", metadata),
+        ("named", &named),
+    ] {
+        url_secret(&f.ns, name, url).await;
+        f.create(
+            name,
+            json!({
+                "defaults": {"runtime": runtime(), "maxRetries": 0},
+                "steps": steps(&["a"]),
+                "notify": {"urlSecretRef": {"name": name, "key": "url"}}
+            }),
+        )
+        .await;
+        f.finish(&format!("{name}-s0-a1"), "Succeeded", "ok").await;
+    }
+    let messages = wait_in(
+        &f.ns,
+        "a NotifyFailed event for each goal",
+        WAIT,
+        || async {
+            let failed = f.events("NotifyFailed").await;
+            let objects: BTreeSet<_> = failed
+                .iter()
+                .filter_map(|e| e.involved_object.name.clone())
+                .collect();
+            (objects.len() == 4).then(|| {
+                failed
+                    .into_iter()
+                    .filter_map(|e| e.message)
+                    .collect::<BTreeSet<_>>()
+            })
+        },
+    )
+    .await;
+    // One wording for the receiver that answers, the closed port, the metadata address
+    // and a name that resolves to loopback: the Event maps nothing of the network.
+    assert_eq!(
+        messages,
+        BTreeSet::from([overseer::notify::REFUSED.to_string()])
+    );
+    assert!(
+        hook.requests.try_recv().is_err(),
+        "the receiver on loopback was posted to"
+    );
 }
 
 #[tokio::test]

@@ -379,6 +379,9 @@ impl Operator {
                 "OVERSEER_GITHUB_API_ORIGINS",
                 "https://api.github.com,http://127.0.0.1",
             )
+            // The suite's webhook receivers (tests/support/webhook.rs) listen on loopback,
+            // which the operator refuses by default.
+            .env("OVERSEER_NOTIFY_ALLOWED_CIDRS", "127.0.0.0/8")
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)

@@ -1,5 +1,10 @@
 //! The notify webhook: a JSON POST to a URL kept in a Secret. A failed send is an
-//! Event on the object; it never fails a goal or an agent.
+//! Event on the object; it never fails a goal or an agent. Only destinations the
+//! operator permits are posted to (destinations.rs).
+
+mod destinations;
+
+pub use destinations::{Destinations, REFUSED};
 
 use std::time::Duration;
 
@@ -18,7 +23,7 @@ pub async fn send<K: kube::Resource<DynamicType = ()>>(
     let namespace = object.meta().namespace.clone().unwrap_or_default();
     let event = payload["event"].as_str().unwrap_or_default();
     let sent = match ctx.secret_text(&namespace, &notify.url_secret_ref).await {
-        Ok(url) => post_json(&url, payload).await,
+        Ok(url) => post_json(&ctx.notify_destinations, &url, payload).await,
         Err(error) => Err(error),
     };
     match sent {
@@ -32,15 +37,30 @@ pub async fn send<K: kube::Resource<DynamicType = ()>>(
     }
 }
 
-/// Posts `payload` to `url`; Ok only on a 2xx answer within 10 seconds.
+/// Posts `payload` to `url`; Ok only on a 2xx answer within 10 seconds from a
+/// destination `destinations` permits. The check runs before the request, for a clear
+/// message, and again in the connector on the addresses it connects to.
 #[tracing::instrument(skip_all)]
-pub async fn post_json(url: &str, payload: &serde_json::Value) -> Result<(), String> {
-    let client = crate::https::client(|_| {})?;
+pub async fn post_json(
+    destinations: &std::sync::Arc<Destinations>,
+    url: &str,
+    payload: &serde_json::Value,
+) -> Result<(), String> {
     let request = http::Request::post(url)
         .header("content-type", "application/json")
         .header("user-agent", "overseer")
         .body(Full::new(Bytes::from(payload.to_string())))
-        .map_err(|e| format!("invalid webhook URL: {e}"))?;
+        .map_err(|_| "invalid webhook URL".to_string())?;
+    let uri = request.uri();
+    let port = match uri.scheme_str() {
+        Some("https") => uri.port_u16().unwrap_or(443),
+        Some("http") => uri.port_u16().unwrap_or(80),
+        _ => return Err("invalid webhook URL: it must be http:// or https://".into()),
+    };
+    let host = uri.host().ok_or("invalid webhook URL: it has no host")?;
+    destinations.resolve(host, port).await?;
+    let client =
+        crate::https::client_through(destinations::PermittedResolver(destinations.clone()))?;
     let response = tokio::time::timeout(Duration::from_secs(10), client.request(request))
         .await
         .map_err(|_| "webhook did not answer in 10s".to_string())?
