@@ -311,3 +311,71 @@ async fn a_question_quoted_above_the_prompt_area_is_not_waiting() {
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(shim.activity().await.unwrap().state, ActivityState::Idle);
 }
+
+#[tokio::test]
+async fn a_dialog_the_model_writes_after_the_start_is_not_answered() {
+    let shim = Shim::start(
+        "tui-writes-dialog",
+        "tui",
+        "claude",
+        "tui-writes-a-dialog.sh",
+        &[],
+    );
+    shim.wait_for(ActivityState::Idle).await;
+    let delivered = shim.input("summarise the repository");
+    assert!(delivered.status.success(), "{}", stderr(&delivered));
+    let log = shim.wait_for_log("after the reply").await;
+    assert_eq!(
+        log, "got summarise the repository\nno keys after the reply\n",
+        "the shim answered a dialog the model wrote"
+    );
+}
+
+#[tokio::test]
+async fn input_over_a_permission_prompt_is_refused_and_nothing_is_typed() {
+    let shim = Shim::start("tui-held", "tui", "claude", "tui-permission.sh", &[]);
+    shim.wait_for(ActivityState::Waiting).await;
+    for message in ["1", "continue: the overseer's direction"] {
+        let refused = shim.input(message);
+        assert!(
+            !refused.status.success(),
+            "typed over the prompt: {message}"
+        );
+        assert!(
+            stderr(&refused).contains(overseer::shim::protocol::WAITS_ON_A_PERSON),
+            "{}",
+            stderr(&refused)
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        shim.fake_log(),
+        "",
+        "the prompt got an answer nobody approved"
+    );
+    assert_eq!(shim.activity().await.unwrap().state, ActivityState::Waiting);
+}
+
+#[tokio::test]
+async fn control_characters_in_a_message_never_reach_the_terminal() {
+    let shim = Shim::start(
+        "tui-controls",
+        "tui",
+        "custom",
+        "tui-works-then-idles.sh",
+        &[],
+    );
+    shim.wait_for(ActivityState::Idle).await;
+    // Ctrl-C would interrupt the CLI, ESC [201~ end a bracketed paste, and CR submit.
+    let delivered = shim.input("stop\x1b[201~\x03 now\x1b\x04");
+    assert!(delivered.status.success(), "{}", stderr(&delivered));
+    shim.wait_for(ActivityState::Idle).await;
+    assert_eq!(shim.fake_log(), "stop[201~ now\n");
+    let again = shim.input("still here");
+    assert!(
+        again.status.success(),
+        "the CLI did not survive: {}",
+        stderr(&again)
+    );
+    assert_eq!(shim.fake_log(), "stop[201~ now\nstill here\n");
+}

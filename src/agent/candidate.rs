@@ -18,6 +18,9 @@ pub enum OverseerState {
     Ready,
     /// Set, but missing or its pod is not ready.
     Offline,
+    /// Set and ready, but its CLI asks a person something: a wake typed now would
+    /// answer that question, so it is held until the question is gone.
+    WaitingOnPerson,
 }
 
 /// Everything the premature-stop rule looks at.
@@ -117,13 +120,18 @@ pub enum Verdict {
     Nudge,
     /// A candidate nobody can act on: observe only.
     ObserveOnly,
+    /// A candidate whose overseer waits on a person: its wake is held.
+    OverseerWaiting,
 }
 
 impl Verdict {
     pub fn is_candidate(self) -> bool {
         matches!(
             self,
-            Verdict::WakeOverseer | Verdict::Nudge | Verdict::ObserveOnly
+            Verdict::WakeOverseer
+                | Verdict::Nudge
+                | Verdict::ObserveOnly
+                | Verdict::OverseerWaiting
         )
     }
 }
@@ -150,6 +158,7 @@ pub fn candidate(input: &CandidateInput) -> Verdict {
     }
     match input.overseer {
         OverseerState::Ready => Verdict::WakeOverseer,
+        OverseerState::WaitingOnPerson => Verdict::OverseerWaiting,
         OverseerState::Unset | OverseerState::Offline if input.auto_nudge_without_overseer => {
             Verdict::Nudge
         }

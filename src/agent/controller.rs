@@ -317,7 +317,7 @@ async fn observe(shell: &Shell<'_>, agent: &mut Agent) -> Result<Option<Observed
     Ok(Some(Observed {
         pods: observe_pods(ac, &shell.pods, agent).await?,
         overseen,
-        overseer: overseer_state(&ac.store, agent),
+        overseer: cached_overseer_state(&ac.store, agent),
         swarm,
     }))
 }
@@ -581,22 +581,29 @@ async fn observe_pods(ac: &AgentContext, pods: &Api<Pod>, agent: &Agent) -> Resu
 
 /// Whether this agent's overseer can take a wake now, as cached (a wake reads the
 /// overseer fresh before it is sent).
-fn overseer_state(agents: &Store<Guarded<Agent>>, agent: &Agent) -> OverseerState {
+fn cached_overseer_state(agents: &Store<Guarded<Agent>>, agent: &Agent) -> OverseerState {
     let Some(name) = &agent.spec.overseer else {
         return OverseerState::Unset;
     };
     let reference = ObjectRef::new(name).within(&agent.namespace().unwrap_or_default());
     match agents.get(&reference).as_deref().map(|o| o.0.as_ref()) {
-        Some(Ok(overseer)) if overseer_ready(overseer) => OverseerState::Ready,
+        Some(Ok(overseer)) => overseer_state(overseer),
         _ => OverseerState::Offline,
     }
 }
 
-fn overseer_ready(overseer: &Agent) -> bool {
-    overseer
-        .status
-        .as_ref()
-        .is_some_and(|s| s.ready_pod().is_some())
+/// Whether `overseer` can take a wake: a ready pod, whose CLI asks no person anything.
+fn overseer_state(overseer: &Agent) -> OverseerState {
+    match &overseer.status {
+        Some(status) if status.ready_pod().is_some() => {
+            if crate::agent::inbox::waits_on_a_person(status) {
+                OverseerState::WaitingOnPerson
+            } else {
+                OverseerState::Ready
+            }
+        }
+        _ => OverseerState::Offline,
+    }
 }
 
 /// Writes the operator's part of the status: `activity` and `exit` belong to the

@@ -536,6 +536,18 @@ fn act_on_verdict(b: &mut Builder, times: &LoopTimes) {
                 b.event(true, reasons::STOPPED_EARLY, message);
             }
         }
+        Verdict::OverseerWaiting => {
+            let message = format!(
+                "{}; the wake is held while its overseer waits on a person",
+                stop_reason(&verdict_input)
+            );
+            b.condition(
+                conditions::STOPPED_EARLY,
+                true,
+                reasons::STOPPED_EARLY,
+                &message,
+            );
+        }
         Verdict::NudgesExhausted => {
             b.condition(
                 conditions::STOPPED_EARLY,

@@ -155,6 +155,14 @@ fn candidate_truth_table() {
             Verdict::ObserveOnly,
         ),
         (
+            "overseer waits on a person, auto-nudge on: the wake is held, no nudge",
+            |i| {
+                i.overseer = OverseerState::WaitingOnPerson;
+                i.auto_nudge_without_overseer = true;
+            },
+            Verdict::OverseerWaiting,
+        ),
+        (
             "no overseer, auto-nudge on",
             |i| {
                 i.overseer = OverseerState::Unset;
@@ -887,6 +895,43 @@ fn inbox_steps() {
             "{case}"
         );
     }
+}
+
+#[test]
+fn sends_are_held_while_the_agent_waits_on_a_person() {
+    let mut status = AgentStatus {
+        attempt: Some(2),
+        inbox: vec![message(1, 0)],
+        activity: Some(activity(ActivityState::Waiting, 0, 2)),
+        ..Default::default()
+    };
+    let expiry = Duration::from_secs(300);
+    assert_eq!(
+        next_send(&status, true, expiry, at(5)),
+        SendStep::Wait {
+            retry_after: Duration::from_secs(295)
+        },
+        "held, not typed over the question"
+    );
+    assert_eq!(
+        next_send(&status, true, expiry, at(300)),
+        SendStep::Expire(message(1, 0)),
+        "a question nobody answers for the expiry fails the send"
+    );
+    status.sends = Some(claim_send(&status, 1));
+    assert_eq!(
+        next_send(&status, true, expiry, at(5)),
+        SendStep::Wait {
+            retry_after: expiry
+        },
+        "a claim is held too, not redelivered"
+    );
+    status.activity = Some(activity(ActivityState::Idle, 0, 2));
+    assert_eq!(
+        next_send(&status, true, expiry, at(5)),
+        SendStep::Redeliver(message(1, 0)),
+        "once the question is answered"
+    );
 }
 
 #[test]

@@ -38,7 +38,17 @@ pub enum SendStep {
     Deliver(InboxMessage),
 }
 
-/// The next inbox step: messages go strictly in `seq` order, one at a time.
+/// Whether the agent's CLI is asking a person something (a permission prompt): input
+/// typed now would answer it, so messages are held, as nudges and wakes are.
+pub fn waits_on_a_person(status: &AgentStatus) -> bool {
+    status
+        .current_activity()
+        .is_some_and(|activity| activity.state == crate::agent::ActivityState::Waiting)
+}
+
+/// The next inbox step: messages go strictly in `seq` order, one at a time, and only
+/// into a ready pod whose CLI is not asking a person something; one that cannot take
+/// them for the expiry fails.
 pub fn next_send(
     status: &AgentStatus,
     pod_ready: bool,
@@ -46,6 +56,7 @@ pub fn next_send(
     now: Timestamp,
 ) -> SendStep {
     let sends = status.sends.clone().unwrap_or_default();
+    let waiting = waits_on_a_person(status);
     if let Some(seq) = sends.in_flight_seq {
         let claimed = status.inbox.iter().find(|m| m.seq == seq);
         return match claimed {
@@ -54,7 +65,13 @@ pub fn next_send(
                     && sends.in_flight_attempt.is_some()
                     && sends.in_flight_attempt == status.attempt =>
             {
-                SendStep::Redeliver(message.clone())
+                if waiting {
+                    SendStep::Wait {
+                        retry_after: expiry,
+                    }
+                } else {
+                    SendStep::Redeliver(message.clone())
+                }
             }
             _ => SendStep::Abandon { seq },
         };
@@ -62,7 +79,7 @@ pub fn next_send(
     let Some(head) = pending_messages(status).into_iter().next() else {
         return SendStep::Idle;
     };
-    if pod_ready {
+    if pod_ready && !waiting {
         return SendStep::Deliver(head);
     }
     let expires = duration::after(&head.sent_time, expiry);

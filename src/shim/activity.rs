@@ -58,6 +58,15 @@ impl Tracker {
         }
     }
 
+    /// Whether `screen` shows one of the CLI's questions for a person (a permission
+    /// prompt) in its prompt area.
+    pub fn asks_a_person(&self, screen: &str) -> bool {
+        let area = prompt_area(screen);
+        self.waiting_patterns
+            .iter()
+            .any(|p| area.contains(p.as_str()))
+    }
+
     /// Feeds one observation; returns whether the state changed.
     pub fn observe(&mut self, observation: Observation, now: Timestamp) -> bool {
         let (next, since) = match observation {
@@ -84,12 +93,7 @@ impl Tracker {
                 if changed {
                     self.last_activity = now;
                 }
-                let area = prompt_area(text);
-                if self
-                    .waiting_patterns
-                    .iter()
-                    .any(|p| area.contains(p.as_str()))
-                {
+                if self.asks_a_person(text) {
                     (ActivityState::Waiting, now)
                 } else if changed {
                     (ActivityState::Working, now)

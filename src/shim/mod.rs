@@ -145,11 +145,26 @@ struct Shim {
     dialogs_answered: DialogsAnswered,
 }
 
-/// How often each first-run dialog (by its index in the registry) was answered, and
-/// until when no dialog is answered again (the CLI may take a moment to move on).
+/// How often each first-run dialog (by its index in the registry) was answered, until
+/// when no dialog is answered again (the CLI may take a moment to move on), and whether
+/// the CLI is still starting: dialogs are answered only then.
 struct DialogsAnswered {
     counts: Vec<u32>,
     quiet_until: Option<tokio::time::Instant>,
+    /// From the CLI's start until the first input is typed into it. Afterwards the
+    /// screen holds text the model wrote, and keys sent on its words would answer a
+    /// question nobody approved.
+    starting: bool,
+}
+
+impl DialogsAnswered {
+    fn new(runtime: &runtimes::Runtime) -> Self {
+        DialogsAnswered {
+            counts: vec![0; runtime.first_run_dialogs.len()],
+            quiet_until: None,
+            starting: true,
+        }
+    }
 }
 
 /// Mirrors agent output to stdout, the container log (the shim's own log is stderr).
@@ -276,10 +291,7 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         mirror: mirror::Mirror::default(),
         delivered: delivered::Delivered::default(),
         progress: None,
-        dialogs_answered: DialogsAnswered {
-            counts: vec![0; runtime.first_run_dialogs.len()],
-            quiet_until: None,
-        },
+        dialogs_answered: DialogsAnswered::new(runtime),
         args,
     };
 
@@ -319,29 +331,20 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
     Ok(0)
 }
 
-/// Answers the first-run dialog of `runtime` (folder trust, theme, the autonomy mode)
-/// showing lowest in the prompt area, a few times at most (`answered` counts them per
-/// dialog): one that stays is then left on screen for a person, its activity judged
-/// from the screen as any other.
+/// Answers the first-run dialog of `runtime` that `dialog_to_answer` picks.
 async fn answer_first_run_dialog(
     runtime: &runtimes::Runtime,
     answered: &mut DialogsAnswered,
     tmux: &tmux::Tmux,
     screen: &str,
+    asks_a_person: bool,
 ) {
-    const MAX_ANSWERS: u32 = 3;
     const QUIET: Duration = Duration::from_secs(2);
     let now = tokio::time::Instant::now();
-    if answered.quiet_until.is_some_and(|until| now < until) {
-        return;
-    }
-    let Some(i) = dialog_showing(runtime, screen) else {
+    let Some(i) = dialog_to_answer(runtime, answered, screen, asks_a_person, now) else {
         return;
     };
     let dialog = &runtime.first_run_dialogs[i];
-    if answered.counts[i] >= MAX_ANSWERS {
-        return;
-    }
     answered.counts[i] += 1;
     answered.quiet_until = Some(now + QUIET);
     info!(dialog = dialog.pattern, keys = ?dialog.keys, "answering a first-run dialog");
@@ -351,6 +354,26 @@ async fn answer_first_run_dialog(
             return;
         }
     }
+}
+
+/// The first-run dialog (folder trust, theme, the autonomy mode) to answer now: the one
+/// showing lowest in the prompt area, a few times at most (`answered` counts them per
+/// dialog; one that stays is then left on screen for a person, its activity judged
+/// from the screen as any other). Only while the CLI starts, and never while the screen
+/// asks a person something: a permission prompt is theirs to answer.
+fn dialog_to_answer(
+    runtime: &runtimes::Runtime,
+    answered: &DialogsAnswered,
+    screen: &str,
+    asks_a_person: bool,
+    now: tokio::time::Instant,
+) -> Option<usize> {
+    const MAX_ANSWERS: u32 = 3;
+    if !answered.starting || asks_a_person || answered.quiet_until.is_some_and(|until| now < until)
+    {
+        return None;
+    }
+    dialog_showing(runtime, screen).filter(|&i| answered.counts[i] < MAX_ANSWERS)
 }
 
 /// The first-run dialog of `runtime` asking now (its index in the registry): the
@@ -442,6 +465,7 @@ impl Shim {
                             &mut self.dialogs_answered,
                             tmux,
                             &look.screen,
+                            self.tracker.asks_a_person(&look.screen),
                         )
                         .await;
                         let changed = self.last_screen.as_deref() != Some(look.screen.as_str());
@@ -534,6 +558,11 @@ impl Shim {
                     info!(?ids, "delivered before; confirmed without typing it again");
                     return Reply::ok();
                 }
+                if self.tracker.state == ActivityState::Waiting {
+                    // What would be typed now would answer the CLI's question to a
+                    // person; the operator holds input until the question is gone.
+                    return Reply::refused(protocol::WAITS_ON_A_PERSON);
+                }
                 let reply = self.deliver(&message).await;
                 if reply.ok {
                     self.delivered.record(&ids);
@@ -586,8 +615,10 @@ impl Shim {
         Reply::ok()
     }
 
-    /// Delivers a message; Ok only when delivery is confirmed.
+    /// Delivers a message, stripped of control characters; Ok only when delivery is
+    /// confirmed.
     async fn deliver(&mut self, message: &str) -> Reply {
+        let message = &protocol::typeable(message);
         if message.trim().is_empty() {
             return Reply::refused("empty message");
         }
@@ -638,6 +669,7 @@ impl Shim {
                 if let Err(error) = tmux.enter().await {
                     return Reply::refused(format!("sending Enter failed: {error}"));
                 }
+                self.dialogs_answered.starting = false;
                 if self.tracker.observe(Observation::Typed, Timestamp::now()) {
                     self.report_due = true;
                 }
@@ -671,7 +703,7 @@ async fn wait_for_screen(tmux: &tmux::Tmux) -> bool {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::{activity, dialog_showing, first_prompt};
+    use super::{DialogsAnswered, activity, dialog_showing, dialog_to_answer, first_prompt};
     use crate::agent::ActivityState;
     use crate::api::RuntimeName;
     use crate::runtimes;
@@ -765,6 +797,50 @@ pub(crate) mod tests {
                 now,
             );
             assert_eq!(tracker.state == ActivityState::Waiting, waiting, "{path}");
+        }
+    }
+
+    #[test]
+    fn dialogs_are_answered_only_while_the_cli_starts_and_never_over_a_question() {
+        let runtime = runtimes::lookup(RuntimeName::Claude);
+        let trust = screen("claude-2.1.332/trust-dialog.txt");
+        let permission = screen("claude-2.1.332/permission-prompt.txt");
+        // The model's reply quotes a dialog under a permission prompt's question.
+        let quoted_under_question = format!("{permission}\n{trust}");
+        let tracker = activity::Tracker::new(
+            jiff::Timestamp::now(),
+            std::time::Duration::from_secs(5),
+            runtime.waiting_patterns,
+        );
+        let now = tokio::time::Instant::now();
+        let answered = |starting: bool, counts: u32, quiet: bool| DialogsAnswered {
+            counts: vec![counts; runtime.first_run_dialogs.len()],
+            quiet_until: quiet.then(|| now + std::time::Duration::from_secs(1)),
+            starting,
+        };
+        // (screen, starting, answers so far, quiet, answered)
+        let rows = [
+            (&trust, true, 0, false, true),
+            (&trust, false, 0, false, false),
+            (&trust, true, 3, false, false),
+            (&trust, true, 0, true, false),
+            (&quoted_under_question, true, 0, false, false),
+            (&permission, true, 0, false, false),
+        ];
+        for (screen, starting, counts, quiet, expected) in rows {
+            let asks = tracker.asks_a_person(screen);
+            let picked = dialog_to_answer(
+                runtime,
+                &answered(starting, counts, quiet),
+                screen,
+                asks,
+                now,
+            );
+            assert_eq!(
+                picked.is_some(),
+                expected,
+                "starting {starting}, {counts} answers, quiet {quiet}:\n{screen}"
+            );
         }
     }
 

@@ -16,6 +16,23 @@ pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 /// Longest progress summary kept (`overseer ps` shows one line per agent).
 pub const MAX_SUMMARY_CHARS: usize = 200;
 
+/// Why the shim refuses input while the CLI asks a person a question.
+pub const WAITS_ON_A_PERSON: &str =
+    "the agent is waiting on a person (a permission prompt); nothing is typed over it";
+
+/// `text` as it may be typed into an agent's terminal: no control character but the
+/// newline and the tab. ESC would end a bracketed paste early (`ESC [201~`) and let the
+/// rest run as keys, or start any other escape sequence; Ctrl-C and Ctrl-D would stop
+/// or end the CLI; a carriage return would submit what comes before it. C1 controls
+/// (the one-byte CSI included) go too. A carriage return becomes a newline.
+pub fn typeable(text: &str) -> String {
+    text.replace("\r\n", "\n")
+        .chars()
+        .map(|c| if c == '\r' { '\n' } else { c })
+        .filter(|&c| c == '\n' || c == '\t' || !c.is_control())
+        .collect()
+}
+
 /// `text` as one line: control characters and runs of whitespace become one space,
 /// cut at `max` characters (with `…`); None when nothing is left.
 pub fn one_line(text: &str, max: usize) -> Option<String> {
@@ -117,6 +134,23 @@ pub async fn request(socket: &Path, request: &Request, timeout: Duration) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_text_keeps_no_control_character_but_newline_and_tab() {
+        let table = [
+            ("continue with the tests", "continue with the tests"),
+            ("two\nlines\tand a tab", "two\nlines\tand a tab"),
+            // The end of a bracketed paste, then keys: only harmless text is left.
+            ("done\x1b[201~\x03\r/exit\r", "done[201~\n/exit\n"),
+            ("windows\r\nline", "windows\nline"),
+            ("eof\x04 bell\x07 del\x7f", "eof bell del"),
+            ("c1 csi\u{9b}31m", "c1 csi31m"),
+            ("\x1b\x1b\x03", ""),
+        ];
+        for (text, typed) in table {
+            assert_eq!(typeable(text), typed, "{text:?}");
+        }
+    }
 
     #[test]
     fn a_summary_is_one_bounded_line() {

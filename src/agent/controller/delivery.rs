@@ -27,7 +27,7 @@ use crate::reasons;
 use crate::{Error, Result};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{AgentContext, Resolved, apply_status, operator_fields, overseer_ready, resolve};
+use super::{AgentContext, Resolved, apply_status, operator_fields, overseer_state, resolve};
 
 /// Field manager of `status.lastMessage`.
 pub(super) const MESSAGES_MANAGER: &str = "overseer-messages";
@@ -65,10 +65,17 @@ pub(super) async fn deliver_inbox(
                 (seq, from.unwrap_or_default(), Err(reason.to_string()))
             }
             SendStep::Expire(message) => {
-                let reason = format!(
-                    "no running pod could take it within {}s",
-                    ctx.send_expiry.as_secs()
-                );
+                let reason = if inbox::waits_on_a_person(&status) {
+                    format!(
+                        "the agent waited on a person for longer than {}s",
+                        ctx.send_expiry.as_secs()
+                    )
+                } else {
+                    format!(
+                        "no running pod could take it within {}s",
+                        ctx.send_expiry.as_secs()
+                    )
+                };
                 (message.seq, message.from, Err(reason))
             }
             SendStep::Deliver(message) => {
@@ -329,7 +336,11 @@ pub(super) async fn wake(
     let _guard = lock.lock().await;
     let now = jiff::Timestamp::now();
     // Fresh reads: a batch sent while we waited for the lock has started their cooldowns.
-    let Some(overseer) = agents.get_opt(&overseer_name).await?.filter(overseer_ready) else {
+    let Some(overseer) = agents
+        .get_opt(&overseer_name)
+        .await?
+        .filter(|o| overseer_state(o) == OverseerState::Ready)
+    else {
         return Ok(false);
     };
     // Judged on their effective specs, as their own reconciles judge them.
