@@ -80,7 +80,7 @@ async fn main() {
         DEFAULT_INTERVAL,
     )
     .await;
-    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(&ns, "lead", json!({"role": "overseer", "oversees": ["*"]})).await;
     create_agent(
         &ns,
         "b",

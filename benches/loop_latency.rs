@@ -23,7 +23,7 @@ async fn main() {
     let _operator = operator(&ns);
     let lead = overseer_shim(&ns, "lead").await;
     let builder = pod_shim(&ns, "b", 1, "pi", "bench-loop-builder.sh").await;
-    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(&ns, "lead", json!({"role": "overseer", "oversees": ["*"]})).await;
     create_agent(
         &ns,
         "b",

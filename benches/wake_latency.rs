@@ -22,7 +22,7 @@ async fn main() {
     let _operator = operator(&ns);
     let lead = pod_shim(&ns, "lead", 1, "pi", "bench-overseer.sh").await;
     let builder = pod_shim(&ns, "b", 1, "pi", "bench-builder.sh").await;
-    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(&ns, "lead", json!({"role": "overseer", "oversees": ["*"]})).await;
     create_agent(
         &ns,
         "b",

@@ -15,6 +15,9 @@ pub const STOPPED_EARLY: &str = "StoppedEarly";
 pub const STALLED: &str = "Stalled";
 /// Agent: no progress report (`overseer loop progress`) for `loop.reportEvery`.
 pub const UNRESPONSIVE: &str = "Unresponsive";
+/// Agent: the agent its `spec.overseer` names agreed to oversee it (set only once an
+/// overseer refused: False until it agrees).
+pub const OVERSEER_ACCEPTED: &str = "OverseerAccepted";
 /// Goal: a step runs or can start.
 pub const PROGRESSING: &str = "Progressing";
 /// Goal: no new step starts (asked for, or a step failed for good).

@@ -66,6 +66,10 @@ pub const NUDGE_FAILED: &str = "NudgeFailed";
 pub const NUDGED: &str = "Nudged";
 /// Agent.
 pub const NUDGES_EXHAUSTED: &str = "NudgesExhausted";
+/// Agent: the agent its `spec.overseer` names agreed to oversee it.
+pub const OVERSEER_ACCEPTED: &str = "OverseerAccepted";
+/// Agent: the agent its `spec.overseer` names has not agreed to oversee it.
+pub const OVERSEER_NOT_ACCEPTED: &str = "OverseerNotAccepted";
 /// Swarm.
 pub const OVERSEER_NOT_READY: &str = "OverseerNotReady";
 /// Agent, Goal.

@@ -18,6 +18,9 @@ pub enum OverseerState {
     Ready,
     /// Set, but missing or its pod is not ready.
     Offline,
+    /// Set, but that agent has not agreed to oversee this one (`oversight::accepts`):
+    /// as if offline, and said in a condition.
+    NotAccepted,
     /// Set and ready, but its CLI asks a person something: a wake typed now would
     /// answer that question, so it is held until the question is gone.
     WaitingOnPerson,
@@ -159,10 +162,14 @@ pub fn candidate(input: &CandidateInput) -> Verdict {
     match input.overseer {
         OverseerState::Ready => Verdict::WakeOverseer,
         OverseerState::WaitingOnPerson => Verdict::OverseerWaiting,
-        OverseerState::Unset | OverseerState::Offline if input.auto_nudge_without_overseer => {
+        OverseerState::Unset | OverseerState::Offline | OverseerState::NotAccepted
+            if input.auto_nudge_without_overseer =>
+        {
             Verdict::Nudge
         }
-        OverseerState::Unset | OverseerState::Offline => Verdict::ObserveOnly,
+        OverseerState::Unset | OverseerState::Offline | OverseerState::NotAccepted => {
+            Verdict::ObserveOnly
+        }
     }
 }
 

@@ -22,8 +22,8 @@ use tracing::{info, instrument};
 
 use super::candidate::{LoopTimes, OverseerState};
 use super::decide::{self, AgentPod, PodPhase};
-use super::pod;
 use super::types::{Agent, AgentPhase, AgentStatus, Delivery};
+use super::{oversight, pod};
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, label_value};
 use crate::caches::Subscription;
 use crate::controller::{Context, Shutdown, deferred, listed, related_trigger, run_controller};
@@ -203,6 +203,42 @@ fn overseen_by(
         .collect()
 }
 
+/// The agents `overseer` oversees (sorted): those that name it, as cached, and that it
+/// agreed to oversee (`oversight::accepts`), each with the pod of its current attempt.
+fn accepted_overseen(
+    store: &Store<Guarded<Agent>>,
+    overseen: &Index,
+    swarms: &Store<Guarded<Swarm>>,
+    overseer: &Agent,
+) -> Vec<pod::Overseen> {
+    let namespace = overseer.namespace().unwrap_or_default();
+    overseen_by(store, overseen, &namespace, &overseer.name_any())
+        .into_iter()
+        .filter_map(|name| {
+            let cached = store.get(&ObjectRef::new(&name).within(&namespace))?;
+            let agent = cached.0.as_ref().ok()?;
+            let swarm = owning_swarm(swarms, agent);
+            oversight::accepts(overseer, agent, swarm.as_deref()).then(|| pod::Overseen {
+                pod: agent
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.attempt)
+                    .filter(|attempt| *attempt > 0)
+                    .map(|attempt| decide::pod_name(&name, attempt)),
+                agent: name,
+            })
+        })
+        .collect()
+}
+
+/// The Swarm `agent`'s controller owner reference names, as cached.
+fn owning_swarm(swarms: &Store<Guarded<Swarm>>, agent: &Agent) -> Option<Box<Swarm>> {
+    let owner = oversight::swarm_owner(agent)?;
+    let reference = ObjectRef::new(&owner.name).within(&agent.namespace().unwrap_or_default());
+    let cached = swarms.get(&reference)?;
+    cached.0.as_ref().ok().map(|swarm| Box::new(swarm.clone()))
+}
+
 #[instrument(skip_all, fields(agent = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
 async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Action> {
     // Decisions read the pod and swarm caches: never before their first full list,
@@ -293,7 +329,7 @@ struct Observed {
     swarm: Option<Box<Swarm>>,
     pods: Vec<AgentPod>,
     /// The agents that name this one their overseer.
-    overseen: Vec<String>,
+    overseen: Vec<pod::Overseen>,
     overseer: OverseerState,
 }
 
@@ -309,15 +345,14 @@ async fn observe(shell: &Shell<'_>, agent: &mut Agent) -> Result<Option<Observed
             return Ok(None);
         }
     };
-    let namespace = agent.namespace().unwrap_or_default();
-    let overseen = overseen_by(&ac.store, &ac.overseen, &namespace, &agent.name_any());
+    let overseen = accepted_overseen(&ac.store, &ac.overseen, &ac.swarms, agent);
     let overseer = pod::acts_as_overseer(agent, &overseen);
     sync_instructions(ac, agent, swarm.as_deref(), overseer).await?;
     sync_pr_watches(ac, agent).await?;
     Ok(Some(Observed {
         pods: observe_pods(ac, &shell.pods, agent).await?,
         overseen,
-        overseer: cached_overseer_state(&ac.store, agent),
+        overseer: cached_overseer_state(&ac.store, &ac.swarms, agent),
         swarm,
     }))
 }
@@ -581,12 +616,21 @@ async fn observe_pods(ac: &AgentContext, pods: &Api<Pod>, agent: &Agent) -> Resu
 
 /// Whether this agent's overseer can take a wake now, as cached (a wake reads the
 /// overseer fresh before it is sent).
-fn cached_overseer_state(agents: &Store<Guarded<Agent>>, agent: &Agent) -> OverseerState {
+fn cached_overseer_state(
+    agents: &Store<Guarded<Agent>>,
+    swarms: &Store<Guarded<Swarm>>,
+    agent: &Agent,
+) -> OverseerState {
     let Some(name) = &agent.spec.overseer else {
         return OverseerState::Unset;
     };
     let reference = ObjectRef::new(name).within(&agent.namespace().unwrap_or_default());
     match agents.get(&reference).as_deref().map(|o| o.0.as_ref()) {
+        Some(Ok(overseer))
+            if !oversight::accepts(overseer, agent, owning_swarm(swarms, agent).as_deref()) =>
+        {
+            OverseerState::NotAccepted
+        }
         Some(Ok(overseer)) => overseer_state(overseer),
         _ => OverseerState::Offline,
     }

@@ -272,8 +272,40 @@ pub fn plan(input: &Input) -> Plan {
 }
 
 fn decide(b: &mut Builder) {
+    overseer_consent(b);
     // Each step either decides (Break) or hands on to the next.
     let _ = decide_in_order(b);
+}
+
+/// `OverseerAccepted`: False while the agent `spec.overseer` names has not agreed to
+/// oversee this one; True once it agrees, only if it had been False (an agent whose
+/// overseer accepts it at once carries no such condition).
+fn overseer_consent(b: &mut Builder) {
+    let refused = b.input.overseer == OverseerState::NotAccepted;
+    let known = b
+        .status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == conditions::OVERSEER_ACCEPTED);
+    if refused {
+        let overseer = b.input.spec.overseer.clone().unwrap_or_default();
+        let message = format!(
+            "spec.overseer: agent {overseer} has not agreed to oversee this agent (its spec.oversees does not list it, and they are not of one swarm): it is not woken about this agent and gets no rights over it"
+        );
+        b.condition(
+            conditions::OVERSEER_ACCEPTED,
+            false,
+            reasons::OVERSEER_NOT_ACCEPTED,
+            &message,
+        );
+    } else if known && b.input.spec.overseer.is_some() {
+        b.condition(
+            conditions::OVERSEER_ACCEPTED,
+            true,
+            reasons::OVERSEER_ACCEPTED,
+            "its overseer agreed to oversee it",
+        );
+    }
 }
 
 /// The rules in order: the first that applies decides the agent's state.

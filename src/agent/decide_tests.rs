@@ -155,6 +155,19 @@ fn candidate_truth_table() {
             Verdict::ObserveOnly,
         ),
         (
+            "overseer never agreed, auto-nudge off: nobody wakes it",
+            |i| i.overseer = OverseerState::NotAccepted,
+            Verdict::ObserveOnly,
+        ),
+        (
+            "overseer never agreed, auto-nudge on: nudged as if none were set",
+            |i| {
+                i.overseer = OverseerState::NotAccepted;
+                i.auto_nudge_without_overseer = true;
+            },
+            Verdict::Nudge,
+        ),
+        (
             "overseer waits on a person, auto-nudge on: the wake is held, no nudge",
             |i| {
                 i.overseer = OverseerState::WaitingOnPerson;

@@ -8,6 +8,7 @@ pub mod decide;
 pub mod inbox;
 pub mod instructions;
 pub mod message;
+pub mod oversight;
 pub mod pod;
 pub mod pr_watches;
 pub mod preamble;

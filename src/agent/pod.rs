@@ -119,8 +119,16 @@ fn meta(agent: &Agent, name: String) -> ObjectMeta {
     }
 }
 
-/// Whether `agent` acts as an overseer: it has an overseer role, or agents name it.
-pub fn acts_as_overseer(agent: &Agent, overseen: &[String]) -> bool {
+/// An agent this one oversees (`oversight::accepts`), and its current pod.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Overseen {
+    pub agent: String,
+    /// The pod of its current attempt, which `overseer peek` reads.
+    pub pod: Option<String>,
+}
+
+/// Whether `agent` acts as an overseer: it has an overseer role, or it oversees agents.
+pub fn acts_as_overseer(agent: &Agent, overseen: &[Overseen]) -> bool {
     !overseen.is_empty() || preamble::OVERSEER_ROLES.contains(&agent.spec.role.as_str())
 }
 
@@ -136,12 +144,14 @@ fn rule(group: &str, resources: &[&str], names: Option<Vec<String>>, verbs: &[&s
 
 /// The rules of an agent's Role. Every agent may read and write its own status
 /// (`overseer loop done|block`). An overseer may also read the agents, goals and
-/// PR watches of its namespace and its agents' pod logs (`overseer peek`), and
-/// write the status of exactly the agents it oversees (`overseer send`, `loop
-/// release`). Nobody gets pods/exec: the operator delivers every message.
-pub fn role_rules(agent: &Agent, overseen: &[String]) -> Vec<PolicyRule> {
+/// PR watches of its namespace (`overseer ps`), read the current pods and logs of
+/// exactly the agents it oversees (`overseer peek`), and write their status
+/// (`overseer send`, `loop release`). Nobody gets pods/exec: the operator delivers
+/// every message. An empty `resourceNames` would mean every name, so the pod rule is
+/// left out while no overseen agent has a pod.
+pub fn role_rules(agent: &Agent, overseen: &[Overseen]) -> Vec<PolicyRule> {
     let mut writable = vec![agent.name_any()];
-    writable.extend(overseen.iter().cloned());
+    writable.extend(overseen.iter().map(|o| o.agent.clone()));
     writable.sort();
     writable.dedup();
     let mut rules = vec![rule(
@@ -151,22 +161,24 @@ pub fn role_rules(agent: &Agent, overseen: &[String]) -> Vec<PolicyRule> {
         &["get", "patch"],
     )];
     if acts_as_overseer(agent, overseen) {
-        rules.extend([
-            rule(
-                crate::api::GROUP,
-                &["agents", "goals", "prwatches"],
-                None,
-                &["get", "list", "watch"],
-            ),
-            rule("", &["pods"], None, &["get", "list"]),
-            rule("", &["pods/log"], None, &["get"]),
-        ]);
+        rules.push(rule(
+            crate::api::GROUP,
+            &["agents", "goals", "prwatches"],
+            None,
+            &["get", "list", "watch"],
+        ));
+        let mut pods: Vec<String> = overseen.iter().filter_map(|o| o.pod.clone()).collect();
+        pods.sort();
+        pods.dedup();
+        if !pods.is_empty() {
+            rules.push(rule("", &["pods", "pods/log"], Some(pods), &["get"]));
+        }
     }
     rules
 }
 
 /// The agent's ServiceAccount, its Role (`role_rules`) and the binding.
-pub fn identity(agent: &Agent, overseen: &[String]) -> (ServiceAccount, Role, RoleBinding) {
+pub fn identity(agent: &Agent, overseen: &[Overseen]) -> (ServiceAccount, Role, RoleBinding) {
     let name = identity_name(&agent.name_any());
     let account = ServiceAccount {
         metadata: meta(agent, name.clone()),
@@ -564,7 +576,16 @@ spec:
             1,
             "an agent alone: its own status"
         );
-        let overseen = ["builder-b".to_string(), "builder-a".to_string()];
+        let overseen = [
+            Overseen {
+                agent: "builder-b".into(),
+                pod: Some(crate::agent::decide::pod_name("builder-b", 2)),
+            },
+            Overseen {
+                agent: "builder-a".into(),
+                pod: None,
+            },
+        ];
         assert!(acts_as_overseer(&lead, &overseen));
         insta::assert_yaml_snapshot!("overseer_role", role_rules(&lead, &overseen));
         let shape = PodShape {

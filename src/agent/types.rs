@@ -83,6 +83,12 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "object_name_schema")]
     pub overseer: Option<String>,
+    /// The agents outside its swarm that this agent agrees to oversee, by name (`*`:
+    /// any agent of its namespace). An agent naming it in `spec.overseer` without this
+    /// (or a shared swarm) gets no wakes from it and gives it no rights.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "oversees_schema")]
+    pub oversees: Vec<String>,
     /// Stop the pod and keep the record.
     #[serde(default)]
     pub suspend: bool,
@@ -98,6 +104,18 @@ pub struct AgentSpec {
     /// unset); a failed send is an Event only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<Notify>,
+}
+
+fn oversees_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "maxItems": 256,
+        "items": {
+            "type": "string",
+            "pattern": r"^(\*|[a-z0-9]([-a-z0-9.]*[a-z0-9])?)$",
+            "maxLength": 253,
+        },
+    })
 }
 
 pub fn default_role() -> String {

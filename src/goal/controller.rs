@@ -492,9 +492,18 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &StepOutcome) -> Res
     let namespace = goal.namespace().unwrap_or_default();
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let delivered = match crate::input::target_named(&agents, &pods, overseer).await? {
-        None => Err(format!("overseer {overseer} has no ready pod")),
-        Some(pod) => {
+    let found = agents.get_opt(overseer).await?;
+    let target = match &found {
+        Some(agent) if !crate::agent::oversight::accepts_goal(agent, goal) => Err(format!(
+            "overseer {overseer} has not agreed to oversee this goal (its spec.oversees does not list it)"
+        )),
+        Some(agent) => Ok(crate::input::target(&pods, agent).await?),
+        None => Ok(None),
+    };
+    let delivered = match target {
+        Err(refused) => Err(refused),
+        Ok(None) => Err(format!("overseer {overseer} has no ready pod")),
+        Ok(Some(pod)) => {
             let text = super::message::outcome_message(&namespace, &goal.name_any(), outcome);
             // One outcome per attempt of a step.
             let ids = [format!(

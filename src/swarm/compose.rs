@@ -279,6 +279,7 @@ fn base_spec(swarm: &str, role: &str) -> AgentSpec {
         pod_template: None,
         loop_: LoopSpec::default(),
         overseer: None,
+        oversees: Vec::new(),
         suspend: false,
         notify: None,
         workspace: None,

@@ -109,7 +109,7 @@ async fn idle_agents_of_one_overseer_give_it_one_wake_and_the_cooldown_holds() {
 
     // The overseer comes online: one wake names both.
     let lead = pod_shim(&ns, "lead", 1, "pi", "tui-works-then-idles.sh").await;
-    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(&ns, "lead", json!({"role": "overseer", "oversees": ["*"]})).await;
     for name in ["b1", "b2"] {
         let woken = wait_condition(&ns, name, "the wake recorded", |a| nudges(a) == 1).await;
         let loop_status = woken.status.unwrap().loop_.unwrap();
@@ -505,7 +505,7 @@ async fn an_agent_reports_progress_and_one_that_stops_reporting_wakes_its_overse
     let ns = setup("agent-progress").await;
     let _operator = operator(&ns);
     let lead = pod_shim(&ns, "lead", 1, "pi", "tui-works-then-idles.sh").await;
-    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(&ns, "lead", json!({"role": "overseer", "oversees": ["*"]})).await;
     let worker = pod_shim(&ns, "worker", 1, "pi", "tui-keeps-working.sh").await;
     create_agent(
         &ns,

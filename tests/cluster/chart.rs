@@ -142,7 +142,7 @@ async fn the_chart_installs_and_its_rbac_is_enough_for_every_kind() {
 
     // Agents: their pods and identities, including an overseer's Role, which the
     // API server lets the operator grant only when it holds every rule itself.
-    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(&ns, "lead", json!({"role": "overseer", "oversees": ["*"]})).await;
     create_agent(&ns, "b", json!({"overseer": "lead"})).await;
     let roles: Api<Role> = ns.api();
     wait_in(

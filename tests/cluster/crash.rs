@@ -713,7 +713,7 @@ impl Scenario for AgentLoop {
     }
 
     async fn create(&self, ns: &TestNamespace, _world: &World) {
-        create_agent(ns, "lead", json!({"role": "overseer"})).await;
+        create_agent(ns, "lead", json!({"role": "overseer", "oversees": ["*"]})).await;
         create_agent(
             ns,
             "builder",

@@ -71,7 +71,7 @@ async fn the_overseer_reads_its_agent_sends_direction_and_the_loop_closes() {
     let _operator = operator(&ns);
     let lead = overseer_shim(&ns, "lead").await;
     let builder = pod_shim(&ns, "builder", 1, "pi", "tui-builder.sh").await;
-    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(&ns, "lead", json!({"role": "overseer", "oversees": ["*"]})).await;
     create_agent(
         &ns,
         "builder",
@@ -156,7 +156,7 @@ async fn a_released_agent_is_not_driven_again() {
     let _operator = operator(&ns);
     let lead = pod_shim(&ns, "lead", 1, "pi", "tui-works-then-idles.sh").await;
     let _solo = pod_shim(&ns, "solo", 1, "pi", "tui-works-then-idles.sh").await;
-    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(&ns, "lead", json!({"role": "overseer", "oversees": ["*"]})).await;
     // A short cooldown: without the release the overseer would be woken again soon.
     create_agent(
         &ns,
@@ -345,26 +345,65 @@ async fn sends_arrive_in_order_and_never_twice_across_operator_restarts() {
 async fn an_overseer_may_read_and_direct_its_agents_and_nothing_else() {
     let ns = setup("overseer-rbac").await;
     let _operator = operator(&ns);
-    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(
+        &ns,
+        "lead",
+        json!({"role": "overseer", "oversees": ["mine"]}),
+    )
+    .await;
     create_agent(&ns, "mine", json!({"overseer": "lead"})).await;
     create_agent(&ns, "other", json!({})).await;
+    // Another tenant's agent names the lead as its overseer; the lead never agreed.
+    create_agent(&ns, "stranger", json!({"overseer": "lead"})).await;
     let lead = agent_account(&ns, "lead");
     let can = |user: &str, verb: &str, resource: &str, sub: Option<&str>| {
         can_i(&ns, user, verb, resource, sub)
     };
-    wait_in(&ns, "the lead's Role covers `mine`", WAIT, || async {
-        (can(&lead, "patch", "agents.overseer.dev/mine", Some("status")) == "yes").then_some(())
-    })
+    wait_in(
+        &ns,
+        "the lead's Role covers `mine` and its pod",
+        WAIT,
+        || async {
+            (can(&lead, "patch", "agents.overseer.dev/mine", Some("status")) == "yes"
+                && can(&lead, "get", "pods/mine-1", Some("log")) == "yes")
+                .then_some(())
+        },
+    )
     .await;
+    let stranger = wait_in(
+        &ns,
+        "the stranger told its overseer refused",
+        WAIT,
+        || async {
+            let status = agent(&ns, "stranger").await.status?;
+            status
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == "OverseerAccepted" && c.status == "False")
+        },
+    )
+    .await;
+    assert_eq!(stranger.reason, "OverseerNotAccepted");
     // The API server's authorizer answers (SubjectAccessReviews through kubectl).
     for (verb, resource, sub, expected) in [
         ("get", "agents.overseer.dev", None, "yes"),
         ("list", "agents.overseer.dev", None, "yes"),
         ("list", "goals.overseer.dev", None, "yes"),
         ("list", "prwatches.overseer.dev", None, "yes"),
-        ("get", "pods", Some("log"), "yes"),
+        ("get", "pods/mine-1", Some("log"), "yes"),
+        ("get", "pods/mine-1", None, "yes"),
+        ("get", "pods/other-1", Some("log"), "no"),
+        ("get", "pods/stranger-1", Some("log"), "no"),
+        ("get", "pods/lead-1", Some("log"), "no"),
+        ("list", "pods", None, "no"),
         ("patch", "agents.overseer.dev/lead", Some("status"), "yes"),
         ("patch", "agents.overseer.dev/other", Some("status"), "no"),
+        (
+            "patch",
+            "agents.overseer.dev/stranger",
+            Some("status"),
+            "no",
+        ),
         ("patch", "agents.overseer.dev/mine", None, "no"),
         ("delete", "agents.overseer.dev/mine", None, "no"),
         ("create", "pods", Some("exec"), "no"),
@@ -525,7 +564,7 @@ async fn high_effort_goals_tell_their_overseer_each_step_outcome() {
     let ns = setup("goal-effort").await;
     let _operator = operator(&ns);
     let lead = pod_shim(&ns, "lead", 1, "pi", "tui-works-then-idles.sh").await;
-    create_agent(&ns, "lead", json!({"role": "overseer"})).await;
+    create_agent(&ns, "lead", json!({"role": "overseer", "oversees": ["*"]})).await;
     wait_condition(&ns, "lead", "Running", |a| {
         phase(a) == Some(AgentPhase::Running)
     })

@@ -25,7 +25,7 @@ async fn the_overseer_wakes_reads_and_directs_its_builder_in_real_containers() {
         &ns,
         &format!(
             "{{apiVersion: overseer.dev/v1alpha1, kind: Agent, metadata: {{name: lead}},
-              spec: {{role: overseer, runtime: {{name: claude, image: '{image}'}},
+              spec: {{role: overseer, oversees: [builder], runtime: {{name: claude, image: '{image}'}},
                       podTemplate: {{env: [{{name: FAKE_AGENT, value: tui-overseer}}]}}}}}}"
         ),
     )

@@ -482,7 +482,7 @@ async fn a_real_claude_overseer_directs_a_real_codex_builder() {
     agent(
         &ns,
         "lead",
-        json!({"role": "overseer", "runtime": claude_runtime("tui")}),
+        json!({"role": "overseer", "oversees": ["builder"], "runtime": claude_runtime("tui")}),
     )
     .await;
     agent(

@@ -139,7 +139,11 @@ pub(super) async fn sync_instructions(
 
 /// Keeps the agent's Role in step with whom it oversees (agents come and go); read
 /// only when its rules differ from what this operator last applied or read.
-pub(super) async fn sync_role(ac: &AgentContext, agent: &Agent, overseen: &[String]) -> Result<()> {
+pub(super) async fn sync_role(
+    ac: &AgentContext,
+    agent: &Agent,
+    overseen: &[pod::Overseen],
+) -> Result<()> {
     let namespace = agent.namespace().unwrap_or_default();
     let name = pod::identity_name(&agent.name_any());
     let wanted = pod::role_rules(agent, overseen);
@@ -164,7 +168,7 @@ pub(super) const ROLE: &str = "Role";
 pub(super) async fn ensure_identity(
     ac: &AgentContext,
     agent: &Agent,
-    overseen: &[String],
+    overseen: &[pod::Overseen],
 ) -> Result<()> {
     let client = &ac.ctx.client;
     let namespace = agent.namespace().unwrap_or_default();

@@ -16,6 +16,7 @@ use crate::agent::candidate::{self, OverseerState};
 use crate::agent::claims;
 use crate::agent::inbox::{self, SendStep};
 use crate::agent::message;
+use crate::agent::oversight;
 use crate::agent::types::{
     Agent, AgentStatus, Delivery, InFlightDelivery, InboxMessage, LastMessage, LoopStatus,
 };
@@ -27,7 +28,9 @@ use crate::reasons;
 use crate::{Error, Result};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{AgentContext, Resolved, apply_status, operator_fields, overseer_state, resolve};
+use super::{
+    AgentContext, Resolved, apply_status, operator_fields, overseer_state, owning_swarm, resolve,
+};
 
 /// Field manager of `status.lastMessage`.
 pub(super) const MESSAGES_MANAGER: &str = "overseer-messages";
@@ -348,7 +351,7 @@ pub(super) async fn wake(
         .list(&ListParams::default())
         .await?
         .into_iter()
-        .filter(|a| a.spec.overseer.as_deref() == Some(overseer_name.as_str()))
+        .filter(|a| oversight::accepts(&overseer, a, owning_swarm(&ac.swarms, a).as_deref()))
         .filter_map(|mut a| match resolve(&ac.swarms, &mut a) {
             Resolved::Ready(_) => Some(a),
             _ => None,
