@@ -18,6 +18,61 @@ pub const LOOP_MANAGER: &str = "overseer-loop";
 /// Field manager of `status.watchRequests` (`overseer watch-pr`).
 pub const WATCH_PR_MANAGER: &str = "overseer-watch-pr";
 
+/// Whether `object`'s controller owner reference is the object of uid `owner_uid`.
+pub fn controlled_by<K: Resource>(object: &K, owner_uid: &str) -> bool {
+    object
+        .meta()
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.uid == owner_uid)
+}
+
+/// Ok when `current` (the object named `name`, as read) is absent or controlled by
+/// the object of uid `owner_uid`; else `Error::NameTaken`.
+pub fn ours_or_absent<K: Resource<DynamicType = ()>>(
+    current: Option<&K>,
+    name: &str,
+    owner_uid: &str,
+) -> crate::Result<()> {
+    match current {
+        Some(current) if !controlled_by(current, owner_uid) => Err(crate::Error::NameTaken {
+            kind: K::kind(&()).into_owned(),
+            name: name.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Server-side applies `object` (named `name`, owned by the object of uid
+/// `owner_uid`), but never onto an object of that name that `owner_uid` does not
+/// control: that one is left as it is, and `Error::NameTaken` says so. Whoever could
+/// create an object of that name first would otherwise have the operator take it
+/// over, or change and later delete another owner's. (Between the read and the apply
+/// an object made by someone else would still be taken; that window is one request.)
+pub async fn apply_owned<K>(
+    api: &Api<K>,
+    name: &str,
+    owner_uid: &str,
+    object: &K,
+) -> crate::Result<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    ours_or_absent(api.get_opt(name).await?.as_ref(), name, owner_uid)?;
+    Ok(api
+        .patch(
+            name,
+            &PatchParams::apply(CONTROLLER_MANAGER).force(),
+            &Patch::Apply(object),
+        )
+        .await?)
+}
+
 /// Server-side applies `status` (the status fields this writer owns) to object `name`
 /// under field `manager`, taking the fields over on conflict. Every status write of
 /// every kind goes through here: each writer owns its fields by its manager.

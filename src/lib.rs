@@ -62,11 +62,15 @@ pub enum Error {
     Invalid(String),
     #[error("reconcile panicked: {0}")]
     Panicked(String),
+    /// An object the operator would make exists already without its owner: it is left
+    /// alone, and the owner reports the collision as a condition.
+    #[error("{kind} {name} exists and belongs to another owner; it is left as it is")]
+    NameTaken { kind: String, name: String },
 }
 
 impl Error {
     /// Every value of `metric_label`, so the failures metric can start each at zero.
-    pub const METRIC_LABELS: [&'static str; 9] = [
+    pub const METRIC_LABELS: [&'static str; 10] = [
         "kube",
         "connect",
         "crds_missing",
@@ -76,6 +80,7 @@ impl Error {
         "io",
         "invalid",
         "panicked",
+        "name_taken",
     ];
 
     /// A short, bounded label for the failures metric.
@@ -90,6 +95,7 @@ impl Error {
             Error::Io(_) => "io",
             Error::Invalid(_) => "invalid",
             Error::Panicked(_) => "panicked",
+            Error::NameTaken { .. } => "name_taken",
         }
     }
 }

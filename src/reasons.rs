@@ -50,6 +50,8 @@ pub const MISSING_RUNTIME: &str = "MissingRuntime";
 pub const NO_ACTIVITY: &str = "NoActivity";
 /// Agent.
 pub const NO_IMAGE: &str = "NoImage";
+/// Agent, Goal, Swarm: an object it would make exists and belongs to another owner.
+pub const NAME_TAKEN: &str = "NameTaken";
 /// Agent.
 pub const NO_PROGRESS_REPORT: &str = "NoProgressReport";
 /// Goal.

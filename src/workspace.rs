@@ -261,21 +261,20 @@ pub fn sync_container(
 
 /// Applies the claim of a persistent workspace (server-side, idempotent) before a pod
 /// that mounts it is created; the one I/O of this module. Nothing without one.
+/// A claim of that name that `owner_uid` does not control is left alone
+/// (`Error::NameTaken`).
 pub async fn apply_claim(
     client: &kube::Client,
     claim: Option<PersistentVolumeClaim>,
-) -> Result<(), kube::Error> {
+    owner_uid: &str,
+) -> crate::Result<()> {
     let Some(claim) = claim else {
         return Ok(());
     };
     let namespace = claim.metadata.namespace.clone().unwrap_or_default();
     let name = claim.metadata.name.clone().unwrap_or_default();
-    kube::Api::<PersistentVolumeClaim>::namespaced(client.clone(), &namespace)
-        .patch(
-            &name,
-            &kube::api::PatchParams::apply(crate::api::CONTROLLER_MANAGER).force(),
-            &kube::api::Patch::Apply(&claim),
-        )
+    let claims = kube::Api::<PersistentVolumeClaim>::namespaced(client.clone(), &namespace);
+    crate::api::apply_owned(&claims, &name, owner_uid, &claim)
         .await
         .map(drop)
 }

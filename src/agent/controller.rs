@@ -241,6 +241,26 @@ fn owning_swarm(swarms: &Store<Guarded<Swarm>>, agent: &Agent) -> Option<Box<Swa
 
 #[instrument(skip_all, fields(agent = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
 async fn reconcile(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Action> {
+    match reconcile_agent(cached.clone(), ac.clone()).await {
+        // An object the agent needs is another owner's: said on the agent, looked at
+        // again now and then (nothing watches that object going away).
+        Err(taken @ crate::Error::NameTaken { .. }) => {
+            let agents = Api::namespaced(
+                ac.ctx.client.clone(),
+                &cached.namespace().unwrap_or_default(),
+            );
+            let message = taken.to_string();
+            report_unusable(&ac, &agents, &cached, reasons::NAME_TAKEN, &message).await?;
+            Ok(Action::requeue(NAME_TAKEN_RECHECK))
+        }
+        outcome => outcome,
+    }
+}
+
+/// How often an agent blocked by another owner's object looks again.
+const NAME_TAKEN_RECHECK: Duration = Duration::from_secs(60);
+
+async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Action> {
     // Decisions read the pod and swarm caches: never before their first full list,
     // or a restarted operator would take every pod for lost and every swarm for gone.
     if !listed(&ac.pods) || !listed(&ac.swarms) {
@@ -461,17 +481,16 @@ async fn create_pod(
             pod::labels(agent),
         )
     });
-    let created = match crate::workspace::apply_claim(&ac.ctx.client, claim).await {
-        Ok(()) => shell
-            .pods
-            .create(&PostParams::default(), &pod)
-            .await
-            .map(drop),
-        Err(error) => Err(error),
-    };
-    match created {
+    let uid = agent.uid().unwrap_or_default();
+    crate::workspace::apply_claim(&ac.ctx.client, claim, &uid).await?;
+    match shell.pods.create(&PostParams::default(), &pod).await {
         Ok(_) => info!(pod = pod.metadata.name.as_deref(), "created agent pod"),
-        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        // Ours from before a crash between create and record; another owner's is
+        // never taken for the agent's.
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            let name = pod.name_any();
+            crate::api::ours_or_absent(shell.pods.get_opt(&name).await?.as_ref(), &name, &uid)?;
+        }
         Err(error) => {
             let Some(message) = crate::pods::refusal(&error) else {
                 return Err(error.into());

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -123,8 +123,27 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
     let goal = super::review::with_reviews(&goal);
     let observed = observe(&gc, &goal).await?;
     let plan = decide(&gc.ctx, &goal, &observed).await;
-    apply(&gc, &goal, &plan, started).await
+    match apply(&gc, &goal, &plan, started).await {
+        // The results ConfigMap's name is another owner's: said on the goal, looked at
+        // again now and then (nothing watches that object going away).
+        Err(taken @ crate::Error::NameTaken { .. }) => {
+            let status = goal.status.clone().unwrap_or_default();
+            report_not_progressing(
+                &gc.ctx,
+                &goal,
+                &status,
+                reasons::NAME_TAKEN,
+                &taken.to_string(),
+            )
+            .await?;
+            Ok(Action::requeue(NAME_TAKEN_RECHECK))
+        }
+        outcome => outcome,
+    }
 }
+
+/// How often a goal blocked by another owner's object looks again.
+const NAME_TAKEN_RECHECK: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The goal to decide on: the cached one when it holds this operator's last write,
 /// else read fresh; None when it is gone or being deleted.
@@ -405,12 +424,36 @@ async fn apply_results(ctx: &Context, goal: &Goal, status: &GoalStatus) -> Resul
     let cm = pod::results_config_map(goal, status);
     let cms: Api<ConfigMap> =
         Api::namespaced(ctx.client.clone(), &goal.namespace().unwrap_or_default());
-    cms.patch(
-        cm.metadata.name.as_deref().unwrap_or_default(),
-        &PatchParams::apply(CONTROLLER_MANAGER).force(),
-        &Patch::Apply(&cm),
-    )
-    .await?;
+    let name = cm.metadata.name.clone().unwrap_or_default();
+    crate::api::apply_owned(&cms, &name, &goal.uid().unwrap_or_default(), &cm).await?;
+    Ok(())
+}
+
+/// `Progressing` False for `reason` (and a Warning when that is new): the goal cannot
+/// go on as it stands, and waits for its next change.
+async fn report_not_progressing(
+    ctx: &Context,
+    goal: &Goal,
+    status: &GoalStatus,
+    reason: &str,
+    message: &str,
+) -> Result<()> {
+    let mut stuck = status.clone();
+    let changed = conditions::set(
+        &mut stuck.conditions,
+        conditions::PROGRESSING,
+        false,
+        reason,
+        message,
+        goal.metadata.generation,
+        &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
+    );
+    if changed {
+        let goals: Api<Goal> =
+            Api::namespaced(ctx.client.clone(), &goal.namespace().unwrap_or_default());
+        apply_status(&goals, &goal.name_any(), CONTROLLER_MANAGER, &stuck).await?;
+        ctx.publish_about(goal, true, reason, message);
+    }
     Ok(())
 }
 
@@ -444,39 +487,43 @@ async fn create_step_pod(
         )]);
         crate::workspace::claim(w, owner, &goal.name_any(), labels)
     });
-    let created = match crate::workspace::apply_claim(&ctx.client, claim).await {
-        Ok(()) => pods.create(&PostParams::default(), &pod).await.map(drop),
+    let uid = goal.uid().unwrap_or_default();
+    let created = match crate::workspace::apply_claim(&ctx.client, claim, &uid).await {
+        Ok(()) => match pods.create(&PostParams::default(), &pod).await {
+            Ok(_) => Ok(()),
+            // A pod of that name: ours from before (a crash between create and
+            // record), or another owner's, which is never taken for the step's.
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                let name = pod.name_any();
+                crate::api::ours_or_absent(pods.get_opt(&name).await?.as_ref(), &name, &uid)
+            }
+            Err(error) => Err(error.into()),
+        },
         Err(error) => Err(error),
     };
     match created {
-        Ok(_) => {
+        Ok(()) => {
             info!(pod = pod.metadata.name.as_deref(), "created step pod");
             if params.attempt > 1 {
                 ctx.metrics.step_retries.inc();
             }
             Ok(true)
         }
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(true),
         Err(error) => {
             gc.creating.ended(&namespace, &goal.name_any());
-            let Some(message) = crate::pods::refusal(&error) else {
-                return Err(error.into());
+            let message = match &error {
+                crate::Error::Kube(error) => crate::pods::refusal(error),
+                crate::Error::NameTaken { .. } => Some(error.to_string()),
+                _ => None,
             };
-            let mut refused = status.clone();
-            let changed = conditions::set(
-                &mut refused.conditions,
-                conditions::PROGRESSING,
-                false,
-                reasons::POD_REFUSED,
-                &message,
-                goal.metadata.generation,
-                &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
-            );
-            if changed {
-                let goals: Api<Goal> = Api::namespaced(ctx.client.clone(), &namespace);
-                apply_status(&goals, &goal.name_any(), CONTROLLER_MANAGER, &refused).await?;
-                ctx.publish_about(goal, true, reasons::POD_REFUSED, &message);
-            }
+            let Some(message) = message else {
+                return Err(error);
+            };
+            let reason = match error {
+                crate::Error::NameTaken { .. } => reasons::NAME_TAKEN,
+                _ => reasons::POD_REFUSED,
+            };
+            report_not_progressing(ctx, goal, status, reason, &message).await?;
             Ok(false)
         }
     }

@@ -733,8 +733,9 @@ pub fn backoff(backoff: &Backoff, failed_attempts: i32) -> Duration {
 /// Deterministic pod name of a step attempt: a retried reconcile never makes a twin.
 pub fn pod_name(goal: &str, step: usize, attempt: i32) -> String {
     let suffix = format!("-s{step}-a{attempt}");
-    let keep = goal.len().min(253 - suffix.len());
-    format!("{}{suffix}", goal[..keep].trim_end_matches(['-', '.']))
+    // Cut names end in a hash of the whole: two long goals sharing a beginning must
+    // not share their step pods.
+    format!("{}{suffix}", crate::api::fit_name(goal, 253 - suffix.len()))
 }
 
 /// Stable hash of a step's spec (FNV-1a over its JSON).

@@ -612,6 +612,13 @@ fn pod_names_are_deterministic_and_bounded() {
     assert_eq!(pod_name("ship", 2, 3), "ship-s2-a3");
     let long = "a".repeat(253);
     assert!(pod_name(&long, 99, 100).len() <= 253);
+    let (one, other) = (format!("{long}x"), format!("{long}y"));
+    let (one, other) = (&one[1..], &other[1..]);
+    assert_ne!(
+        pod_name(one, 0, 1),
+        pod_name(other, 0, 1),
+        "two long goals that share a beginning share no step pod"
+    );
 }
 
 fn wakes(plan: &Plan) -> Vec<StepOutcome> {

@@ -80,11 +80,7 @@ fn swarm_of(store: &Store<Guarded<Swarm>>, goal: &Goal) -> Option<ObjectRef<Guar
 
 /// Whether `agent` is controlled by `swarm` (never act on anybody else's agents).
 fn controlled_by(agent: &Agent, swarm: &Swarm) -> bool {
-    let uid = swarm.uid();
-    agent
-        .owner_references()
-        .iter()
-        .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref())
+    crate::api::controlled_by(agent, &swarm.uid().unwrap_or_default())
 }
 
 /// The agent already has the wanted spec and labels (members' status changes bring
@@ -124,7 +120,10 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
     let mut problems = compose::problems(&swarm);
     let (taken, members) = apply_members(ctx, &swarm, existing).await?;
     problems.extend(taken);
-    sync_network_policy(&sc, &swarm).await?;
+    match sync_network_policy(&sc, &swarm).await {
+        Err(taken @ crate::Error::NameTaken { .. }) => problems.push(taken.to_string()),
+        outcome => outcome?,
+    }
     let goals: Vec<Goal> = readable(&sc.goals.state())
         .filter(|g| g.namespace().as_deref() == Some(namespace.as_str()))
         .filter(|g| g.spec.swarm.as_deref() == Some(name.as_str()))
@@ -236,20 +235,28 @@ async fn sync_network_policy(sc: &SwarmContext, swarm: &Swarm) -> Result<()> {
         return Ok(());
     }
     let policies: Api<NetworkPolicy> = Api::namespaced(sc.ctx.client.clone(), &namespace);
+    let uid = swarm.uid().unwrap_or_default();
     match &wanted {
         Some(policy) => {
-            policies
-                .patch(
-                    &name,
-                    &PatchParams::apply(CONTROLLER_MANAGER).force(),
-                    &Patch::Apply(policy),
-                )
-                .await?;
+            crate::api::apply_owned(&policies, &name, &uid, policy).await?;
         }
-        None => match policies.delete(&name, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(error) => return Err(error.into()),
+        // Only ours is removed, and only the one read (its uid a precondition).
+        None => match policies.get_opt(&name).await? {
+            Some(current) if crate::api::controlled_by(&current, &uid) => {
+                let only_this = DeleteParams {
+                    preconditions: Some(kube::api::Preconditions {
+                        uid: current.uid(),
+                        resource_version: None,
+                    }),
+                    ..Default::default()
+                };
+                match policies.delete(&name, &only_this).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            _ => {}
         },
     }
     sc.applied

@@ -10,13 +10,20 @@ use tracing::info;
 use crate::Result;
 use crate::agent::types::Agent;
 use crate::agent::{instructions, pod, pr_watches};
-use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, label_value};
+use crate::api::{
+    CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, apply_owned, label_value, ours_or_absent,
+};
 use crate::labels;
 use crate::prwatch::PRWatch;
 use crate::reasons;
 use crate::swarm::Swarm;
 
 use super::AgentContext;
+
+/// The uid its children's controller owner reference carries.
+fn agent_uid(agent: &Agent) -> String {
+    agent.uid().unwrap_or_default()
+}
 
 /// The file the agent's runtime reads its instructions from.
 pub(super) fn instruction_file(agent: &Agent) -> &'static str {
@@ -61,13 +68,7 @@ pub(super) async fn sync_pr_watches(ac: &AgentContext, agent: &Agent) -> Result<
         {
             continue;
         }
-        watches
-            .patch(
-                &watch_name,
-                &PatchParams::apply(CONTROLLER_MANAGER).force(),
-                &Patch::Apply(&watch),
-            )
-            .await?;
+        apply_owned(&watches, &watch_name, &agent_uid(agent), &watch).await?;
         ac.applied
             .record("PRWatch", &namespace, &watch_name, &watch.spec);
         info!(prwatch = %watch_name, stop = request.stop, "applied a pull request watch the agent asked for");
@@ -100,6 +101,7 @@ pub(super) async fn sync_instructions(
     }
     let maps: Api<ConfigMap> = Api::namespaced(ac.ctx.client.clone(), &namespace);
     let current = maps.get_opt(&name).await?;
+    ours_or_absent(current.as_ref(), &name, &agent_uid(agent))?;
     if current.and_then(|m| m.data).as_ref() == Some(&wanted) {
         ac.applied.record(KIND, &namespace, &name, &wanted);
         return Ok(());
@@ -152,6 +154,7 @@ pub(super) async fn sync_role(
     }
     let roles = Api::<Role>::namespaced(ac.ctx.client.clone(), &namespace);
     let current = roles.get_opt(&name).await?;
+    ours_or_absent(current.as_ref(), &name, &agent_uid(agent))?;
     if current.and_then(|r| r.rules).as_ref() != Some(&wanted) {
         info!(overseen = ?overseen, "updating the agent's Role");
         ensure_identity(ac, agent, overseen).await?;
@@ -173,17 +176,14 @@ pub(super) async fn ensure_identity(
     let client = &ac.ctx.client;
     let namespace = agent.namespace().unwrap_or_default();
     let (account, role, binding) = pod::identity(agent, overseen);
-    let params = PatchParams::apply(CONTROLLER_MANAGER).force();
     let name = pod::identity_name(&agent.name_any());
-    Api::<ServiceAccount>::namespaced(client.clone(), &namespace)
-        .patch(&name, &params, &Patch::Apply(&account))
-        .await?;
-    Api::<Role>::namespaced(client.clone(), &namespace)
-        .patch(&name, &params, &Patch::Apply(&role))
-        .await?;
-    Api::<RoleBinding>::namespaced(client.clone(), &namespace)
-        .patch(&name, &params, &Patch::Apply(&binding))
-        .await?;
+    let uid = agent_uid(agent);
+    let accounts = Api::<ServiceAccount>::namespaced(client.clone(), &namespace);
+    apply_owned(&accounts, &name, &uid, &account).await?;
+    let roles = Api::<Role>::namespaced(client.clone(), &namespace);
+    apply_owned(&roles, &name, &uid, &role).await?;
+    let bindings = Api::<RoleBinding>::namespaced(client.clone(), &namespace);
+    apply_owned(&bindings, &name, &uid, &binding).await?;
     if let Some(rules) = &role.rules {
         ac.applied.record(ROLE, &namespace, &name, rules);
     }
