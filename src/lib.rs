@@ -117,6 +117,10 @@ mod tests {
             Error::Io(std::io::Error::other("x")),
             Error::Invalid(String::new()),
             Error::Panicked(String::new()),
+            Error::NameTaken {
+                kind: String::new(),
+                name: String::new(),
+            },
         ];
         for error in &errors {
             assert!(
