@@ -67,12 +67,45 @@ pub fn overseer_volume() -> Volume {
     }
 }
 
-pub fn overseer_mount() -> VolumeMount {
-    VolumeMount {
-        name: VOLUME.into(),
-        mount_path: "/overseer".into(),
-        ..Default::default()
+/// The operator's volume as a container sees it: `/overseer` writable (the shim's
+/// socket and run files), and `BIN_DIR` mounted again over it read-only, so nothing in
+/// the pod can replace the binary that exec runs for the operator.
+pub fn overseer_mounts() -> [VolumeMount; 2] {
+    [
+        VolumeMount {
+            name: VOLUME.into(),
+            mount_path: "/overseer".into(),
+            ..Default::default()
+        },
+        VolumeMount {
+            name: VOLUME.into(),
+            mount_path: BIN_DIR.into(),
+            sub_path: Some("bin".into()),
+            read_only: Some(true),
+            ..Default::default()
+        },
+    ]
+}
+
+/// A read-only role mounts everything of the user's read-only, its pod template's
+/// mounts included: the platform enforces the role's boundary, not the prompt. Only
+/// the shim's own directory stays writable.
+pub fn read_only_mounts(pod: &mut k8s_openapi::api::core::v1::Pod) {
+    let mounts = pod
+        .spec
+        .iter_mut()
+        .flat_map(|s| s.containers.iter_mut())
+        .flat_map(|c| c.volume_mounts.iter_mut().flatten());
+    for mount in mounts {
+        if !is_overseer_volume(mount) {
+            mount.read_only = Some(true);
+        }
     }
+}
+
+/// The name of the operator's volume.
+pub fn is_overseer_volume(mount: &VolumeMount) -> bool {
+    mount.name == VOLUME
 }
 
 /// The restricted Pod Security Standard, per pod.

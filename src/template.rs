@@ -31,6 +31,7 @@ pub struct PodTemplate {
     /// Annotations added to the pod.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(extend("maxProperties" = 64))]
+    #[x_kube(validation = Rule::new("self.all(k, !k.startsWith('container.apparmor.security.beta.kubernetes.io/') && !k.startsWith('seccomp.security.alpha.kubernetes.io/') && !k.startsWith('container.seccomp.security.alpha.kubernetes.io/'))").message("AppArmor and seccomp annotations are refused: the operator sets the pod's security profile"))]
     pub annotations: BTreeMap<String, String>,
     /// Environment variables of the agent container (the operator's `OVERSEER_*` win).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -46,6 +47,7 @@ pub struct PodTemplate {
     /// Volumes added to the pod (one named `workspace` replaces an agent's emptyDir).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(validation = Rule::new("self.all(v, !has(v.hostPath))").message("hostPath volumes are refused: a template must not reach into the node"))]
+    #[x_kube(validation = Rule::new("self.all(v, has(v.configMap) || has(v.csi) || has(v.downwardAPI) || has(v.emptyDir) || has(v.ephemeral) || has(v.persistentVolumeClaim) || has(v.projected) || has(v.secret))").message("volumes may be only of the types the restricted Pod Security Standard allows: configMap, csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected, secret"))]
     #[schemars(length(max = 32))]
     pub volumes: Vec<Volume>,
     /// Volume mounts added to the agent container.

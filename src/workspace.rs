@@ -241,7 +241,7 @@ pub fn sync_container(
     .map(|(name, value)| pods::env(name, value))
     .chain(git_env(workspace))
     .collect();
-    let mut volume_mounts = vec![pods::overseer_mount()];
+    let mut volume_mounts = pods::overseer_mounts().to_vec();
     volume_mounts.extend(mounts(workspace, false));
     Some(Container {
         name: SYNC_CONTAINER.into(),

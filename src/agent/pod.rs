@@ -297,7 +297,7 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
     };
     template.dress(&mut pod);
     if shape.read_only {
-        read_only_mounts(&mut pod);
+        pods::read_only_mounts(&mut pod);
     }
     pod
 }
@@ -315,21 +315,6 @@ fn init_containers(agent: &Agent, overseer_image: &str) -> Vec<Container> {
     std::iter::once(pods::install_container(overseer_image))
         .chain(sync)
         .collect()
-}
-
-/// A read-only role mounts everything of the user's read-only: the platform enforces
-/// the role's boundary, not the prompt. Only the shim's own directory stays writable.
-fn read_only_mounts(pod: &mut Pod) {
-    let mounts = pod
-        .spec
-        .iter_mut()
-        .flat_map(|s| s.containers.iter_mut())
-        .flat_map(|c| c.volume_mounts.iter_mut().flatten());
-    for mount in mounts {
-        if mount.name != pods::overseer_mount().name {
-            mount.read_only = Some(true);
-        }
-    }
 }
 
 /// What the shim reads from its environment: who it runs for, how, and the prompt
@@ -379,7 +364,7 @@ struct Storage {
 /// added when the pod is dressed.
 fn storage(agent: &Agent, template_volumes: &[Volume], shape: &PodShape) -> Storage {
     let workspace = agent.spec.workspace.clone().unwrap_or_default();
-    let mut mounts = vec![pods::overseer_mount()];
+    let mut mounts = pods::overseer_mounts().to_vec();
     mounts.extend(workspace::mounts(&workspace, false));
     let mut volumes = vec![pods::overseer_volume()];
     let templated = template_volumes.iter().any(|v| v.name == workspace::VOLUME);

@@ -86,7 +86,7 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
     command.extend(runtimes::headless_command(p.runtime, &step.action));
     // Every step works in the goal's workspace: with persistent storage, on the files
     // the step before left.
-    let mut mounts = vec![pods::overseer_mount()];
+    let mut mounts = pods::overseer_mounts().to_vec();
     mounts.extend(workspace::mounts(&workspace, p.read_only));
     let mut volumes = vec![pods::overseer_volume()];
     volumes.extend(workspace::volumes(&workspace, &goal_name));
@@ -148,6 +148,9 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
         status: None,
     };
     p.template.clone().dress(&mut pod);
+    if p.read_only {
+        pods::read_only_mounts(&mut pod);
+    }
     pod
 }
 
@@ -177,5 +180,51 @@ pub fn results_config_map(goal: &Goal, status: &GoalStatus) -> ConfigMap {
             serde_json::to_string_pretty(&results).unwrap_or_else(|_| "[]".into()),
         )])),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_only_steps_template_mounts_are_read_only_and_the_binary_always() {
+        let goal: Goal = serde_json::from_value(serde_json::json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
+            "metadata": {"name": "audit", "namespace": "team", "uid": "goal-uid"},
+            "spec": {"steps": [{"name": "look", "action": "Read the code"}]}
+        }))
+        .unwrap();
+        let template: PodTemplate = serde_json::from_value(serde_json::json!({
+            "volumes": [{"name": "cache", "persistentVolumeClaim": {"claimName": "shared-cache"}}],
+            "volumeMounts": [{"name": "cache", "mountPath": "/cache"}]
+        }))
+        .unwrap();
+        for read_only in [false, true] {
+            let pod = step_pod(&StepPodParams {
+                goal: &goal,
+                step: 0,
+                attempt: 1,
+                role: "reviewer",
+                runtime: &RuntimeSpec::default(),
+                timeout: Duration::from_secs(60),
+                template: template.clone(),
+                read_only,
+                instructions: "",
+                overseer_image: "overseer:1",
+            });
+            let mounts = pod.spec.unwrap().containers[0]
+                .volume_mounts
+                .clone()
+                .unwrap();
+            let mount = |path: &str| mounts.iter().find(|m| m.mount_path == path).unwrap();
+            assert_eq!(
+                mount("/cache").read_only == Some(true),
+                read_only,
+                "{mounts:?}"
+            );
+            assert_eq!(mount(BIN_DIR).read_only, Some(true), "{mounts:?}");
+            assert_ne!(mount("/overseer").read_only, Some(true), "{mounts:?}");
+        }
     }
 }

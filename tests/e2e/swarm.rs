@@ -70,6 +70,24 @@ async fn a_read_only_scout_cannot_write_its_workspace() {
         "the builder writes its workspace: {}",
         String::from_utf8_lossy(&written.stderr)
     );
+    // Even a writing role cannot replace the binary the operator's exec runs (a hung
+    // or forged `overseer input` would hold the operator's delivery), nor write beside
+    // it; the shim's own directory stays writable.
+    for write in [
+        "echo forged > /overseer/bin/overseer",
+        "touch /overseer/bin/other",
+    ] {
+        let refused = exec(&ns, &builder, &["sh", "-c", write]);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success(), "the builder ran `{write}`");
+        assert!(stderr.contains("Read-only file system"), "EROFS: {stderr}");
+    }
+    let run_dir = exec(&ns, &builder, &["sh", "-c", "touch /overseer/run/probe"]);
+    assert!(
+        run_dir.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run_dir.stderr)
+    );
     // Nothing can be placed in a read-only workspace (runc cannot even create a mount
     // point there): the scout reads its instructions from the mounted ConfigMap, and
     // the shim opens its first prompt with them.
