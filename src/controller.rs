@@ -281,6 +281,12 @@ impl Failures {
         let mut by_object = self.by_object.lock().unwrap_or_else(|e| e.into_inner());
         by_object.remove(key);
     }
+
+    /// Forgets an object that is gone: a failing object deleted before its retry is
+    /// never reconciled again, so nothing else would end its entry.
+    pub fn forget(&self, key: &str) {
+        self.succeeded(key);
+    }
 }
 
 /// The error policy of every controller: log, count, and retry the object after its
@@ -323,6 +329,7 @@ pub async fn run_controller<K, C, Fut>(
     Fut: Future<Output = Result<kube::runtime::controller::Action>> + Send + 'static,
 {
     let concurrency = context.shared().concurrency;
+    let shared = context.shared().clone();
     controller
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown)
@@ -338,7 +345,18 @@ pub async fn run_controller<K, C, Fut>(
             },
             context,
         )
-        .for_each(|outcome| log_outcome(name, outcome))
+        .for_each(move |outcome| {
+            if let Err(kube::runtime::controller::Error::ObjectNotFound(gone)) = &outcome {
+                let key = format!(
+                    "{}/{}/{}",
+                    K::kind(&()),
+                    gone.namespace.as_deref().unwrap_or_default(),
+                    gone.name
+                );
+                shared.failures.forget(&key);
+            }
+            log_outcome(name, outcome)
+        })
         .await;
 }
 
@@ -460,6 +478,18 @@ mod tests {
             failures.failed("Goal/n/a".into()),
             secs(1),
             "after a success"
+        );
+        failures.failed("Goal/n/b".into());
+        failures.forget("Goal/n/b");
+        assert_eq!(
+            failures.failed("Goal/n/b".into()),
+            secs(1),
+            "one deleted and made again starts afresh"
+        );
+        assert_eq!(
+            failures.by_object.lock().unwrap().len(),
+            2,
+            "only the objects failing now are kept"
         );
     }
 }

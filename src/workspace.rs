@@ -51,6 +51,7 @@ pub struct GitSource {
     /// The repository (https://, ssh:// or git@host:path).
     #[schemars(length(min = 1, max = 2048))]
     #[x_kube(validation = Rule::new("self.startsWith('https://') || self.startsWith('ssh://') || self.startsWith('git@') || self.startsWith('file:///')").message("git.url must be an https://, ssh://, git@ or file:/// URL"))]
+    #[x_kube(validation = Rule::new("!self.matches('^https://[^/]*@') && !self.matches('^ssh://[^/@]*:[^/]*@')").message("git.url must not hold credentials (they would be in the spec, readable by everyone who reads it): give them in the workspace's credentials Secret"))]
     pub url: String,
     /// The branch, tag or commit to start from (default: the remote's HEAD).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -88,6 +88,18 @@ pub(crate) async fn current_pod(
         .map(|attempt| super::decide::pod_name(agent, attempt))
         .ok_or_else(|| Error::Invalid(format!("agent {agent} has no pod yet")))?;
     let pods: Api<Pod> = Api::namespaced(api.clone().into_client(), &namespace_of(&api, namespace));
+    // Only the pod the operator made for this agent: one of that name made by someone
+    // else is never read, followed or attached to.
+    let current = pods
+        .get_opt(&pod)
+        .await
+        .map_err(|e| refused("read the pod of", agent, e))?
+        .ok_or_else(|| Error::Invalid(format!("agent {agent} has no pod {pod}")))?;
+    if super::pod::own_pod(&found, &current).is_none() {
+        return Err(Error::Invalid(format!(
+            "pod {pod} is not the operator's pod of agent {agent}: refused"
+        )));
+    }
     Ok((found, pods, pod))
 }
 

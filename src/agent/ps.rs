@@ -131,7 +131,9 @@ pub fn table(agents: &[Agent], with_namespace: bool, wide: bool, now: Timestamp)
                     .map_or_else(dash, |u| u.total_tokens.to_string()),
             ]);
         }
-        rows.push(row);
+        // Status is the agent's to write: no escape sequence of its reaches the
+        // person's terminal (a cursor move or a cleared screen could forge the table).
+        rows.push(row.into_iter().map(|cell| printable(&cell)).collect());
     }
     let skip = usize::from(!with_namespace);
     let widths: Vec<usize> = (0..rows[0].len())
@@ -151,6 +153,13 @@ pub fn table(agents: &[Agent], with_namespace: bool, wide: bool, now: Timestamp)
     out
 }
 
+/// `cell` with every control character (ESC, CR, BEL, C1 controls) as a space.
+fn printable(cell: &str) -> String {
+    cell.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 /// A short age such as `45s`, `12m` or `3h`.
 fn age(now: Timestamp, then: Timestamp) -> String {
     let seconds = now.duration_since(then).as_secs().max(0);
@@ -165,6 +174,30 @@ fn age(now: Timestamp, then: Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escape_sequences_the_agent_wrote_never_reach_the_terminal() {
+        let agents: Vec<Agent> = serde_json::from_value(serde_json::json!([{
+            "metadata": {"name": "sly", "namespace": "team"},
+            "spec": {"runtime": {"name": "claude", "image": "i"}},
+            "status": {"attempt": 1, "podName": "sly-1\u{1b}[2J",
+                "activity": {"state": "idle", "attempt": 1,
+                    "summary": "done\u{1b}[1A\u{1b}[2K\rlead   Done   all good\u{9b}31m"},
+                "lastMessage": {"from": "\u{1b}]0;owned\u{7}lead", "excerpt": "ok\u{8}\u{8}",
+                    "time": "2026-12-01T10:00:30Z"}}
+        }]))
+        .unwrap();
+        let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
+        let table = table(&agents, true, true, now);
+        assert!(
+            !table.chars().any(|c| c.is_control() && c != '\n'),
+            "{table:?}"
+        );
+        assert!(
+            table.contains("done [1A [2K lead   Done   all good 31m"),
+            "{table}"
+        );
+    }
 
     #[test]
     fn one_line_per_agent_current_attempt_only() {

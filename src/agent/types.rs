@@ -353,14 +353,19 @@ pub struct Activity {
 #[serde(rename_all = "camelCase")]
 pub struct TokenUsage {
     /// Runs whose usage was reported.
+    #[schemars(range(min = 0, max = 1_000_000_000_000_000i64))]
     pub runs: i64,
     /// Input tokens, cached ones included.
+    #[schemars(range(min = 0, max = 1_000_000_000_000_000i64))]
     pub input_tokens: i64,
     /// The part of the input read from the provider's prompt cache.
+    #[schemars(range(min = 0, max = 1_000_000_000_000_000i64))]
     pub cached_input_tokens: i64,
     /// Output tokens, reasoning included.
+    #[schemars(range(min = 0, max = 1_000_000_000_000_000i64))]
     pub output_tokens: i64,
     /// Input plus output.
+    #[schemars(range(min = 0, max = 1_000_000_000_000_000i64))]
     pub total_tokens: i64,
     /// What the CLI said the runs cost, in US dollars (claude and pi report it).
     #[serde(rename = "costUSD", default, skip_serializing_if = "Option::is_none")]

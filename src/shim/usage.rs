@@ -10,6 +10,12 @@ use crate::runtimes::UsageFormat;
 /// a few hundred bytes) and is skipped to its end.
 const MAX_LINE_BYTES: usize = 64 * 1024;
 
+/// The most of any token figure the Agent's schema takes (10^15).
+pub const MAX_TOKENS: i64 = 1_000_000_000_000_000;
+
+/// The most cost reported, in US dollars: `costUSD` then fits its 32 characters.
+const MAX_COST_USD: f64 = 1e12;
+
 /// Sums the usage of every run of one attempt.
 #[derive(Debug)]
 pub struct Meter {
@@ -78,15 +84,26 @@ impl Meter {
         let counts = std::mem::take(&mut self.reported_this_run)
             && self.format != UsageFormat::ClaudeStreamJson;
         if counts {
-            self.usage.runs += 1;
+            self.usage.runs = self.usage.runs.saturating_add(1);
         }
         counts
     }
 
+    /// The usage as reported, every figure within what the schema takes: the CLI's
+    /// output is the model's and the agent's to shape, and one figure the API server
+    /// refused would stop every report of the agent's activity.
     pub fn usage(&self) -> Option<TokenUsage> {
-        (self.usage.runs > 0 || self.usage.total_tokens > 0).then(|| TokenUsage {
-            cost_usd: self.cost.map(|c| format!("{c:.4}")),
-            ..self.usage.clone()
+        let bounded = |n: i64| n.clamp(0, MAX_TOKENS);
+        let u = &self.usage;
+        (u.runs > 0 || u.total_tokens > 0).then(|| TokenUsage {
+            runs: bounded(u.runs),
+            input_tokens: bounded(u.input_tokens),
+            cached_input_tokens: bounded(u.cached_input_tokens),
+            output_tokens: bounded(u.output_tokens),
+            total_tokens: bounded(u.total_tokens),
+            cost_usd: self
+                .cost
+                .map(|c| format!("{:.4}", c.clamp(0.0, MAX_COST_USD))),
         })
     }
 
@@ -100,7 +117,7 @@ impl Meter {
         u.output_tokens = u.output_tokens.saturating_add(found.output);
         u.total_tokens = u.input_tokens.saturating_add(u.output_tokens);
         if found.ends_run {
-            u.runs += 1;
+            u.runs = u.runs.saturating_add(1);
         }
         self.reported_this_run = true;
         if let Some(cost) = found.cost {
@@ -253,6 +270,33 @@ mod tests {
         ];
         for (format, line, expected) in rows {
             assert_eq!(&parse_line(*format, line), expected, "{format:?}: {line}");
+        }
+    }
+
+    #[test]
+    fn forged_figures_stay_within_what_the_schema_takes() {
+        let mut meter = Meter::new(UsageFormat::ClaudeStreamJson);
+        let forged = format!(
+            r#"{{"type":"result","total_cost_usd":1e308,"usage":{{"input_tokens":{max},"output_tokens":{max}}}}}"#,
+            max = i64::MAX
+        );
+        for _ in 0..3 {
+            assert!(meter.feed(format!("{forged}\n").as_bytes()));
+        }
+        let usage = meter.usage().unwrap();
+        assert_eq!(
+            (usage.input_tokens, usage.output_tokens, usage.total_tokens),
+            (MAX_TOKENS, MAX_TOKENS, MAX_TOKENS)
+        );
+        let cost = usage.cost_usd.unwrap();
+        assert!(cost.len() <= 32, "{cost}");
+        // The figures as the API server's schema of the Agent checks them.
+        let schema = serde_json::to_value(schemars::schema_for!(TokenUsage)).unwrap();
+        for field in ["runs", "inputTokens", "outputTokens", "totalTokens"] {
+            assert_eq!(
+                schema["properties"][field]["maximum"], MAX_TOKENS,
+                "{field}"
+            );
         }
     }
 

@@ -133,3 +133,53 @@ async fn kubectl_completes_the_plugins_commands_flags_and_agent_names() {
     assert_eq!(narrowed, ["reviewer"]);
     let _ = std::fs::remove_dir_all(bin);
 }
+
+/// `peek`, `logs` and `attach` read only the pod the operator made for the agent: a pod
+/// under the name the agent's attempt gives, made by someone else, is refused.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn peek_logs_and_attach_refuse_a_pod_the_operator_did_not_make() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, Patch, PatchParams, PostParams};
+    let ns = setup("cli-foreign-pod").await;
+    // No operator runs here: the agent's status says attempt 1, and the pod of that name
+    // is somebody else's, labelled as if it were the agent's.
+    create_agent(&ns, "ghost", json!({"suspend": true})).await;
+    let agents: Api<overseer::agent::Agent> = ns.api();
+    agents
+        .patch_status(
+            "ghost",
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(
+                json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+                "status": {"attempt": 1}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let pods: Api<Pod> = ns.api();
+    let forged = serde_json::from_value(json!({"metadata": {"name": "ghost-1",
+        "labels": {"overseer.dev/agent": "ghost", "overseer.dev/attempt": "1"}},
+        "spec": {"containers": [{"name": "agent", "image": "example.com/theirs:1"}]}}))
+    .unwrap();
+    pods.create(&PostParams::default(), &forged).await.unwrap();
+    let kubeconfig = kubeconfig_path();
+    for command in [
+        &["peek", "ghost"][..],
+        &["logs", "ghost"],
+        &["attach", "ghost"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_overseer"))
+            .args(command)
+            .args(["--namespace", &ns.name])
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{command:?} ran: {stderr}");
+        assert!(
+            stderr.contains("pod ghost-1 is not the operator's pod of agent ghost"),
+            "{command:?}: {stderr}"
+        );
+    }
+}
