@@ -78,10 +78,34 @@ fn watching(store: &Store<Guarded<PRWatch>>, agent: &Agent) -> Vec<ObjectRef<Gua
         .collect()
 }
 
-/// The token from the Secret the spec names; its value is never logged.
+/// The Secret annotation that names the API origins its token may be sent to
+/// (comma-separated `https://HOST[:PORT]`).
+pub const TOKEN_ORIGINS_ANNOTATION: &str = "overseer.dev/github-origins";
+
+/// The token from the Secret the spec names, only when the Secret is marked for the
+/// watch's API origin: whoever may create a PRWatch may name any Secret of the
+/// namespace, and the Secret's owner says where its token may go. Its value is never
+/// logged.
 async fn token(ctx: &Context, watch: &PRWatch) -> std::result::Result<String, PollError> {
     let namespace = watch.namespace().unwrap_or_default();
-    ctx.secret_text(&namespace, &watch.spec.github.token_secret_ref)
+    let reference = &watch.spec.github.token_secret_ref;
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(ctx.client.clone(), &namespace);
+    let marked = secrets
+        .get_opt(&reference.name)
+        .await
+        .map_err(|e| PollError::Failed(format!("reading Secret {}: {e}", reference.name)))?
+        .and_then(|s| s.metadata.annotations)
+        .and_then(|a| a.get(TOKEN_ORIGINS_ANNOTATION).cloned())
+        .unwrap_or_default();
+    let origins: Vec<String> = marked.split(',').map(|o| o.trim().to_string()).collect();
+    if github::allowed_endpoint(&watch.spec.github.api_url, &origins).is_err() {
+        return Err(PollError::Failed(format!(
+            "Secret {} is not marked for the origin of apiURL {:?}: annotate it with {TOKEN_ORIGINS_ANNOTATION}=<origin> (for example https://api.github.com)",
+            reference.name, watch.spec.github.api_url
+        )));
+    }
+    ctx.secret_text(&namespace, reference)
         .await
         .map_err(PollError::Failed)
 }

@@ -173,6 +173,65 @@ async fn a_prwatch_aimed_at_a_foreign_host_never_gets_the_token() {
     );
 }
 
+/// A Secret goes only to the origins it is marked for: a PRWatch naming another
+/// Secret of the namespace (one for an in-house service, say) at an origin the
+/// operator allows gets a refused poll, and the token is never sent.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_secret_not_marked_for_the_origin_is_never_sent() {
+    use crate::support::github::{FakeGitHub, create_watch};
+    use k8s_openapi::api::core::v1::Secret;
+    use overseer::prwatch::PRWatch;
+
+    let ns = setup("hostile-prwatch-secret").await;
+    let _operator = operator(&ns);
+    let github = FakeGitHub::start().await;
+    let secrets: Api<Secret> = ns.api();
+    let other = serde_json::from_value(json!({"metadata": {"name": "deploy-key",
+        "annotations": {"overseer.dev/github-origins": "https://ghe.example.com"}},
+        "stringData": {"token": "for-another-service"}}))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &other)
+        .await
+        .unwrap();
+    let unmarked = serde_json::from_value(json!({"metadata": {"name": "database"},
+        "stringData": {"password": "not-for-github"}}))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &unmarked)
+        .await
+        .unwrap();
+    for (watch, secret, key) in [
+        ("pr8", "deploy-key", "token"),
+        ("pr9", "database", "password"),
+    ] {
+        create_watch(
+            &ns,
+            &github,
+            watch,
+            "https://github.com/acme/billing/pull/7",
+            "builder",
+            json!({"github": {"apiURL": github.url, "tokenSecretRef": {"name": secret, "key": key}}}),
+        )
+        .await;
+    }
+    let watches: Api<PRWatch> = ns.api();
+    for (watch, secret) in [("pr8", "deploy-key"), ("pr9", "database")] {
+        let message = wait_in(&ns, &format!("{watch}'s poll refused"), WAIT, || async {
+            let status = watches.get(watch).await.ok()?.status?;
+            let polling = status.conditions.iter().find(|c| c.type_ == "Polling")?;
+            (polling.reason == "PollFailed").then(|| polling.message.clone())
+        })
+        .await;
+        assert!(
+            message.contains(&format!("Secret {secret} is not marked for the origin")),
+            "{message}"
+        );
+    }
+    assert_eq!(github.polls(), 0, "no token was sent");
+}
+
 /// A timestamp the API server's `date-time` format takes but no Rust time type reads
 /// (more than nine fractional digits) would make every list and watch of the kind fail
 /// to deserialise; the schema refuses it with the field named.

@@ -181,14 +181,21 @@ pub async fn create_watch(
     extra: Value,
 ) {
     let secret: Secret = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "gh"},
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "gh", "annotations": {"overseer.dev/github-origins": github.url.trim_end_matches("/graphql")}},
         "stringData": {"token": TOKEN}
     }))
     .unwrap();
-    ns.api::<Secret>()
+    // One Secret serves every watch of the namespace.
+    match ns
+        .api::<Secret>()
         .create(&PostParams::default(), &secret)
         .await
-        .unwrap();
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => panic!("creating the token Secret: {error}"),
+    }
     let mut spec = json!({"url": pr_url, "agent": agent, "pollInterval": "10s", "quietPeriod": "1s",
         "github": {"apiURL": github.url, "tokenSecretRef": {"name": "gh", "key": "token"}}});
     spec.as_object_mut()
