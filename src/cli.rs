@@ -184,8 +184,13 @@ pub enum GoalCommand {
 pub enum WorkspaceCommand {
     /// Clone OVERSEER_GIT_URL into the current directory on OVERSEER_GIT_BRANCH.
     Sync,
-    /// git's credential helper: answers `get` from the mounted credentials Secret.
-    Credential { operation: String },
+    /// git's credential helper: answers `get` from the mounted credentials Secret,
+    /// for requests for `--origin` only.
+    Credential {
+        #[arg(long)]
+        origin: String,
+        operation: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -259,8 +264,8 @@ pub async fn dispatch(cli: Cli) -> i32 {
             command: WorkspaceCommand::Sync,
         } => crate::workspace::sync::run(),
         Command::Workspace {
-            command: WorkspaceCommand::Credential { operation },
-        } => crate::workspace::sync::credential(&operation),
+            command: WorkspaceCommand::Credential { origin, operation },
+        } => crate::workspace::sync::credential(&origin, &operation),
         Command::Shim(args) => {
             let _telemetry = crate::telemetry::init(LogFormat::Text, "info");
             match crate::shim::run(args).await {

@@ -39,7 +39,7 @@ pub struct Context {
     /// The API origins a PRWatch may poll (and send its token to).
     pub github_api_origins: Vec<String>,
     /// Where a notify webhook may be posted.
-    pub notify_destinations: Arc<crate::notify::Destinations>,
+    pub notify_destinations: Arc<crate::https::Destinations>,
     /// Each object's run of reconcile failures, for its error backoff.
     pub failures: Failures,
 }

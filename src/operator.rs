@@ -266,7 +266,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         send_expiry: args.send_expiry,
         pod_retention: args.pod_retention,
         github_api_origins: args.github_api_origins.clone(),
-        notify_destinations: Arc::new(crate::notify::Destinations::new(
+        notify_destinations: Arc::new(crate::https::Destinations::new(
             args.notify_allowed_cidrs.clone(),
             args.notify_refused_cidrs.clone(),
         )),

@@ -50,13 +50,16 @@ pub fn run() -> Result<()> {
         &dir,
         &["remote", "add", "origin", &source.url].map(String::from),
     )?;
-    if Path::new(CREDENTIALS_DIR).exists() {
+    if Path::new(CREDENTIALS_DIR).exists()
+        && let Some(origin) = https_origin(&source.url)
+    {
+        // Scoped to the source's origin twice over: git asks the helper only for that
+        // origin, and the helper answers nothing for any other (a submodule, or a push
+        // the model was talked into, to a host of someone else's).
         let exe = std::env::current_exe()?;
-        let helper = format!("!{} workspace credential", exe.display());
-        git(
-            &dir,
-            &["config", "credential.helper", &helper].map(String::from),
-        )?;
+        let helper = format!("!{} workspace credential --origin {origin}", exe.display());
+        let key = format!("credential.{origin}.helper");
+        git(&dir, &["config", &key, &helper].map(String::from))?;
     }
     // The branch from the remote when it has it; else a new one from the start.
     let from_branch = git(&dir, &fetch_args(&source.branch)).is_ok();
@@ -103,10 +106,40 @@ fn git(dir: &Path, args: &[String]) -> Result<()> {
     )))
 }
 
-/// `overseer workspace credential get`: git's credential helper protocol, answered
-/// from the mounted Secret (`username`, default `x-access-token`, and `password`).
-pub fn credential(operation: &str) -> Result<()> {
+/// `https://HOST[:PORT]` of an https git URL; None for any other (ssh does not ask
+/// credential helpers, and a URL of another form gets no token).
+pub fn https_origin(url: &str) -> Option<String> {
+    let uri: http::Uri = url.parse().ok()?;
+    let authority = uri.authority()?;
+    (uri.scheme_str() == Some("https") && !authority.as_str().contains('@'))
+        .then(|| format!("https://{}", authority.as_str().to_ascii_lowercase()))
+}
+
+/// Whether git's credential request (`key=value` lines) is for `origin`: its protocol
+/// and host (with the port, as git sends it) are the origin's.
+fn asks_for(origin: &str, request: &str) -> bool {
+    let field = |key: &str| {
+        request
+            .lines()
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix('='))
+            .map(str::to_ascii_lowercase)
+    };
+    match (field("protocol"), field("host")) {
+        (Some(protocol), Some(host)) => format!("{protocol}://{host}") == origin,
+        _ => false,
+    }
+}
+
+/// `overseer workspace credential --origin O get`: git's credential helper protocol,
+/// answered from the mounted Secret (`username`, default `x-access-token`, and
+/// `password`), and only for a request for origin `O`.
+pub fn credential(origin: &str, operation: &str) -> Result<()> {
     if operation != "get" {
+        return Ok(());
+    }
+    let mut request = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut request)?;
+    if !asks_for(origin, &request) {
         return Ok(());
     }
     let read = |key: &str| {
@@ -120,4 +153,44 @@ pub fn credential(operation: &str) -> Result<()> {
     let username = read("username").unwrap_or_else(|| "x-access-token".into());
     println!("username={username}\npassword={password}");
     Ok(())
+}
+
+#[cfg(test)]
+mod credential_tests {
+    use super::*;
+
+    #[test]
+    fn the_token_is_for_the_sources_origin_only() {
+        let origin = https_origin("https://GitHub.com/acme/widgets.git").unwrap();
+        assert_eq!(origin, "https://github.com");
+        assert_eq!(
+            https_origin("https://git.example.com:8443/r.git").as_deref(),
+            Some("https://git.example.com:8443")
+        );
+        for url in [
+            "ssh://git@github.com/a/b.git",
+            "git@github.com:a/b.git",
+            "file:///repo",
+            "https://u@h/r",
+        ] {
+            assert_eq!(https_origin(url), None, "{url}");
+        }
+        // (git's request, answered)
+        let rows = [
+            (
+                "protocol=https\nhost=github.com\npath=acme/widgets.git\n",
+                true,
+            ),
+            ("protocol=https\nhost=GITHUB.COM\n", true),
+            ("protocol=https\nhost=evil.example\n", false),
+            ("protocol=http\nhost=github.com\n", false),
+            ("protocol=https\nhost=github.com:444\n", false),
+            ("protocol=https\nhost=github.com.evil.example\n", false),
+            ("host=github.com\n", false),
+            ("", false),
+        ];
+        for (request, answered) in rows {
+            assert_eq!(asks_for(&origin, request), answered, "{request:?}");
+        }
+    }
 }

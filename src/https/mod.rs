@@ -2,6 +2,10 @@
 //! collector): hyper over rustls with the system's roots, `http` allowed for
 //! endpoints inside the cluster or on loopback.
 
+mod destinations;
+
+pub use destinations::{Destinations, PermittedResolver, REFUSED};
+
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper_rustls::HttpsConnector;

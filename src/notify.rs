@@ -1,10 +1,8 @@
 //! The notify webhook: a JSON POST to a URL kept in a Secret. A failed send is an
 //! Event on the object; it never fails a goal or an agent. Only destinations the
-//! operator permits are posted to (destinations.rs).
+//! operator permits are posted to (src/https/destinations.rs).
 
-mod destinations;
-
-pub use destinations::{Destinations, REFUSED};
+pub use crate::https::{Destinations, REFUSED};
 
 use std::time::Duration;
 
@@ -60,7 +58,7 @@ pub async fn post_json(
     let host = uri.host().ok_or("invalid webhook URL: it has no host")?;
     destinations.resolve(host, port).await?;
     let client =
-        crate::https::client_through(destinations::PermittedResolver(destinations.clone()))?;
+        crate::https::client_through(crate::https::PermittedResolver(destinations.clone()))?;
     let response = tokio::time::timeout(Duration::from_secs(10), client.request(request))
         .await
         .map_err(|_| "webhook did not answer in 10s".to_string())?
