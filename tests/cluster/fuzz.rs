@@ -26,7 +26,7 @@ use overseer::prwatch::PRWatch;
 use overseer::swarm::Swarm;
 use serde_json::{Value, json};
 
-use crate::support::cluster::{Operator, TestNamespace, repo_root, setup, wait_in};
+use crate::support::cluster::{Operator, TestNamespace, kubectl, repo_root, setup, wait_in};
 
 const KINDS: [&str; 4] = ["Agent", "Goal", "PRWatch", "Swarm"];
 /// Accepted objects per kind created for real with an operator running.
@@ -50,6 +50,85 @@ impl Rng {
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
+}
+
+/// Statuses an agent of the sample forges for itself.
+const STATUSES_PER_AGENT: usize = 25;
+
+/// The security properties of a pod the operator made: the restricted standard (no
+/// root, no privilege escalation, no capabilities, the runtime's seccomp profile, no
+/// node access), a controller owner of ours, and the namespace of that owner.
+fn secure_pod(pod: &k8s_openapi::api::core::v1::Pod, namespace: &str) -> Result<(), String> {
+    let spec = pod.spec.as_ref().ok_or("no spec")?;
+    if pod.metadata.namespace.as_deref() != Some(namespace) {
+        return Err(format!("in namespace {:?}", pod.metadata.namespace));
+    }
+    let owner = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+        .ok_or("no controller owner")?;
+    if !["Agent", "Goal"].contains(&owner.kind.as_str())
+        || owner.api_version != "overseer.dev/v1alpha1"
+    {
+        return Err(format!("owned by {} {}", owner.api_version, owner.kind));
+    }
+    let pod_context = spec
+        .security_context
+        .as_ref()
+        .ok_or("no pod securityContext")?;
+    if pod_context.run_as_non_root != Some(true) || pod_context.run_as_user == Some(0) {
+        return Err("may run as root".into());
+    }
+    if pod_context
+        .seccomp_profile
+        .as_ref()
+        .map(|p| p.type_.as_str())
+        != Some("RuntimeDefault")
+    {
+        return Err("no RuntimeDefault seccomp profile".into());
+    }
+    if spec.host_network == Some(true) || spec.host_pid == Some(true) || spec.host_ipc == Some(true)
+    {
+        return Err("shares a host namespace".into());
+    }
+    if spec.volumes.iter().flatten().any(|v| v.host_path.is_some()) {
+        return Err("mounts a host path".into());
+    }
+    let containers = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten());
+    for container in containers {
+        let context = container
+            .security_context
+            .as_ref()
+            .ok_or("a container without securityContext")?;
+        let drops_all = context
+            .capabilities
+            .as_ref()
+            .and_then(|c| c.drop.as_ref())
+            .is_some_and(|d| d.iter().any(|c| c == "ALL"));
+        let adds = context
+            .capabilities
+            .as_ref()
+            .and_then(|c| c.add.as_ref())
+            .is_some_and(|a| !a.is_empty());
+        if context.allow_privilege_escalation != Some(false)
+            || context.privileged == Some(true)
+            || !drops_all
+            || adds
+            || context.run_as_user == Some(0)
+        {
+            return Err(format!(
+                "container {} is not restricted: {context:?}",
+                container.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn specs_per_kind() -> usize {
@@ -85,6 +164,11 @@ fn examples() -> BTreeMap<String, Value> {
 /// Every field under `spec` with its schema: the JSON path and the schema node (array
 /// items are reached through their array, which is generated whole).
 fn fields(schema: &Value) -> Vec<(Vec<String>, Value)> {
+    fields_under(schema, "spec")
+}
+
+/// As `fields`, under `root` (`spec`, or `status`: what an agent writes of its own).
+fn fields_under(schema: &Value, root: &str) -> Vec<(Vec<String>, Value)> {
     fn walk(node: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, Value)>) {
         out.push((path.clone(), node.clone()));
         if let Some(properties) = node["properties"].as_object() {
@@ -97,8 +181,8 @@ fn fields(schema: &Value) -> Vec<(Vec<String>, Value)> {
     }
     let mut out = Vec::new();
     walk(
-        &schema["properties"]["spec"],
-        &mut vec!["spec".into()],
+        &schema["properties"][root],
+        &mut vec![root.to_string()],
         &mut out,
     );
     out.retain(|(path, _)| path.len() > 1);
@@ -471,6 +555,17 @@ async fn generated_specs_are_refused_with_a_field_or_served_without_a_panic() {
     );
 
     // A sample for real: each gets conditions with reasons, and the operator lives.
+    // The namespace enforces the restricted Pod Security Standard, so the API server
+    // itself would refuse a pod of ours that is not.
+    kubectl(
+        &[
+            "label",
+            "namespace",
+            &ns.name,
+            "pod-security.kubernetes.io/enforce=restricted",
+        ],
+        "",
+    );
     let mut operator = Operator::start(&["--namespace", &ns.name]);
     for (kind, object) in &keep {
         let typed: DynamicObject = serde_json::from_value(object.clone()).unwrap();
@@ -497,10 +592,84 @@ async fn generated_specs_are_refused_with_a_field_or_served_without_a_panic() {
         .iter()
         .for_each(|c| assert!(camel_case(&c.reason), "{kind} {name}: {c:?}"));
     }
+    // What an agent writes of its own status, generated as its specs are: the
+    // operator reads, plans and lives on, whatever the agent claims.
+    let agent_schema = schema_of("Agent");
+    let status_fields = fields_under(&agent_schema, "status");
+    let agents = api_for(&ns, "Agent");
+    let sample_agents: Vec<&str> = keep
+        .iter()
+        .filter(|(kind, _)| kind == "Agent")
+        .filter_map(|(_, object)| object["metadata"]["name"].as_str())
+        .collect();
+    let (mut statuses, mut statuses_accepted) = (0, 0);
+    for name in &sample_agents {
+        for _ in 0..STATUSES_PER_AGENT {
+            let forged = mutated(&json!({}), &status_fields, &mut rng, 0);
+            let patch = json!({"status": forged["status"]});
+            statuses += 1;
+            let sent = agents
+                .patch_status(
+                    name,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .await;
+            match sent {
+                Ok(stored) => {
+                    statuses_accepted += 1;
+                    let stored = serde_json::to_value(&stored).unwrap();
+                    if let Err(why) = operator_reads_and_plans("Agent", &stored) {
+                        problems.push(format!("Agent {name}: status accepted but {why}: {patch}"));
+                    }
+                }
+                Err(kube::Error::Api(status)) if status.code == 422 => {
+                    if !status.message.contains("status") {
+                        problems.push(format!(
+                            "Agent {name}: status refused without naming a field: {}",
+                            status.message
+                        ));
+                    }
+                }
+                Err(error) => problems.push(format!("Agent {name}: status answered {error}")),
+            }
+        }
+    }
+    summary.push_str(&format!(
+        "Agent status: {statuses} forged statuses on {} agents, {statuses_accepted} accepted\n",
+        sample_agents.len()
+    ));
+    assert!(
+        statuses_accepted > 0 && statuses_accepted < statuses,
+        "the status generator must reach both sides: {summary}"
+    );
+    // Let the operator act on what was forged, then look at every pod it made.
+    tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(
         operator.child.try_wait().unwrap().is_none(),
         "the operator exited:\n{}",
         std::fs::read_to_string(&operator.log_path).unwrap_or_default()
+    );
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = ns.api();
+    let made = pods.list(&Default::default()).await.unwrap().items;
+    for pod in &made {
+        if let Err(why) = secure_pod(pod, &ns.name) {
+            problems.push(format!(
+                "pod {}: {why}",
+                pod.metadata.name.clone().unwrap_or_default()
+            ));
+        }
+    }
+    summary.push_str(&format!(
+        "pods: {} made, each restricted, owned by its Agent or Goal, in its namespace\n",
+        made.len()
+    ));
+    assert!(!made.is_empty(), "the sample made no pod: {summary}");
+    assert!(
+        problems.is_empty(),
+        "{} problems, the first ten:\n{}",
+        problems.len(),
+        problems[..problems.len().min(10)].join("\n")
     );
     println!("{summary}");
     let log = repo_root().join("target/test-logs/fuzz.txt");
