@@ -24,14 +24,15 @@ unit:
 	cargo test
 
 # no_crds first, one test at a time: it changes the CRDs cluster-wide and puts them back. Then the
-# kwok suite; then, alone, the tests that restart the API server under everyone; then the OTLP
+# kwok suite; then, alone, the tests that restart the API server under everyone or run an operator
+# of every namespace; then the OTLP
 # trace export (feature `otlp`); then the e2e suite (the Helm chart and our images on a real node).
 integration:
 	bash $(CLUSTER) up test
 	export OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG); \
 	  cargo test --test no_crds -- --ignored --test-threads=1 && \
-	  cargo test --test cluster -- --ignored --skip api_server_restart && \
-	  cargo test --test cluster api_server_restart -- --ignored --test-threads=1 && \
+	  cargo test --test cluster -- --ignored --skip api_server_restart --skip cluster_wide && \
+	  cargo test --test cluster -- --ignored --test-threads=1 api_server_restart cluster_wide && \
 	  cargo test --features otlp --test otlp -- --ignored && \
 	  bash hack/e2e/run.sh; \
 	  status=$$?; bash $(CLUSTER) down; exit $$status

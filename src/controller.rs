@@ -42,6 +42,8 @@ pub struct Context {
     pub notify_destinations: Arc<crate::https::Destinations>,
     /// Each object's run of reconcile failures, for its error backoff.
     pub failures: Failures,
+    /// The exec slots of the operator and of each namespace.
+    pub deliveries: Arc<crate::deliveries::Deliveries>,
 }
 
 impl Context {

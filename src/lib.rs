@@ -12,6 +12,7 @@ pub mod completion;
 pub mod conditions;
 pub mod controller;
 pub mod crd;
+pub mod deliveries;
 pub mod duration;
 pub mod events;
 pub mod exec;

@@ -271,6 +271,9 @@ pub async fn run(args: RunArgs) -> Result<()> {
             args.notify_refused_cidrs.clone(),
         )),
         failures: Failures::default(),
+        deliveries: Arc::new(crate::deliveries::Deliveries::new(usize::from(
+            args.concurrency,
+        ))),
     });
     let work = {
         let shutdown = shutdown.clone();

@@ -22,6 +22,7 @@ use tracing::{info, instrument};
 
 use super::candidate::{LoopTimes, OverseerState};
 use super::decide::{self, AgentPod, PodPhase};
+use super::inbox::{self, SendStep};
 use super::types::{Agent, AgentPhase, AgentStatus, Delivery};
 use super::{oversight, pod};
 use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, label_value};
@@ -301,7 +302,25 @@ async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Ac
     if pod_ready {
         sync_role(&ac, &agent, &observed.overseen).await?;
     }
-    let inbox = deliver_inbox(&ac, &shell.agents, &shell.pods, &mut agent, pod_ready).await?;
+    // A message to type needs an exec slot of the namespace; without one free, the
+    // inbox is looked at again soon (expiring messages need none).
+    let status = agent.status.clone().unwrap_or_default();
+    let next = inbox::next_send(
+        &status,
+        pod_ready,
+        ac.ctx.send_expiry,
+        jiff::Timestamp::now(),
+    );
+    let types = matches!(next, SendStep::Deliver(_) | SendStep::Redeliver(_));
+    let slot = types
+        .then(|| ac.ctx.deliveries.try_slot(&namespace))
+        .flatten();
+    let inbox = if types && slot.is_none() {
+        Some(crate::deliveries::RETRY)
+    } else {
+        deliver_inbox(&ac, &shell.agents, &shell.pods, &mut agent, pod_ready).await?
+    };
+    drop(slot);
     if let Some(retry) = inbox {
         requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
     }
@@ -424,6 +443,14 @@ async fn apply(
                 }
             }
             decide::Action::Deliver(kind) => {
+                // An exec slot of the agent's namespace, or a look again soon: never
+                // a wait in this controller's slot behind that namespace's execs.
+                let namespace = agent.namespace().unwrap_or_default();
+                let Some(_slot) = ctx.deliveries.try_slot(&namespace) else {
+                    let retry = crate::deliveries::RETRY;
+                    requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
+                    continue;
+                };
                 let delivered = match kind {
                     Delivery::Nudge => nudge(ctx, &shell.agents, &shell.pods, agent).await?,
                     Delivery::Wake => wake(ac, &shell.agents, &shell.pods, agent).await?,

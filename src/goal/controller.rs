@@ -351,7 +351,23 @@ async fn apply(
             plan::Action::Notify {
                 reason, message, ..
             } => notify(ctx, goal, *reason, message, None).await,
-            plan::Action::WakeOverseer(outcome) => wake_overseer(ctx, goal, outcome).await?,
+            // Out of the reconcile, on its namespace's exec slots: an overseer whose
+            // exec hangs delays no goal, its own or another namespace's.
+            plan::Action::WakeOverseer(outcome) => {
+                let namespace = goal.namespace().unwrap_or_default();
+                let telling = {
+                    let (ctx, goal, outcome) = (ctx.clone(), goal.clone(), outcome.clone());
+                    async move {
+                        if let Err(error) = wake_overseer(&ctx, &goal, &outcome).await {
+                            tracing::warn!(%error, goal = %goal.name_any(), "telling the overseer failed");
+                        }
+                    }
+                };
+                if !ctx.deliveries.spawn(&namespace, telling) {
+                    let message = "the overseer was not told of a step outcome: too many deliveries wait in this namespace";
+                    ctx.publish_about(goal, true, reasons::WAKE_FAILED, message);
+                }
+            }
         }
     }
     Ok(duration::requeue(plan.requeue_after))

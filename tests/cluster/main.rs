@@ -18,3 +18,4 @@ mod leader_election;
 mod overseer;
 mod prwatch;
 mod swarm;
+mod tenancy;

@@ -242,6 +242,11 @@ impl Drop for Shim {
 
 /// Routes `kubectl exec` into `pod` to the local shim's socket (a kwok `Exec`).
 pub async fn route_exec(ns: &TestNamespace, pod: &str, shim: &Shim) {
+    route_exec_to(ns, pod, &shim.socket()).await;
+}
+
+/// Routes `kubectl exec` into `pod` to a local `overseer input` reaching `socket`.
+pub async fn route_exec_to(ns: &TestNamespace, pod: &str, socket: &Path) {
     let gvk = kube::api::GroupVersionKind::gvk("kwok.x-k8s.io", "v1alpha1", "Exec");
     let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "execs");
     let api: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
@@ -249,7 +254,7 @@ pub async fn route_exec(ns: &TestNamespace, pod: &str, shim: &Shim) {
         "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Exec",
         "metadata": {"name": pod},
         "spec": {"execs": [{"local": {"workDir": "/tmp", "envs": [
-            {"name": "OVERSEER_INPUT_SOCKET", "value": shim.socket().display().to_string()}
+            {"name": "OVERSEER_INPUT_SOCKET", "value": socket.display().to_string()}
         ]}}]}
     }))
     .unwrap();
