@@ -199,3 +199,17 @@ fn an_agent_without_its_own_webhook_takes_its_swarms() {
         "its own wins"
     );
 }
+
+#[test]
+fn the_network_policy_limits_egress_only_when_asked() {
+    let mut swarm = swarm();
+    swarm.spec.network_policy = true;
+    let open = network_policy(&swarm).spec.unwrap();
+    assert_eq!(open.policy_types, Some(vec!["Ingress".to_string()]));
+    assert_eq!(open.egress, None, "egress stays open without spec.egress");
+    swarm.spec.egress = Some(super::super::types::SwarmEgress {
+        public_internet: true,
+        allow_cidrs: vec!["10.96.0.1/32".into()],
+    });
+    insta::assert_yaml_snapshot!("swarm_egress_policy", network_policy(&swarm).spec);
+}

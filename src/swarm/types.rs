@@ -40,6 +40,7 @@ use crate::template::PodTemplate;
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.egress) || self.networkPolicy").message("egress needs networkPolicy: true (the egress rules are part of the swarm's NetworkPolicy)"))]
 pub struct SwarmSpec {
     /// Id of this run, carried by everything of the swarm; defaults to the Swarm's uid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -63,6 +64,11 @@ pub struct SwarmSpec {
     /// other (it takes effect only with a network plugin that enforces policies).
     #[serde(default)]
     pub network_policy: bool,
+    /// Where the swarm's pods may connect, with `networkPolicy` on (without this,
+    /// anywhere): DNS, each other, and what is listed here. The shim reports through the
+    /// API server, so its address belongs in `allowCIDRs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<SwarmEgress>,
     /// The workspace of every member (and agent of the swarm) that sets none: each gets
     /// its own, on its own branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -234,4 +240,21 @@ pub struct MemberStatus {
     pub activity: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+}
+
+/// The egress a swarm's NetworkPolicy allows besides DNS and the swarm's own pods.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SwarmEgress {
+    /// Every public address (IPv4 and IPv6 but the private, shared, link-local and
+    /// unique-local ranges): model APIs and git hosts, and nothing inside the cluster.
+    #[serde(default)]
+    pub public_internet: bool,
+    /// More destinations, as CIDRs: the API server's address, an internal git host.
+    #[serde(rename = "allowCIDRs", default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 32),
+        inner(regex(pattern = r"^[0-9a-fA-F:.]+/[0-9]{1,3}$"))
+    )]
+    pub allow_cidrs: Vec<String>,
 }

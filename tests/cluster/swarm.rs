@@ -444,6 +444,33 @@ async fn two_swarms_never_touch_each_others_agents_and_deletion_leaves_nothing()
         from.pod_selector.clone().unwrap().match_labels.unwrap(),
         selector
     );
+    assert_eq!(spec.egress, None, "egress stays open unless asked");
+    // Asked: the API server takes the policy with its egress rules (DNS, the swarm,
+    // the public internet, the API server's address).
+    swarms
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"egress": {"publicInternet": true, "allowCIDRs": ["10.96.0.1/32"]}}})),
+        )
+        .await
+        .unwrap();
+    let egress = wait_in(&ns, "swarm a's egress rules", WAIT, || async {
+        policies
+            .get_opt("overseer-swarm-a")
+            .await
+            .ok()
+            .flatten()?
+            .spec?
+            .egress
+    })
+    .await;
+    let peers = egress[1].to.clone().unwrap();
+    let cidrs: Vec<String> = peers
+        .iter()
+        .filter_map(|p| p.ip_block.as_ref().map(|b| b.cidr.clone()))
+        .collect();
+    assert_eq!(cidrs, ["0.0.0.0/0", "::/0", "10.96.0.1/32"]);
 
     // Deleting a-b removes its own agents only; deleting a leaves nothing behind.
     swarms
