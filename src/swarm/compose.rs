@@ -483,7 +483,6 @@ pub fn network_policy(swarm: &Swarm) -> k8s_openapi::api::networking::v1::Networ
                 .egress
                 .as_ref()
                 .map(|egress| egress_rules(egress, selector)),
-            ..Default::default()
         }),
     }
 }
