@@ -244,11 +244,19 @@ pub fn deferred(ctx: &Context, controller: &'static str) -> kube::runtime::contr
 
 /// The key of one object in `Failures`: kind, namespace and name.
 pub fn object_key<K: Resource<DynamicType = ()>>(object: &K) -> String {
+    key_of::<K>(
+        object.meta().namespace.as_deref(),
+        object.meta().name.as_deref().unwrap_or_default(),
+    )
+}
+
+/// `object_key` of the `K` named `name` in `namespace`.
+fn key_of<K: Resource<DynamicType = ()>>(namespace: Option<&str>, name: &str) -> String {
     format!(
         "{}/{}/{}",
         K::kind(&()),
-        object.meta().namespace.as_deref().unwrap_or_default(),
-        object.meta().name.as_deref().unwrap_or_default()
+        namespace.unwrap_or_default(),
+        name
     )
 }
 
@@ -349,13 +357,9 @@ pub async fn run_controller<K, C, Fut>(
         )
         .for_each(move |outcome| {
             if let Err(kube::runtime::controller::Error::ObjectNotFound(gone)) = &outcome {
-                let key = format!(
-                    "{}/{}/{}",
-                    K::kind(&()),
-                    gone.namespace.as_deref().unwrap_or_default(),
-                    gone.name
-                );
-                shared.failures.forget(&key);
+                shared
+                    .failures
+                    .forget(&key_of::<K>(gone.namespace.as_deref(), &gone.name));
             }
             log_outcome(name, outcome)
         })

@@ -21,21 +21,8 @@ pub const ANY: &str = "*";
 /// controller owner reference names, as cached; an owner reference alone proves
 /// nothing, since whoever creates an object writes them.
 pub fn accepts(overseer: &Agent, agent: &Agent, swarm: Option<&Swarm>) -> bool {
-    if agent.spec.overseer.as_deref() != Some(overseer.name_any().as_str())
-        || agent.namespace() != overseer.namespace()
-    {
-        return false;
-    }
-    let name = agent.name_any();
-    if overseer
-        .spec
-        .oversees
-        .iter()
-        .any(|n| n == ANY || *n == name)
-    {
-        return true;
-    }
-    swarm.is_some_and(|swarm| same_swarm(swarm, overseer, agent))
+    asks(overseer, agent, agent.spec.overseer.as_deref())
+        && (lists(overseer, agent) || swarm.is_some_and(|swarm| same_swarm(swarm, overseer, agent)))
 }
 
 /// Whether `overseer` agrees to hear of `goal`'s step outcomes (`effort: high`): the
@@ -44,24 +31,28 @@ pub fn accepts(overseer: &Agent, agent: &Agent, swarm: Option<&Swarm>) -> bool {
 /// who may create Goals can have a swarm's overseer told fixed step outcomes; no rights
 /// come with it.
 pub fn accepts_goal(overseer: &Agent, goal: &crate::goal::Goal) -> bool {
-    if goal.spec.overseer.as_deref() != Some(overseer.name_any().as_str())
-        || goal.namespace() != overseer.namespace()
-    {
-        return false;
-    }
-    let name = goal.name_any();
-    if overseer
+    asks(overseer, goal, goal.spec.overseer.as_deref())
+        && (lists(overseer, goal)
+            || goal.spec.swarm.as_deref().is_some_and(|swarm| {
+                overseer.name_any() == member_name(swarm, OVERSEER_MEMBER)
+                    && swarm_owner(overseer).is_some_and(|o| o.name == swarm)
+            }))
+}
+
+/// Whether `asker`, whose spec names `named` as its overseer, asks `overseer`: the
+/// name is the overseer's, in the overseer's namespace.
+fn asks(overseer: &Agent, asker: &impl Resource, named: Option<&str>) -> bool {
+    named == Some(overseer.name_any().as_str()) && asker.namespace() == overseer.namespace()
+}
+
+/// Whether `overseer`'s `spec.oversees` lists `asker` by name, or `*`.
+fn lists(overseer: &Agent, asker: &impl Resource) -> bool {
+    let name = asker.name_any();
+    overseer
         .spec
         .oversees
         .iter()
         .any(|n| n == ANY || *n == name)
-    {
-        return true;
-    }
-    goal.spec.swarm.as_deref().is_some_and(|swarm| {
-        overseer.name_any() == member_name(swarm, OVERSEER_MEMBER)
-            && swarm_owner(overseer).is_some_and(|o| o.name == swarm)
-    })
 }
 
 /// The Swarm that made `agent`, by its controller owner reference.

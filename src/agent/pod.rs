@@ -27,12 +27,7 @@ pub const CONTAINER: &str = "agent";
 /// owner reference carries the Agent's uid), it is not being deleted, and it is
 /// labelled with its attempt.
 pub fn own_pod(agent: &Agent, pod: &Pod) -> Option<AgentPod> {
-    let uid = agent.uid()?;
-    let owned = pod
-        .owner_references()
-        .iter()
-        .any(|o| o.uid == uid && o.controller == Some(true));
-    if !owned
+    if !crate::api::controlled_by(pod, &agent.uid()?)
         || pod.metadata.deletion_timestamp.is_some()
         || pod.labels().get(labels::AGENT) != Some(&label_value(&agent.name_any()))
     {
