@@ -34,6 +34,8 @@ pub const FAILED: &str = "Failed";
 pub const GOAL_FAILED: &str = "GoalFailed";
 /// Goal.
 pub const GOAL_SUCCEEDED: &str = "GoalSucceeded";
+/// Agent (Ready): its pod has waited on its image past the patience.
+pub const IMAGE_NOT_PULLED: &str = "ImageNotPulled";
 /// Swarm.
 pub const INVALID_SPEC: &str = "InvalidSpec";
 /// Agent.

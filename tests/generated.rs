@@ -139,3 +139,40 @@ fn crds_have_the_contracted_names() {
         assert!(columns.contains(&"Age"), "{kind} columns {columns:?}");
     }
 }
+
+/// The four Argo CD health checks as one `argocd-cm` patch, ready for
+/// `kubectl -n argocd patch configmap argocd-cm --patch-file ...`.
+#[test]
+fn argocd_cm_patch_matches_the_health_checks() {
+    let mut patch = String::from(
+        "# Generated from gitops/argocd/health/*.lua by `make generate`: the operator's health\n\
+         # checks for Argo CD. Apply with\n\
+         #   kubectl -n argocd patch configmap argocd-cm --patch-file gitops/argocd/argocd-cm-patch.yaml\n\
+         data:\n",
+    );
+    let kinds = ["Agent", "Goal", "PRWatch", "Swarm"];
+    let mut scripts = Vec::new();
+    for kind in kinds {
+        let script =
+            std::fs::read_to_string(repo_file(&format!("gitops/argocd/health/{kind}.lua")))
+                .unwrap();
+        patch.push_str(&format!(
+            "  resource.customizations.health.overseer.dev_{kind}: |\n"
+        ));
+        for line in script.lines() {
+            let indent = if line.is_empty() { "" } else { "    " };
+            patch.push_str(&format!("{indent}{line}\n"));
+        }
+        scripts.push(script);
+    }
+    // The patch reads back as exactly the scripts Argo CD is to run.
+    let read: serde_json::Value = serde_saphyr::from_str(&patch).unwrap();
+    for (kind, script) in kinds.iter().zip(&scripts) {
+        assert_eq!(
+            read["data"][format!("resource.customizations.health.overseer.dev_{kind}")],
+            serde_json::json!(script),
+            "{kind}"
+        );
+    }
+    check_generated("gitops/argocd/argocd-cm-patch.yaml", &patch);
+}

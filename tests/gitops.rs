@@ -58,6 +58,44 @@ fn every_kind_maps_its_states_to_argo_cd_health() {
             object(1, 1, json!({"phase": "Pending"})),
             "Progressing",
         ),
+        // Stuck on its image: Progressing while the kubelet may still pull it, Degraded
+        // once the operator says the patience is over.
+        (
+            "Agent",
+            object(
+                1,
+                1,
+                json!({"phase": "Pending", "conditions": [condition("Ready", "False", "PodNotReady")]}),
+            ),
+            "Progressing",
+        ),
+        (
+            "Agent",
+            object(
+                1,
+                1,
+                json!({"phase": "Pending", "conditions": [condition("Ready", "False", "ImageNotPulled")]}),
+            ),
+            "Degraded",
+        ),
+        (
+            "Agent",
+            object(
+                1,
+                1,
+                json!({"phase": "Pending", "conditions": [condition("Ready", "False", "PodRefused")]}),
+            ),
+            "Degraded",
+        ),
+        (
+            "Agent",
+            object(
+                1,
+                1,
+                json!({"phase": "Pending", "conditions": [condition("Ready", "False", "NameTaken")]}),
+            ),
+            "Degraded",
+        ),
         ("Agent", object(1, 1, json!({"phase": "Done"})), "Healthy"),
         (
             "Agent",
@@ -130,6 +168,44 @@ fn every_kind_maps_its_states_to_argo_cd_health() {
                 json!({"phase": "Paused", "conditions": [condition("Paused", "True", "Requested")]}),
             ),
             "Suspended",
+        ),
+        // A refused edit of a completed step: the goal stays Succeeded, but Git and
+        // the cluster disagree.
+        (
+            "Goal",
+            object(
+                2,
+                2,
+                json!({"phase": "Succeeded", "progress": "1/1", "conditions": [condition("Progressing", "False", "SpecConflict")]}),
+            ),
+            "Degraded",
+        ),
+        (
+            "Goal",
+            object(
+                1,
+                1,
+                json!({"phase": "Running", "conditions": [condition("Progressing", "False", "PodRefused")]}),
+            ),
+            "Degraded",
+        ),
+        (
+            "Goal",
+            object(
+                1,
+                1,
+                json!({"phase": "Running", "conditions": [condition("Progressing", "False", "NameTaken")]}),
+            ),
+            "Degraded",
+        ),
+        (
+            "Goal",
+            object(
+                1,
+                1,
+                json!({"phase": "Running", "conditions": [condition("Progressing", "True", "StepRunning")]}),
+            ),
+            "Progressing",
         ),
         (
             "PRWatch",

@@ -41,7 +41,23 @@ pub struct AgentPod {
     pub phase: PodPhase,
     /// The pod's Ready condition is True.
     pub ready: bool,
+    /// A container of the pod waits on its image (the kubelet cannot pull it).
+    pub image_wait: Option<ImageWait>,
 }
+
+/// A pod whose container the kubelet cannot start for want of its image.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageWait {
+    /// The kubelet's reason: ErrImagePull, ImagePullBackOff, InvalidImageName, ...
+    pub reason: String,
+    /// When the pod was created: the wait is counted from there.
+    pub since: Timestamp,
+}
+
+/// How long a pod may wait on its image before the agent reports `ImageNotPulled`
+/// (Degraded in Argo CD): long enough for a large image's first pull and a registry's
+/// brief outage, short enough that a wrong image name is seen before anyone asks.
+pub const IMAGE_PATIENCE: Duration = Duration::from_secs(180);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PodPhase {
@@ -473,22 +489,41 @@ fn current_pod<'a>(b: &mut Builder<'a>) -> ControlFlow<(), &'a AgentPod> {
     }
 }
 
+/// Why the pod is not ready: `ImageNotPulled` once it has waited on its image for
+/// `IMAGE_PATIENCE` (the agent looks again then), else `PodNotReady`.
+fn not_ready(b: &mut Builder, pod: &AgentPod) -> (&'static str, String) {
+    let not_ready = format!("pod {} is not ready", pod.name);
+    let Some(wait) = &pod.image_wait else {
+        return (reasons::POD_NOT_READY, not_ready);
+    };
+    let patience_ends = duration::later(wait.since, IMAGE_PATIENCE);
+    if patience_ends > b.input.now {
+        b.next_replace = Some(
+            b.next_replace
+                .map_or(patience_ends, |t| t.min(patience_ends)),
+        );
+        return (reasons::POD_NOT_READY, not_ready);
+    }
+    let waited = duration::since(b.input.now, Some(&Time(wait.since)));
+    (
+        reasons::IMAGE_NOT_PULLED,
+        format!(
+            "pod {} has waited {}s for its image ({}): check the runtime's image and pull secrets",
+            pod.name,
+            waited.as_secs(),
+            wait.reason
+        ),
+    )
+}
+
 /// Running and Ready, or Pending until it is.
 fn pod_ready(b: &mut Builder, pod: &AgentPod) -> ControlFlow<()> {
     let spec = b.input.spec;
     if !pod.ready || pod.phase != PodPhase::Running {
         b.status.phase = Some(AgentPhase::Pending);
-        b.condition(
-            conditions::READY,
-            false,
-            reasons::POD_NOT_READY,
-            &format!("pod {} is not ready", pod.name),
-        );
-        b.set_loop_active(
-            spec.loop_.enabled,
-            reasons::POD_NOT_READY,
-            "waiting for the pod",
-        );
+        let (reason, message) = not_ready(b, pod);
+        b.condition(conditions::READY, false, reason, &message);
+        b.set_loop_active(spec.loop_.enabled, reason, "waiting for the pod");
         return ControlFlow::Break(());
     }
     b.status.phase = Some(AgentPhase::Running);

@@ -282,6 +282,7 @@ fn running_pod(attempt: i64) -> AgentPod {
         attempt,
         phase: PodPhase::Running,
         ready: true,
+        image_wait: None,
     }
 }
 
@@ -484,6 +485,97 @@ fn a_new_agent_gets_its_first_pod() {
         plan.status.runtime,
         Some(crate::api::RuntimeName::Claude),
         "the pod's runtime"
+    );
+}
+
+#[test]
+fn a_pod_waiting_on_its_image_is_image_not_pulled_once_the_patience_is_over() {
+    let spec = spec("{enabled: true}");
+    let status = running_status(None);
+    let waiting = |reason: &str| AgentPod {
+        phase: PodPhase::Pending,
+        ready: false,
+        image_wait: Some(ImageWait {
+            reason: reason.into(),
+            since: at(0),
+        }),
+        ..running_pod(1)
+    };
+    let patience = IMAGE_PATIENCE.as_secs() as i64;
+    // (row, pod, now, Ready reason, heartbeat at most)
+    let rows = [
+        (
+            "not yet pulled",
+            waiting("ErrImagePull"),
+            60,
+            "PodNotReady",
+            Some(patience - 60),
+        ),
+        (
+            "patience over",
+            waiting("ImagePullBackOff"),
+            patience,
+            "ImageNotPulled",
+            None,
+        ),
+        (
+            "bad name",
+            waiting("InvalidImageName"),
+            patience + 600,
+            "ImageNotPulled",
+            None,
+        ),
+        (
+            "pending for another reason",
+            AgentPod {
+                phase: PodPhase::Pending,
+                ready: false,
+                ..running_pod(1)
+            },
+            patience + 600,
+            "PodNotReady",
+            None,
+        ),
+    ];
+    for (row, pod, now, reason, heartbeat) in rows {
+        let plan = run(&spec, Some(&status), &[pod], OverseerState::Unset, now);
+        assert_eq!(plan.status.phase, Some(AgentPhase::Pending), "{row}");
+        assert_eq!(
+            condition(&plan.status, "Ready"),
+            Some(("False", reason)),
+            "{row}"
+        );
+        if let Some(heartbeat) = heartbeat {
+            let requeue = plan
+                .requeue_after
+                .expect("looks again when the patience ends");
+            assert!(requeue.as_secs() as i64 <= heartbeat, "{row}: {requeue:?}");
+        }
+        assert!(
+            plan.actions.is_empty(),
+            "{row}: nothing replaced: {:?}",
+            plan.actions
+        );
+    }
+    let plan = run(
+        &spec,
+        Some(&status),
+        &[waiting("ImagePullBackOff")],
+        OverseerState::Unset,
+        patience + 5,
+    );
+    let ready = plan
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
+    assert!(
+        ready
+            .message
+            .contains("waited 185s for its image (ImagePullBackOff)"),
+        "{}",
+        ready.message
     );
 }
 

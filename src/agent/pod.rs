@@ -4,14 +4,15 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodSpec,
-    PodStatus, ServiceAccount, Volume, VolumeMount,
+    ConfigMapVolumeSource, Container, ContainerState, ContainerStateWaiting, ContainerStatus,
+    EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodSpec, PodStatus, ServiceAccount, Volume,
+    VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
-use super::decide::{AgentPod, PodPhase, pod_name};
+use super::decide::{AgentPod, ImageWait, PodPhase, pod_name};
 use super::preamble;
 use super::types::Agent;
 use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, fit_name, label_value};
@@ -46,28 +47,70 @@ pub fn own_pod(agent: &Agent, pod: &Pod) -> Option<AgentPod> {
             cs.iter()
                 .any(|c| c.type_ == conditions::READY && c.status == "True")
         });
+    let image_wait = image_wait_reason(pod).map(|reason| ImageWait {
+        reason,
+        since: pod
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map_or(jiff::Timestamp::UNIX_EPOCH, |t| t.0),
+    });
     Some(AgentPod {
         name: pod.name_any(),
         attempt,
         phase,
         ready,
+        image_wait,
     })
 }
 
+/// The kubelet's reasons for a container that waits because its image cannot be had.
+const IMAGE_WAIT_REASONS: [&str; 4] = [
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+];
+
+/// The reason a container of the pod waits on its image, if one does.
+fn image_wait_reason(pod: &Pod) -> Option<String> {
+    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
+    statuses
+        .iter()
+        .filter_map(|c| c.state.as_ref()?.waiting.as_ref()?.reason.clone())
+        .find(|reason| IMAGE_WAIT_REASONS.contains(&reason.as_str()))
+}
+
 /// What the operator's cache keeps of an agent pod: what `own_pod` reads (its name,
-/// labels, owner references, deletion, phase and conditions), nothing else. At
-/// 10,000 agents the pods' specs, container statuses and managed fields were most of
-/// the operator's memory.
+/// labels, owner references, deletion, phase, conditions and a container's wait on its
+/// image), nothing else. At 10,000 agents the pods' specs, container statuses and
+/// managed fields were most of the operator's memory.
 pub fn slim(pod: &mut Pod) {
     pod.spec = None;
     pod.metadata.managed_fields = None;
     pod.metadata.annotations = None;
+    let image_wait = image_wait_reason(pod);
     if let Some(status) = pod.status.take() {
         pod.status = Some(PodStatus {
             phase: status.phase,
             conditions: status.conditions,
+            container_statuses: image_wait.map(|reason| vec![waiting_on(reason)]),
             ..Default::default()
         });
+    }
+}
+
+/// A container status that keeps only the kubelet's reason for waiting.
+fn waiting_on(reason: String) -> ContainerStatus {
+    ContainerStatus {
+        state: Some(ContainerState {
+            waiting: Some(ContainerStateWaiting {
+                reason: Some(reason),
+                message: None,
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
     }
 }
 
@@ -396,6 +439,7 @@ fn storage(agent: &Agent, template_volumes: &[Volume], shape: &PodShape) -> Stor
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     /// An Agent whose pod template tries to set the labels the operator owns.
     fn builder_with_foreign_labels() -> Agent {
@@ -466,6 +510,30 @@ spec:
         assert!(slimmed.spec.is_none());
         assert_eq!(own_pod(&agent, &slimmed), own_pod(&agent, &pod));
         assert!(own_pod(&agent, &slimmed).is_some_and(|p| p.ready && p.attempt == 2));
+
+        // A container that waits on its image keeps its reason, and only that.
+        pod.metadata.creation_timestamp = Some(Time("2026-12-01T00:00:00Z".parse().unwrap()));
+        pod.status = serde_json::from_value(serde_json::json!({
+            "phase": "Pending",
+            "containerStatuses": [{"name": "agent", "image": "x", "imageID": "",
+                "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "ImagePullBackOff",
+                    "message": "Back-off pulling image \"x\""}}}]
+        }))
+        .unwrap();
+        let mut slimmed = pod.clone();
+        slim(&mut slimmed);
+        assert_eq!(own_pod(&agent, &slimmed), own_pod(&agent, &pod));
+        let wait = own_pod(&agent, &slimmed).and_then(|p| p.image_wait);
+        assert_eq!(
+            wait.map(|w| (w.reason, w.since.to_string())),
+            Some(("ImagePullBackOff".into(), "2026-12-01T00:00:00Z".into()))
+        );
+        let kept = serde_json::to_value(&slimmed.status).unwrap();
+        assert_eq!(
+            kept["containerStatuses"][0]["state"],
+            serde_json::json!({"waiting": {"reason": "ImagePullBackOff"}})
+        );
     }
 
     #[test]

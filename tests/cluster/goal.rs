@@ -542,6 +542,8 @@ async fn edited_completed_steps_conflict_and_appended_steps_run() {
         .await;
     assert_eq!(conflict.steps, done.steps, "nothing else changed");
     assert_eq!(conflict.completed_steps, 1);
+    // Git says one thing, the cluster did another: Argo CD shows it.
+    assert_argocd("Goal", &f.goals.get("grow").await.unwrap(), "Degraded");
 
     let append = json!({"spec": {"steps": [{"name": "a", "action": "Implement a"}, {"name": "b", "action": "Implement b"}]}});
     f.goals

@@ -12,6 +12,7 @@ mod cli;
 mod crash;
 mod exec;
 mod fuzz;
+mod gitops;
 mod goal;
 mod hostile;
 mod leader_election;

@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::support::cluster::{
     Operator, TestNamespace, create_agent, create_object, setup, wait_in,
 };
-use crate::support::shim::route_exec_to;
+use crate::support::shim::{route_exec_to, wait_exec_routed};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -86,6 +86,7 @@ async fn cluster_wide_a_hanging_agent_in_one_namespace_delays_no_goal_in_another
         agents.get("lead").await.ok()?.status?.ready_pod().map(drop)
     })
     .await;
+    wait_exec_routed(&noisy, "lead-1", &socket).await;
     let goal = |name: &str, steps: &[&str], overseer: Option<&str>| {
         let mut spec = json!({"defaults": {"runtime": {"name": "pi", "image": "example.com/pi:1"}},
             "steps": steps.iter().map(|s| json!({"name": s, "action": format!("Do {s}")})).collect::<Vec<_>>()});

@@ -263,6 +263,31 @@ pub async fn route_exec_to(ns: &TestNamespace, pod: &str, socket: &Path) {
         .expect("create kwok Exec");
 }
 
+/// Waits until kwok runs `pod`'s execs with `socket` as the shim's input socket. kwok
+/// learns of an `Exec` through a watch, which may lag (after the API server restarts
+/// that run before the tests run alone): an exec made earlier runs without the route.
+pub async fn wait_exec_routed(ns: &TestNamespace, pod: &str, socket: &Path) {
+    use tokio::io::AsyncReadExt;
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = ns.api();
+    let want = socket.display().to_string();
+    super::cluster::wait_in(
+        ns,
+        "kwok routing the exec",
+        Duration::from_secs(60),
+        || async {
+            let params = kube::api::AttachParams::default().stderr(false);
+            let mut process = pods
+                .exec(pod, ["printenv", "OVERSEER_INPUT_SOCKET"], &params)
+                .await
+                .ok()?;
+            let mut printed = String::new();
+            process.stdout()?.read_to_string(&mut printed).await.ok()?;
+            (printed.trim() == want).then_some(())
+        },
+    )
+    .await;
+}
+
 /// Serves `kubectl logs` of `pod` from the local shim's container log (a kwok `Logs`).
 pub async fn route_logs(ns: &TestNamespace, pod: &str, shim: &Shim) {
     let gvk = kube::api::GroupVersionKind::gvk("kwok.x-k8s.io", "v1alpha1", "Logs");

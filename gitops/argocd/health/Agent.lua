@@ -1,6 +1,8 @@
 -- Argo CD health of an overseer.dev Agent (resource.customizations.health.overseer.dev_Agent).
 -- A status older than the spec is Progressing; then by phase: Running with a ready pod
--- and Done are Healthy, Blocked and Failed Degraded, Suspended Suspended.
+-- and Done are Healthy, Blocked and Failed Degraded, Suspended Suspended. A pod the
+-- operator cannot have (refused by the API server, its name another owner's, its image
+-- not pulled for three minutes) is Degraded.
 local hs = { status = "Progressing", message = "Waiting for the operator" }
 local status = obj.status
 if status == nil or status.phase == nil then
@@ -18,8 +20,13 @@ local function condition(type_)
   end
   return nil
 end
+local unusable = { PodRefused = true, NameTaken = true, ImageNotPulled = true }
 local phase = status.phase
-if phase == "Done" then
+local ready = condition("Ready")
+if ready ~= nil and ready.status == "False" and unusable[ready.reason] then
+  hs.status = "Degraded"
+  hs.message = ready.reason .. ": " .. (ready.message or "")
+elseif phase == "Done" then
   hs.status = "Healthy"
   hs.message = "Done"
 elseif phase == "Blocked" or phase == "Failed" then
@@ -30,7 +37,6 @@ elseif phase == "Suspended" then
   hs.status = "Suspended"
   hs.message = "Suspended"
 elseif phase == "Running" then
-  local ready = condition("Ready")
   if ready ~= nil and ready.status == "True" then
     hs.status = "Healthy"
     hs.message = "Running"

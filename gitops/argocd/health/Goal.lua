@@ -1,4 +1,6 @@
 -- Argo CD health of an overseer.dev Goal (resource.customizations.health.overseer.dev_Goal).
+-- An edit the operator refused (SpecConflict: a completed step changed) and a step pod
+-- it cannot have (PodRefused, NameTaken) are Degraded, whatever the phase; then
 -- Succeeded is Healthy; Failed, Blocked and a pause for a failed step Degraded; a pause
 -- asked for (spec.paused) Suspended; anything else Progressing.
 local hs = { status = "Progressing", message = "Waiting for the operator" }
@@ -22,7 +24,12 @@ local progress = status.progress or ""
 local phase = status.phase
 local blocked = condition("Blocked")
 local paused = condition("Paused")
-if phase == "Succeeded" then
+local progressing = condition("Progressing")
+local refused = { SpecConflict = true, PodRefused = true, NameTaken = true }
+if progressing ~= nil and progressing.status == "False" and refused[progressing.reason] then
+  hs.status = "Degraded"
+  hs.message = progressing.reason .. ": " .. (progressing.message or "")
+elseif phase == "Succeeded" then
   hs.status = "Healthy"
   hs.message = "Succeeded " .. progress
 elseif phase == "Failed" then
