@@ -97,14 +97,15 @@ where
     })
 }
 
-/// `overseer_agents{phase}`, `overseer_goals{phase}` and `overseer_prwatches{phase}`,
-/// counted from the operator's caches at each scrape (so they never drift from what it
-/// sees), once the caches exist.
+/// `overseer_agents{phase}`, `overseer_goals{phase}`, `overseer_prwatches{phase}` and
+/// `overseer_swarms{phase}` (a swarm's `SwarmState`), counted from the operator's caches
+/// at each scrape (so they never drift from what it sees), once the caches exist.
 #[derive(Default)]
 pub struct ByPhase {
     pub agents: OnceLock<PhaseCount>,
     pub goals: OnceLock<PhaseCount>,
     pub prwatches: OnceLock<PhaseCount>,
+    pub swarms: OnceLock<PhaseCount>,
 }
 
 impl std::fmt::Debug for ByPhase {
@@ -130,6 +131,11 @@ impl Collector for ByPhase {
                 "prwatches",
                 "PR watches by phase, from the operator's cache",
                 &self.prwatches,
+            ),
+            (
+                "swarms",
+                "Swarms by state (Ready, NotReady, SpecInvalid), from the operator's cache",
+                &self.swarms,
             ),
         ];
         for (name, help, count) in kinds {

@@ -44,6 +44,13 @@ pub async fn run(
     let members = agents.store.clone();
     let goal_cache = goals.store.clone();
     let store = swarms.store.clone();
+    let _ = ctx
+        .metrics
+        .by_phase
+        .swarms
+        .set(crate::metrics::phase_count(store.clone(), |s: &Swarm| {
+            s.status.as_ref().and_then(|s| s.state())
+        }));
     let controller = Controller::for_stream(swarms.touched(), store.clone())
         .owns_stream(agents.touched())
         // A goal of the swarm changing phase changes its counts.

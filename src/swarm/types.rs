@@ -190,6 +190,38 @@ pub struct SwarmStatus {
     pub conditions: Vec<Condition>,
 }
 
+/// A swarm's state as one word, from its conditions (a Swarm has no phase): what
+/// `overseer_swarms{phase}` counts and Argo CD's Swarm.lua reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SwarmState {
+    /// Every member exists and the overseer is ready.
+    Ready,
+    /// Members missing or the overseer not ready yet.
+    NotReady,
+    /// Its spec cannot be composed (`SpecValid=False`).
+    SpecInvalid,
+}
+
+impl SwarmStatus {
+    /// None before the operator's first status.
+    pub fn state(&self) -> Option<SwarmState> {
+        let is = |type_: &str, status: &str| {
+            self.conditions
+                .iter()
+                .any(|c| c.type_ == type_ && c.status == status)
+        };
+        if is(crate::conditions::SPEC_VALID, "False") {
+            Some(SwarmState::SpecInvalid)
+        } else if is(crate::conditions::READY, "True") {
+            Some(SwarmState::Ready)
+        } else if is(crate::conditions::READY, "False") {
+            Some(SwarmState::NotReady)
+        } else {
+            None
+        }
+    }
+}
+
 /// The overseer agent of a swarm.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -336,8 +336,12 @@ fn the_chart_renders_what_each_value_asks_for() {
             "extraArgs[0]=--send-expiry=10m",
             "metrics.serviceMonitor.enabled=true",
             "metrics.prometheusRule.enabled=true",
-            "metrics.podMonitor.enabled=true",
             "tracing.otlpEndpoint=http://otel-collector.monitoring:4318",
+            // OpenShift assigns the uid and gid.
+            "podSecurityContext.runAsUser=null",
+            "podSecurityContext.runAsGroup=null",
+            "securityContext.readOnlyRootFilesystem=true",
+            &format!("image.digest=sha256:{}", "0".repeat(64)),
         ],
     )
     .unwrap();
@@ -375,9 +379,93 @@ fn the_chart_renders_what_each_value_asks_for() {
         "no traces unless asked: {default_env}"
     );
     assert_eq!(of_kind(&tuned, "ServiceMonitor").len(), 1);
-    assert_eq!(of_kind(&tuned, "PrometheusRule").len(), 1);
-    let monitor = of_kind(&tuned, "PodMonitor")[0];
+    assert!(of_kind(&tuned, "PodMonitor").is_empty());
+    let pod_monitored = render("overseer", "ops", &["metrics.podMonitor.enabled=true"]).unwrap();
+    let monitor = of_kind(&pod_monitored, "PodMonitor")[0];
     assert_eq!(monitor["spec"]["podMetricsEndpoints"][0]["port"], "metrics");
+
+    // The pod's and the container's securityContext are the values'; null removes a
+    // field the platform sets.
+    assert_eq!(
+        pod["securityContext"],
+        json!({"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}})
+    );
+    assert_eq!(
+        pod["containers"][0]["securityContext"],
+        json!({"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+            "capabilities": {"drop": ["ALL"]}})
+    );
+    // A digest pins the image, here and in the OVERSEER_IMAGE the agent pods get.
+    let pinned = format!("ghcr.io/overseer-dev/overseer@sha256:{}", "0".repeat(64));
+    assert_eq!(pod["containers"][0]["image"], pinned.as_str());
+    assert_eq!(value_of("OVERSEER_IMAGE"), Some(json!(pinned)));
+
+    // Each release elects its leader on a Lease of its own, which its Role names.
+    let lease = |objects: &[serde_json::Value]| {
+        let deployment = of_kind(objects, "Deployment")[0];
+        let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let name = args
+            .iter()
+            .find_map(|a| a.as_str()?.strip_prefix("--lease-name="))
+            .expect("a --lease-name")
+            .to_string();
+        let role = of_kind(objects, "Role")
+            .into_iter()
+            .find(|r| {
+                r["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("-leader-election")
+            })
+            .expect("the leader-election Role");
+        assert_eq!(
+            role["rules"][1]["resourceNames"],
+            json!([name]),
+            "get and update on that Lease only"
+        );
+        assert_eq!(role["rules"][0]["verbs"], json!(["create"]));
+        name
+    };
+    assert_eq!(
+        lease(&defaults),
+        "overseer-controller",
+        "release overseer keeps the Lease it had"
+    );
+    assert_eq!(lease(&tuned), "team-overseer-controller");
+
+    // Every alert has a runbook, and the runbook has its section.
+    let runbooks = std::fs::read_to_string(repo_root().join("docs/runbooks.md")).unwrap();
+    let rule = of_kind(&tuned, "PrometheusRule")[0];
+    let alerts: Vec<&serde_json::Value> = rule["spec"]["groups"][0]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    assert!(
+        alerts.iter().any(|a| a["alert"] == "OverseerGoalsFailed"),
+        "an alert for Failed goals"
+    );
+    for alert in alerts {
+        let name = alert["alert"].as_str().unwrap();
+        let url = alert["annotations"]["runbook_url"]
+            .as_str()
+            .unwrap_or_default();
+        assert_eq!(
+            url,
+            format!(
+                "https://github.com/overseer-dev/overseer/blob/main/docs/runbooks.md#{}",
+                name.to_lowercase()
+            ),
+            "{name}"
+        );
+        assert!(
+            runbooks.lines().any(|l| l == format!("## {name}")),
+            "docs/runbooks.md has no section for {name}"
+        );
+    }
 
     // Unsafe or meaningless combinations are refused, naming what is wrong.
     let refusals = [
@@ -397,6 +485,14 @@ fn the_chart_renders_what_each_value_asks_for() {
         ),
         (vec!["replica=2"], "replica"),
         (vec!["tracing.otlpEndpoint=otel:4318"], "otlpEndpoint"),
+        (
+            vec![
+                "metrics.serviceMonitor.enabled=true",
+                "metrics.podMonitor.enabled=true",
+            ],
+            "choose one",
+        ),
+        (vec!["image.digest=latest"], "digest"),
     ];
     for (values, field) in refusals {
         let refused = render("overseer", "ops", &values).expect_err(&format!("{values:?} refused"));

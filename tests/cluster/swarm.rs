@@ -126,7 +126,7 @@ fn status_of(swarm: &Swarm) -> overseer::swarm::SwarmStatus {
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn a_swarm_creates_its_agents_with_roles_instructions_and_permissions() {
     let ns = setup("swarm-create").await;
-    let _operator = operator(&ns);
+    let operator = operator(&ns);
     create_billing(&ns).await;
     let agents: Api<Agent> = ns.api();
     for (name, role) in [
@@ -285,6 +285,9 @@ async fn a_swarm_creates_its_agents_with_roles_instructions_and_permissions() {
     })
     .await;
     assert_argocd("Swarm", &ready, "Healthy");
+    let metrics = operator.metrics().await.expect("/metrics answers");
+    let line = "overseer_swarms{phase=\"Ready\"} 1";
+    assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
     let status = status_of(&ready);
     assert_eq!(status.agents.total, 4);
     assert!(status.overseer.unwrap().ready);

@@ -56,10 +56,24 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
 {{- end }}
 {{- end }}
 
+{{/* The operator image: by digest when one is given, else by tag. */}}
 {{- define "overseer.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
 {{- end }}
 
 {{- define "overseer.roleKind" -}}
 {{ if .Values.watchNamespace }}Role{{ else }}ClusterRole{{ end }}
+{{- end }}
+
+{{/*
+The leader Lease: one per release, so two releases in one namespace never share a
+leader. Release "overseer" keeps the name every release used before (the operator's
+default), so its upgrade never has two leaders.
+*/}}
+{{- define "overseer.leaseName" -}}
+{{- printf "%s-controller" (include "overseer.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
