@@ -149,8 +149,8 @@ pub enum Command {
         #[arg(short = 'A', long)]
         all_namespaces: bool,
         /// The table, the table with more columns, or the Agents as JSON or YAML.
-        #[arg(short, long, value_enum, default_value_t = crate::agent::ps::Output::Table)]
-        output: crate::agent::ps::Output,
+        #[arg(short, long, value_enum, default_value_t = crate::commands::ps::Output::Table)]
+        output: crate::commands::ps::Output,
     },
     /// Print the shell completion script of this program (as `overseer` or as the
     /// kubectl plugin's `kubectl-overseer`): `source <(overseer completion bash)`.
@@ -253,7 +253,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
         }
         Command::Goal {
             command: GoalCommand::Resume { name, namespace },
-        } => crate::goal::resume(&name, namespace.as_deref()).await,
+        } => crate::commands::goal::resume(&name, namespace.as_deref()).await,
         Command::Step { command } => match crate::step::run(&command).await {
             Ok(code) => return code,
             Err(error) => Err(error.into()),
@@ -289,7 +289,8 @@ pub async fn dispatch(cli: Cli) -> i32 {
             socket,
         } => crate::shim::client::input(bytes, ids, &socket).await,
         Command::Loop { command, socket } => {
-            use crate::agent::{ExitOutcome, commands};
+            use crate::agent::ExitOutcome;
+            use crate::commands::agent as commands;
             match command {
                 LoopCommand::Done { reason } => {
                     crate::shim::client::exit(ExitOutcome::Done, reason, &socket).await
@@ -322,7 +323,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
         } => match read_message(message).await {
             Ok(text) => {
                 let wait = Duration::from_secs(wait);
-                crate::agent::commands::send(namespace.as_deref(), &agent, &from, &text, wait).await
+                crate::commands::agent::send(namespace.as_deref(), &agent, &from, &text, wait).await
             }
             Err(error) => Err(error),
         },
@@ -331,25 +332,25 @@ pub async fn dispatch(cli: Cli) -> i32 {
             stop,
             namespace,
             agent,
-        } => crate::agent::commands::watch_pr(namespace.as_deref(), &agent, &url, stop).await,
+        } => crate::commands::agent::watch_pr(namespace.as_deref(), &agent, &url, stop).await,
         Command::Peek {
             agent,
             lines,
             namespace,
-        } => crate::agent::commands::peek(namespace.as_deref(), &agent, lines).await,
+        } => crate::commands::agent::peek(namespace.as_deref(), &agent, lines).await,
         Command::Ps {
             namespace,
             all_namespaces,
             output,
-        } => crate::agent::ps::run(namespace.as_deref(), all_namespaces, output).await,
+        } => crate::commands::ps::run(namespace.as_deref(), all_namespaces, output).await,
         Command::Logs {
             agent,
             follow,
             tail,
             namespace,
-        } => crate::agent::session::logs(namespace.as_deref(), &agent, follow, tail).await,
+        } => crate::commands::session::logs(namespace.as_deref(), &agent, follow, tail).await,
         Command::Attach { agent, namespace } => {
-            crate::agent::session::attach(namespace.as_deref(), &agent).await
+            crate::commands::session::attach(namespace.as_deref(), &agent).await
         }
         Command::Completion { shell } => {
             crate::completion::print_script(shell, <Cli as clap::CommandFactory>::command());

@@ -8,6 +8,7 @@ pub mod agent;
 pub mod api;
 pub mod caches;
 pub mod cli;
+pub mod commands;
 pub mod completion;
 pub mod conditions;
 pub mod controller;

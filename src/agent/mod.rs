@@ -2,7 +2,6 @@
 
 pub mod candidate;
 pub mod claims;
-pub mod commands;
 pub mod controller;
 pub mod decide;
 pub mod inbox;
@@ -12,8 +11,6 @@ pub mod oversight;
 pub mod pod;
 pub mod pr_watches;
 pub mod preamble;
-pub mod ps;
-pub mod session;
 pub mod types;
 pub mod wake;
 

@@ -13,9 +13,9 @@ use kube::api::{LogParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 use serde_json::json;
 
-use super::inbox;
-use super::pod::CONTAINER;
-use super::types::{
+use crate::agent::inbox;
+use crate::agent::pod::CONTAINER;
+use crate::agent::types::{
     Agent, AgentExit, ExitOutcome, InboxMessage, MAX_SEND_BYTES, SendOutcome, SendResult,
 };
 use crate::api::{LOOP_MANAGER, WATCH_PR_MANAGER};
@@ -85,7 +85,7 @@ pub(crate) async fn current_pod(
         .status
         .as_ref()
         .and_then(|s| s.attempt)
-        .map(|attempt| super::decide::pod_name(agent, attempt))
+        .map(|attempt| crate::agent::decide::pod_name(agent, attempt))
         .ok_or_else(|| Error::Invalid(format!("agent {agent} has no pod yet")))?;
     let pods: Api<Pod> = Api::namespaced(api.clone().into_client(), &namespace_of(&api, namespace));
     // Only the pod the operator made for this agent: one of that name made by someone
@@ -95,7 +95,7 @@ pub(crate) async fn current_pod(
         .await
         .map_err(|e| refused("read the pod of", agent, e))?
         .ok_or_else(|| Error::Invalid(format!("agent {agent} has no pod {pod}")))?;
-    if super::pod::own_pod(&found, &current).is_none() {
+    if crate::agent::pod::own_pod(&found, &current).is_none() {
         return Err(Error::Invalid(format!(
             "pod {pod} is not the operator's pod of agent {agent}: refused"
         )));
@@ -310,7 +310,7 @@ pub async fn watch_pr(namespace: Option<&str>, agent: &str, url: &str, stop: boo
         .await
         .map_err(|e| refused("ask a pull request watch for", agent, e))?;
     let status = current.status.unwrap_or_default();
-    let requests = super::pr_watches::requested(&status.watch_requests, url, stop)?;
+    let requests = crate::agent::pr_watches::requested(&status.watch_requests, url, stop)?;
     crate::api::apply_status(
         &api,
         agent,
@@ -342,7 +342,7 @@ pub async fn set_loop(namespace: Option<&str>, agent: &str, enabled: bool) -> Re
     let api = agents(namespace).await?;
     let current = get(&api, "change the loop of", agent).await?;
     let switch = if enabled { "on" } else { "off" };
-    let patch = json!({"metadata": {"annotations": {super::decide::LOOP_ANNOTATION: switch}}});
+    let patch = json!({"metadata": {"annotations": {crate::agent::decide::LOOP_ANNOTATION: switch}}});
     api.patch(agent, &loop_params(), &Patch::Merge(&patch))
         .await
         .map_err(|e| refused("change the loop of", agent, e))?;
@@ -369,7 +369,7 @@ mod tests {
             "apiVersion: overseer.dev/v1alpha1\nkind: Agent\nmetadata: {name: b}\nspec: {runtime: {name: pi, image: x}}\n",
         )
         .unwrap();
-        agent.status = Some(super::super::types::AgentStatus {
+        agent.status = Some(crate::agent::types::AgentStatus {
             inbox,
             sends,
             ..Default::default()

@@ -6,8 +6,8 @@ use futures::{AsyncBufReadExt, TryStreamExt};
 use kube::ResourceExt;
 use kube::api::LogParams;
 
-use super::commands::current_pod;
-use super::pod::CONTAINER;
+use super::agent::current_pod;
+use crate::agent::pod::CONTAINER;
 use crate::api::RuntimeMode;
 use crate::{Error, Result};
 

@@ -4,7 +4,7 @@ use jiff::Timestamp;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 
-use super::types::Agent;
+use crate::agent::types::Agent;
 use crate::Result;
 use crate::api::wire_name;
 

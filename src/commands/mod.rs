@@ -1,0 +1,8 @@
+//! What a person (or an overseer agent) runs: the CLI's commands, each a few API calls
+//! under the caller's own permissions, printed as kubectl prints. The kinds' folders
+//! hold the types and decisions these read; nothing here is the operator's.
+
+pub mod agent;
+pub mod goal;
+pub mod ps;
+pub mod session;
