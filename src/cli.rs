@@ -23,6 +23,16 @@ pub struct Cli {
     /// The kubeconfig context to use, as kubectl's flag.
     #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
+    /// The namespace, as kubectl's `-n` (default: the kubeconfig's; in an agent pod,
+    /// its own). For `run`: watch only this namespace (default: every namespace).
+    #[arg(
+        short = 'n',
+        long,
+        global = true,
+        env = "OVERSEER_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
+    pub namespace: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -35,21 +45,26 @@ pub enum Command {
         command: GoalCommand,
     },
     /// In a step pod: run the agent's command and record the step's result.
+    #[command(hide = true)]
     Step {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
     /// In a step pod: set the step's result (read from stdin, at most 4 KiB).
+    #[command(hide = true)]
     Result,
     /// In an init container: copy this binary to DEST.
+    #[command(hide = true)]
     Install { dest: std::path::PathBuf },
     /// In an init container: clone the workspace's git source (kept when a clone is
     /// there already); and git's credential helper for it.
+    #[command(hide = true)]
     Workspace {
         #[command(subcommand)]
         command: WorkspaceCommand,
     },
     /// In an agent pod: run the agent CLI under supervision (`overseer shim -- CMD...`).
+    #[command(hide = true)]
     Shim(crate::shim::ShimArgs),
     /// Inside the shim's tmux pane: run the agent CLI and record its exit code in
     /// EXIT_FILE (tmux itself sometimes loses the status of a dead pane).
@@ -61,6 +76,7 @@ pub enum Command {
         command: Vec<String>,
     },
     /// In an agent pod: deliver the message on stdin to the agent; exits 0 only once delivered.
+    #[command(hide = true)]
     Input {
         /// Read exactly this many bytes (exec streams may never close stdin); default: until end of input.
         #[arg(long)]
@@ -79,7 +95,7 @@ pub enum Command {
     Loop {
         #[command(subcommand)]
         command: LoopCommand,
-        #[arg(long, global = true, env = "OVERSEER_INPUT_SOCKET", default_value = crate::shim::protocol::DEFAULT_SOCKET)]
+        #[arg(long, global = true, hide = true, env = "OVERSEER_INPUT_SOCKET", default_value = crate::shim::protocol::DEFAULT_SOCKET)]
         socket: std::path::PathBuf,
     },
     /// Send AGENT a message (the words given, else stdin); the operator types it in
@@ -89,8 +105,6 @@ pub enum Command {
         agent: String,
         /// The message; when absent it is read from stdin.
         message: Vec<String>,
-        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
-        namespace: Option<String>,
         /// Recorded as the sender (in an agent pod: that agent).
         #[arg(long, env = "OVERSEER_AGENT", default_value = "user")]
         from: String,
@@ -100,12 +114,11 @@ pub enum Command {
     },
     /// In an agent pod: have the pull request at URL watched for this agent (woken
     /// when CI settles or feedback arrives), or stop it with --stop.
+    #[command(hide = true)]
     WatchPr {
         url: String,
         #[arg(long)]
         stop: bool,
-        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
-        namespace: Option<String>,
         /// The agent asking (in an agent pod: itself).
         #[arg(long, env = "OVERSEER_AGENT")]
         agent: String,
@@ -116,8 +129,6 @@ pub enum Command {
         agent: String,
         #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(i64).range(1..=5000))]
         lines: i64,
-        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
-        namespace: Option<String>,
     },
     /// Follow what AGENT's CLI shows: its pod's log (`-f` streams it until interrupted).
     Logs {
@@ -129,28 +140,39 @@ pub enum Command {
         /// Lines of the past to show first (default: all).
         #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
         tail: Option<i64>,
-        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
-        namespace: Option<String>,
     },
     /// Take over AGENT's session: a terminal in its tmux (TUI agents). Detach with
     /// the tmux prefix then `d` (C-b d): the agent goes on running. Needs kubectl.
     Attach {
         #[arg(add = ArgValueCandidates::new(crate::completion::agent_names))]
         agent: String,
-        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
-        namespace: Option<String>,
     },
     /// What is everyone working on: one line per agent.
     Ps {
-        /// Namespace (default: the kubeconfig's).
+        #[command(flatten)]
+        list: crate::commands::output::ListArgs,
+        /// After the list, print each agent that changes (kubectl's `-w`).
         #[arg(short, long)]
-        namespace: Option<String>,
-        /// Every namespace.
-        #[arg(short = 'A', long)]
-        all_namespaces: bool,
-        /// The table, the table with more columns, or the Agents as JSON or YAML.
-        #[arg(short, long, value_enum, default_value_t = crate::commands::ps::Output::Table)]
-        output: crate::commands::ps::Output,
+        watch: bool,
+    },
+    /// Each goal's progress through its steps: one line per goal.
+    Goals {
+        #[command(flatten)]
+        list: crate::commands::output::ListArgs,
+    },
+    /// Each swarm's state, overseer, members and goals: one line per swarm.
+    Swarms {
+        #[command(flatten)]
+        list: crate::commands::output::ListArgs,
+    },
+    /// This program's version, the API server's and the operator's in the cluster.
+    Version {
+        /// This program's version only.
+        #[arg(long)]
+        client: bool,
+        /// json or yaml.
+        #[arg(short, long, value_name = "FORMAT")]
+        output: Option<String>,
     },
     /// Print the shell completion script of this program (as `overseer` or as the
     /// kubectl plugin's `kubectl-overseer`): `source <(overseer completion bash)`.
@@ -172,12 +194,7 @@ pub enum Command {
 #[derive(Subcommand, Debug)]
 pub enum GoalCommand {
     /// Resume a paused goal from its checkpoint (sets the overseer.dev/resume annotation).
-    Resume {
-        name: String,
-        /// Namespace of the goal (default: the kubeconfig's).
-        #[arg(short, long)]
-        namespace: Option<String>,
-    },
+    Resume { name: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -195,18 +212,21 @@ pub enum WorkspaceCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum LoopCommand {
-    /// The work is genuinely finished.
+    /// In an agent pod: the work is genuinely finished.
+    #[command(hide = true)]
     Done {
         #[arg(long)]
         reason: Option<String>,
     },
-    /// Report what the agent is doing now: one line, shown by `overseer ps` (and
-    /// required every `loop.reportEvery` when that is set).
+    /// In an agent pod: report what the agent is doing now: one line, shown by
+    /// `overseer ps` (and required every `loop.reportEvery` when that is set).
+    #[command(hide = true)]
     Progress {
         #[arg(required = true)]
         summary: Vec<String>,
     },
-    /// The agent cannot go on without help.
+    /// In an agent pod: the agent cannot go on without help.
+    #[command(hide = true)]
     Block {
         #[arg(long)]
         reason: String,
@@ -216,21 +236,11 @@ pub enum LoopCommand {
         agent: String,
         #[arg(long)]
         reason: String,
-        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
-        namespace: Option<String>,
     },
     /// Put AGENT in the loop (taking back an earlier done, block or release).
-    Add {
-        agent: String,
-        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
-        namespace: Option<String>,
-    },
+    Add { agent: String },
     /// Take AGENT out of the loop.
-    Remove {
-        agent: String,
-        #[arg(short, long, env = "OVERSEER_NAMESPACE")]
-        namespace: Option<String>,
-    },
+    Remove { agent: String },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -246,18 +256,47 @@ pub async fn dispatch(cli: Cli) -> i32 {
         context: cli.context,
     }
     .choose();
+    let namespace = cli.namespace;
     let result = match cli.command {
-        Command::Run(args) => {
+        Command::Run(mut args) => {
+            args.namespace = namespace;
             let _telemetry = crate::telemetry::init(args.log_format, &args.log_level);
-            crate::operator::run(args).await
+            crate::operator::run(args).await.map(|()| 0)
         }
-        Command::Goal {
-            command: GoalCommand::Resume { name, namespace },
-        } => crate::commands::goal::resume(&name, namespace.as_deref()).await,
-        Command::Step { command } => match crate::step::run(&command).await {
-            Ok(code) => return code,
-            Err(error) => Err(error.into()),
-        },
+        Command::Shim(mut args) => {
+            args.namespace = namespace;
+            let _telemetry = crate::telemetry::init(LogFormat::Text, "info");
+            crate::shim::run(args).await
+        }
+        Command::Step { command } => crate::step::run(&command).await.map_err(Into::into),
+        Command::PaneRun { exit_file, command } => {
+            Ok(crate::shim::tmux::run_in_pane(&exit_file, &command).await)
+        }
+        in_pod @ (Command::Result
+        | Command::Install { .. }
+        | Command::Workspace { .. }
+        | Command::Input { .. }
+        | Command::Loop { .. }
+        | Command::WatchPr { .. }) => in_pod_command(in_pod, namespace.as_deref())
+            .await
+            .map(|()| 0),
+        person => person_command(person, namespace.as_deref())
+            .await
+            .map(|()| 0),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {}", explain(error).await);
+            1
+        }
+    }
+}
+
+/// What runs inside the operator's pods (hidden from help and completion) and the
+/// overseer's own loop commands.
+async fn in_pod_command(command: Command, namespace: Option<&str>) -> crate::Result<()> {
+    match command {
         Command::Result => crate::step::set_result().await.map_err(Into::into),
         Command::Install { dest } => crate::step::install(&dest).map_err(Into::into),
         Command::Workspace {
@@ -266,16 +305,6 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Workspace {
             command: WorkspaceCommand::Credential { origin, operation },
         } => crate::workspace::sync::credential(&origin, &operation),
-        Command::Shim(args) => {
-            let _telemetry = crate::telemetry::init(LogFormat::Text, "info");
-            match crate::shim::run(args).await {
-                Ok(code) => return code,
-                Err(error) => Err(error),
-            }
-        }
-        Command::PaneRun { exit_file, command } => {
-            return crate::shim::tmux::run_in_pane(&exit_file, &command).await;
-        }
         Command::Input {
             ids,
             confirm: true,
@@ -288,70 +317,68 @@ pub async fn dispatch(cli: Cli) -> i32 {
             confirm: false,
             socket,
         } => crate::shim::client::input(bytes, ids, &socket).await,
-        Command::Loop { command, socket } => {
-            use crate::agent::ExitOutcome;
-            use crate::commands::agent as commands;
-            match command {
-                LoopCommand::Done { reason } => {
-                    crate::shim::client::exit(ExitOutcome::Done, reason, &socket).await
-                }
-                LoopCommand::Progress { summary } => {
-                    crate::shim::client::progress(summary.join(" "), &socket).await
-                }
-                LoopCommand::Block { reason } => {
-                    crate::shim::client::exit(ExitOutcome::Blocked, Some(reason), &socket).await
-                }
-                LoopCommand::Release {
-                    agent,
-                    reason,
-                    namespace,
-                } => commands::release(namespace.as_deref(), &agent, &reason).await,
-                LoopCommand::Add { agent, namespace } => {
-                    commands::set_loop(namespace.as_deref(), &agent, true).await
-                }
-                LoopCommand::Remove { agent, namespace } => {
-                    commands::set_loop(namespace.as_deref(), &agent, false).await
-                }
-            }
+        Command::Loop { command, socket } => loop_command(command, &socket, namespace).await,
+        Command::WatchPr { url, stop, agent } => {
+            crate::commands::agent::watch_pr(namespace, &agent, &url, stop).await
         }
+        other => unreachable!("not an in-pod command: {other:?}"),
+    }
+}
+
+async fn loop_command(
+    command: LoopCommand,
+    socket: &std::path::Path,
+    namespace: Option<&str>,
+) -> crate::Result<()> {
+    use crate::agent::ExitOutcome;
+    use crate::commands::agent as commands;
+    match command {
+        LoopCommand::Done { reason } => {
+            crate::shim::client::exit(ExitOutcome::Done, reason, socket).await
+        }
+        LoopCommand::Progress { summary } => {
+            crate::shim::client::progress(summary.join(" "), socket).await
+        }
+        LoopCommand::Block { reason } => {
+            crate::shim::client::exit(ExitOutcome::Blocked, Some(reason), socket).await
+        }
+        LoopCommand::Release { agent, reason } => {
+            commands::release(namespace, &agent, &reason).await
+        }
+        LoopCommand::Add { agent } => commands::set_loop(namespace, &agent, true).await,
+        LoopCommand::Remove { agent } => commands::set_loop(namespace, &agent, false).await,
+    }
+}
+
+/// A person's commands: views, messages, sessions, and the generated files.
+async fn person_command(command: Command, namespace: Option<&str>) -> crate::Result<()> {
+    use crate::commands::{agent, output, session};
+    match command {
+        Command::Goal {
+            command: GoalCommand::Resume { name },
+        } => crate::commands::goal::resume(&name, namespace).await,
         Command::Send {
-            agent,
+            agent: name,
             message,
-            namespace,
             from,
             wait,
-        } => match read_message(message).await {
-            Ok(text) => {
-                let wait = Duration::from_secs(wait);
-                crate::commands::agent::send(namespace.as_deref(), &agent, &from, &text, wait).await
-            }
-            Err(error) => Err(error),
-        },
-        Command::WatchPr {
-            url,
-            stop,
-            namespace,
-            agent,
-        } => crate::commands::agent::watch_pr(namespace.as_deref(), &agent, &url, stop).await,
-        Command::Peek {
-            agent,
-            lines,
-            namespace,
-        } => crate::commands::agent::peek(namespace.as_deref(), &agent, lines).await,
-        Command::Ps {
-            namespace,
-            all_namespaces,
-            output,
-        } => crate::commands::ps::run(namespace.as_deref(), all_namespaces, output).await,
+        } => {
+            let text = read_message(message).await?;
+            agent::send(namespace, &name, &from, &text, Duration::from_secs(wait)).await
+        }
+        Command::Peek { agent: name, lines } => agent::peek(namespace, &name, lines).await,
+        Command::Ps { list, watch } => crate::commands::ps::run(namespace, &list, watch).await,
+        Command::Goals { list } => output::list::<crate::goal::Goal>(namespace, &list).await,
+        Command::Swarms { list } => output::list::<crate::swarm::Swarm>(namespace, &list).await,
+        Command::Version { client, output } => {
+            crate::commands::version::run(client, output.as_deref()).await
+        }
         Command::Logs {
-            agent,
+            agent: name,
             follow,
             tail,
-            namespace,
-        } => crate::commands::session::logs(namespace.as_deref(), &agent, follow, tail).await,
-        Command::Attach { agent, namespace } => {
-            crate::commands::session::attach(namespace.as_deref(), &agent).await
-        }
+        } => session::logs(namespace, &name, follow, tail).await,
+        Command::Attach { agent: name } => session::attach(namespace, &name).await,
         Command::Completion { shell } => {
             crate::completion::print_script(shell, <Cli as clap::CommandFactory>::command());
             Ok(())
@@ -365,13 +392,26 @@ pub async fn dispatch(cli: Cli) -> i32 {
             CrdFormat::Yaml => crate::crd::all_yaml().map(|yaml| print!("{yaml}")),
             CrdFormat::Reference => crate::crd::reference_markdown().map(|md| print!("{md}")),
         },
-    };
-    match result {
-        Ok(()) => 0,
-        Err(error) => {
-            eprintln!("error: {error}");
-            1
-        }
+        other => unreachable!("not a person's command: {other:?}"),
+    }
+}
+
+/// The error as a person reads it: one that never reached the API server names the
+/// server it tried (as kubectl's "The connection to the server ... was refused").
+async fn explain(error: crate::Error) -> String {
+    let unreachable = matches!(
+        &error,
+        crate::Error::Kube(kube::Error::HyperError(_) | kube::Error::Service(_))
+    );
+    if !unreachable {
+        return error.to_string();
+    }
+    match crate::timeouts::config().await {
+        Ok(config) => format!(
+            "cannot reach the Kubernetes API server at {}: {error}",
+            config.cluster_url
+        ),
+        Err(_) => error.to_string(),
     }
 }
 

@@ -31,7 +31,8 @@ use crate::{Error, Result, agent::Agent, goal::Goal, prwatch::PRWatch, swarm::Sw
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// Watch only this namespace (default: all namespaces).
-    #[arg(long, env = "OVERSEER_NAMESPACE")]
+    /// Set from the global `-n/--namespace` (src/cli.rs).
+    #[arg(skip)]
     pub namespace: Option<String>,
     /// Address of /healthz, /readyz and /metrics.
     #[arg(long, env = "OVERSEER_METRICS_ADDR", default_value = "0.0.0.0:8080")]

@@ -87,10 +87,47 @@ fn kubectl_gets_subcommands_and_flags_in_cobras_format() {
     );
     assert!(lines.iter().any(|l| l.starts_with("peek\t")), "{top}");
     assert_eq!(lines.last(), Some(&":4"), "{top}");
-    assert!(
-        !top.contains("pane-run"),
-        "hidden commands stay hidden: {top}"
+    // The in-pod commands are hidden from people: from completion as from help.
+    let everything = overseer::completion::for_kubectl(Cli::command(), &words(""));
+    for hidden in [
+        "pane-run",
+        "shim",
+        "step",
+        "result",
+        "install",
+        "workspace",
+        "input",
+        "watch-pr",
+    ] {
+        assert!(
+            !everything
+                .lines()
+                .any(|l| l.split('\t').next() == Some(hidden)),
+            "{hidden} is hidden: {everything}"
+        );
+    }
+    for shown in [
+        "ps", "goals", "swarms", "version", "send", "logs", "attach", "loop",
+    ] {
+        assert!(
+            everything
+                .lines()
+                .any(|l| l.split('\t').next() == Some(shown)),
+            "{shown} is offered: {everything}"
+        );
+    }
+    let loop_words = overseer::completion::for_kubectl(Cli::command(), &words("loop "));
+    let offered: Vec<&str> = loop_words
+        .lines()
+        .filter_map(|l| l.split('\t').next())
+        .filter(|w| !w.starts_with('-') && !w.starts_with(':'))
+        .collect();
+    assert_eq!(
+        offered,
+        ["release", "add", "remove", "help"],
+        "{loop_words}"
     );
+    assert!(!loop_words.contains("--socket"), "{loop_words}");
 
     let flags = overseer::completion::for_kubectl(Cli::command(), &words("ps --o"));
     assert!(
@@ -98,7 +135,7 @@ fn kubectl_gets_subcommands_and_flags_in_cobras_format() {
         "{flags}"
     );
     let values = overseer::completion::for_kubectl(Cli::command(), &words("ps -o "));
-    for value in ["table", "wide", "json", "yaml"] {
+    for value in ["wide", "name", "json", "yaml", "jsonpath="] {
         assert!(
             values.lines().any(|l| l.split('\t').next() == Some(value)),
             "{values}"

@@ -342,7 +342,8 @@ pub async fn set_loop(namespace: Option<&str>, agent: &str, enabled: bool) -> Re
     let api = agents(namespace).await?;
     let current = get(&api, "change the loop of", agent).await?;
     let switch = if enabled { "on" } else { "off" };
-    let patch = json!({"metadata": {"annotations": {crate::agent::decide::LOOP_ANNOTATION: switch}}});
+    let patch =
+        json!({"metadata": {"annotations": {crate::agent::decide::LOOP_ANNOTATION: switch}}});
     api.patch(agent, &loop_params(), &Patch::Merge(&patch))
         .await
         .map_err(|e| refused("change the loop of", agent, e))?;

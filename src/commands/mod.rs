@@ -4,5 +4,10 @@
 
 pub mod agent;
 pub mod goal;
+pub mod goals;
+pub mod jsonpath;
+pub mod output;
 pub mod ps;
 pub mod session;
+pub mod swarms;
+pub mod version;

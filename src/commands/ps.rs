@@ -1,101 +1,49 @@
-//! `overseer ps` (and `kubectl overseer ps`): what is everyone working on.
+//! `overseer ps` (and `kubectl overseer ps`): what is everyone working on, one line per
+//! agent; `-w` goes on printing each agent that changes, as `kubectl get -w` does.
 
+use futures::{StreamExt, TryStreamExt};
 use jiff::Timestamp;
-use kube::api::ListParams;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
+use kube::runtime::watcher;
 
-use crate::agent::types::Agent;
+use super::output::{self, ListArgs, Listed, age};
 use crate::Result;
+use crate::agent::types::Agent;
 use crate::api::wire_name;
 
-/// What `ps -o` prints, as kubectl's `-o`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Output {
-    Table,
-    /// The table with each agent's runtime, pod, attempt and tokens.
-    Wide,
-    Json,
-    Yaml,
-}
-
-pub async fn run(namespace: Option<&str>, all_namespaces: bool, output: Output) -> Result<()> {
-    let client = crate::timeouts::client(crate::timeouts::ANSWER_DEADLINE).await?;
-    let api: Api<Agent> = if all_namespaces {
-        Api::all(client)
-    } else {
-        let ns = namespace.map_or_else(|| client.default_namespace().to_string(), String::from);
-        Api::namespaced(client, &ns)
-    };
-    let agents = api.list(&ListParams::default()).await?.items;
-    print!(
-        "{}",
-        render(&agents, all_namespaces, output, Timestamp::now())?
-    );
-    Ok(())
-}
-
-/// The agents as `output` asks: a table, or a kubectl `List` of them (without their
-/// managed fields, as kubectl shows them).
-pub fn render(
-    agents: &[Agent],
-    with_namespace: bool,
-    output: Output,
-    now: Timestamp,
-) -> Result<String> {
-    let list = || {
-        let items: Vec<Agent> = agents
-            .iter()
-            .cloned()
-            .map(|mut agent| {
-                agent.metadata.managed_fields = None;
-                agent
-            })
-            .collect();
-        serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
-    };
-    Ok(match output {
-        Output::Table => table(agents, with_namespace, false, now),
-        Output::Wide => table(agents, with_namespace, true, now),
-        Output::Json => format!("{}\n", serde_json::to_string_pretty(&list())?),
-        Output::Yaml => crate::yaml::to_string(&list())?,
-    })
-}
-
-/// One line per agent: agent, role, phase, activity, since, nudges, summary, and
-/// the last message delivered to it (how long ago, who sent it, its first line);
-/// `wide` adds its runtime, pod, attempt and tokens used.
-pub fn table(agents: &[Agent], with_namespace: bool, wide: bool, now: Timestamp) -> String {
-    let mut header = vec![
-        "NAMESPACE",
-        "SWARM",
-        "AGENT",
-        "ROLE",
-        "PHASE",
-        "ACTIVITY",
-        "SINCE",
-        "NUDGES",
-        "SUMMARY",
-        "LAST MESSAGE",
-    ];
-    if wide {
-        header.extend(["RUNTIME", "POD", "ATTEMPT", "TOKENS"]);
+impl Listed for Agent {
+    /// Agent, role, phase, activity, since, nudges, summary, and the last message
+    /// delivered to it (how long ago, who sent it, its first line); `wide` adds its
+    /// runtime, pod, attempt and tokens used.
+    fn header(wide: bool) -> Vec<&'static str> {
+        let mut header = vec![
+            "SWARM",
+            "AGENT",
+            "ROLE",
+            "PHASE",
+            "ACTIVITY",
+            "SINCE",
+            "NUDGES",
+            "SUMMARY",
+            "LAST MESSAGE",
+        ];
+        if wide {
+            header.extend(["RUNTIME", "POD", "ATTEMPT", "TOKENS"]);
+        }
+        header
     }
-    let mut rows: Vec<Vec<String>> = vec![header.into_iter().map(String::from).collect()];
-    let mut agents: Vec<&Agent> = agents.iter().collect();
-    // Grouped by swarm: a swarm's agents together, agents of no swarm first.
-    agents.sort_by_key(|a| (a.namespace(), a.spec.swarm.clone(), a.name_any()));
-    for agent in agents {
-        let status = agent.status.clone().unwrap_or_default();
+
+    fn row(&self, wide: bool, now: Timestamp) -> Vec<String> {
+        let status = self.status.clone().unwrap_or_default();
         let activity = status
             .activity
             .as_ref()
             .filter(|a| a.attempt == status.attempt);
         let dash = || "-".to_string();
         let mut row = vec![
-            agent.namespace().unwrap_or_default(),
-            agent.spec.swarm.clone().unwrap_or_else(dash),
-            agent.name_any(),
-            agent.spec.role.clone(),
+            self.spec.swarm.clone().unwrap_or_else(dash),
+            self.name_any(),
+            self.spec.role.clone(),
             status.phase.map_or_else(dash, |p| format!("{p:?}")),
             activity.map_or_else(dash, |a| wire_name(a.state)),
             activity
@@ -131,49 +79,79 @@ pub fn table(agents: &[Agent], with_namespace: bool, wide: bool, now: Timestamp)
                     .map_or_else(dash, |u| u.total_tokens.to_string()),
             ]);
         }
-        // Status is the agent's to write: no escape sequence of its reaches the
-        // person's terminal (a cursor move or a cleared screen could forge the table).
-        rows.push(row.into_iter().map(|cell| printable(&cell)).collect());
+        row
     }
-    let skip = usize::from(!with_namespace);
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in &rows {
-        let cells: Vec<String> = row
-            .iter()
-            .enumerate()
-            .skip(skip)
-            .map(|(c, cell)| format!("{cell:<width$}", width = widths[c]))
-            .collect();
-        out.push_str(cells.join("   ").trim_end());
-        out.push('\n');
+
+    /// A swarm's agents together, agents of no swarm first.
+    fn group(&self) -> Option<String> {
+        self.spec.swarm.clone()
     }
-    out
 }
 
-/// `cell` with every control character (ESC, CR, BEL, C1 controls) as a space.
-fn printable(cell: &str) -> String {
-    cell.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+/// `overseer ps`: the agents as `args` ask; with `watch`, then each agent that changes.
+pub async fn run(namespace: Option<&str>, args: &ListArgs, watch: bool) -> Result<()> {
+    if !watch {
+        return output::list::<Agent>(namespace, args).await;
+    }
+    let api = output::api::<Agent>(namespace, args.all_namespaces).await?;
+    let mut events = watcher(api, watcher::Config::default()).boxed();
+    let mut initial = Vec::new();
+    let mut listed = false;
+    while let Some(event) = events.try_next().await.map_err(watch_failed)? {
+        use std::io::Write;
+        let text = match event {
+            watcher::Event::Init => continue,
+            watcher::Event::InitApply(agent) if !listed => {
+                initial.push(agent);
+                continue;
+            }
+            watcher::Event::InitDone if !listed => {
+                listed = true;
+                output::render(&std::mem::take(&mut initial), args, Timestamp::now())?
+            }
+            watcher::Event::InitDone => continue,
+            watcher::Event::InitApply(agent)
+            | watcher::Event::Apply(agent)
+            | watcher::Event::Delete(agent) => {
+                output::render_change(&agent, args, Timestamp::now())?
+            }
+        };
+        print!("{text}");
+        std::io::stdout().flush()?;
+    }
+    Ok(())
 }
 
-/// A short age such as `45s`, `12m` or `3h`.
-fn age(now: Timestamp, then: Timestamp) -> String {
-    let seconds = now.duration_since(then).as_secs().max(0);
-    match seconds {
-        s if s < 120 => format!("{s}s"),
-        s if s < 7200 => format!("{}m", s / 60),
-        s if s < 172_800 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86_400),
+/// The watch's error; one of the API server's own as it is, so a server out of reach
+/// is named.
+fn watch_failed(error: watcher::Error) -> crate::Error {
+    match error {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => e.into(),
+        other => crate::Error::Invalid(format!("watching agents failed: {other}")),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::output::{Output, render};
+
+    fn list_args(output: Option<Output>) -> ListArgs {
+        ListArgs {
+            all_namespaces: false,
+            output,
+            no_headers: false,
+        }
+    }
+
+    fn wide(all_namespaces: bool) -> ListArgs {
+        ListArgs {
+            all_namespaces,
+            ..list_args(Some(Output::Wide))
+        }
+    }
 
     #[test]
     fn escape_sequences_the_agent_wrote_never_reach_the_terminal() {
@@ -188,7 +166,7 @@ mod tests {
         }]))
         .unwrap();
         let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
-        let table = table(&agents, true, true, now);
+        let table = render(&agents, &wide(true), now).unwrap();
         assert!(
             !table.chars().any(|c| c.is_control() && c != '\n'),
             "{table:?}"
@@ -224,7 +202,7 @@ mod tests {
         )
         .unwrap();
         let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
-        insta::assert_snapshot!(table(&agents, false, false, now), @r"
+        insta::assert_snapshot!(render(&agents, &list_args(None), now).unwrap(), @r"
         SWARM     AGENT           ROLE      PHASE     ACTIVITY   SINCE   NUDGES   SUMMARY            LAST MESSAGE
         -         builder         builder   Pending   -          -       0        -                  -
         -         scout           scout     Running   idle       90s     3        mapping the repo   60s lead: continue: map the tests directory too
@@ -248,12 +226,13 @@ mod tests {
         )
         .unwrap();
         let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
-        insta::assert_snapshot!(render(&agents, false, Output::Wide, now).unwrap(), @r"
+        insta::assert_snapshot!(render(&agents, &list_args(Some(Output::Wide)), now).unwrap(), @r"
         SWARM   AGENT     ROLE      PHASE     ACTIVITY   SINCE   NUDGES   SUMMARY   LAST MESSAGE   RUNTIME   POD         ATTEMPT   TOKENS
         -       builder   builder   Running   working    30s     0        -         -              claude    builder-3   3         2100
         ");
         let json: serde_json::Value =
-            serde_json::from_str(&render(&agents, false, Output::Json, now).unwrap()).unwrap();
+            serde_json::from_str(&render(&agents, &list_args(Some(Output::Json)), now).unwrap())
+                .unwrap();
         assert_eq!(
             (
                 json["kind"].as_str(),
@@ -265,7 +244,7 @@ mod tests {
             json["items"][0]["metadata"].get("managedFields").is_none(),
             "as kubectl shows them"
         );
-        let yaml = render(&agents, false, Output::Yaml, now).unwrap();
+        let yaml = render(&agents, &list_args(Some(Output::Yaml)), now).unwrap();
         assert!(
             yaml.contains("kind: List") && yaml.contains("totalTokens: 2100"),
             "{yaml}"

@@ -48,7 +48,8 @@ pub struct ShimArgs {
     #[arg(long, env = "OVERSEER_AGENT")]
     pub agent: Option<String>,
     /// Namespace of the Agent (default: the client's).
-    #[arg(long, env = "OVERSEER_NAMESPACE")]
+    /// Set from the global `-n/--namespace` (src/cli.rs).
+    #[arg(skip)]
     pub namespace: Option<String>,
     /// The attempt (spawn id) this pod is.
     #[arg(long, env = "OVERSEER_ATTEMPT", default_value_t = 1)]

@@ -78,15 +78,10 @@ async fn kubeconfig_and_context_flags_choose_the_cluster_and_ps_prints_json() {
     let _ = std::fs::remove_file(path);
 }
 
-#[tokio::test]
-#[ignore = "needs the test cluster: run by `make test`"]
-async fn kubectl_completes_the_plugins_commands_flags_and_agent_names() {
-    let ns = setup("cli-complete").await;
-    for name in ["builder", "reviewer", "scout"] {
-        create_agent(&ns, name, json!({})).await;
-    }
-    // PATH as a krew install leaves it: the plugin and its completion script.
-    let bin = std::env::temp_dir().join(format!("overseer-complete-{}", ns.name));
+/// PATH as a krew install leaves it: the plugin and its completion script, in a folder
+/// of its own (returned with the PATH that puts it first).
+fn krew_path(name: &str) -> (std::path::PathBuf, String) {
+    let bin = std::env::temp_dir().join(format!("overseer-krew-{name}"));
     std::fs::create_dir_all(&bin).unwrap();
     let plugin = bin.join("kubectl-overseer");
     let _ = std::fs::remove_file(&plugin);
@@ -97,6 +92,153 @@ async fn kubectl_completes_the_plugins_commands_flags_and_agent_names() {
     )
     .unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    (bin, path)
+}
+
+/// `kubectl <args>` with the plugin on PATH: (success, stdout, stderr).
+fn kubectl_with_plugin(path: &str, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(tool("kubectl"))
+        .args(args)
+        .env("PATH", path)
+        .env("KUBECONFIG", kubeconfig_path())
+        .env_remove("OVERSEER_NAMESPACE")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The plugin prints as kubectl prints: `-n` before the command, `-o name` and
+/// `-o jsonpath=...` byte for byte what `kubectl get` prints for the same objects,
+/// `--no-headers`, the goals view, `-w`, `version`, and an unreachable server named.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn the_plugin_prints_what_kubectl_get_prints() {
+    let ns = setup("cli-kubectl").await;
+    for name in ["builder", "reviewer", "scout"] {
+        create_agent(&ns, name, json!({})).await;
+    }
+    crate::support::cluster::create_simple_goal(&ns, "ship", &["plan", "build"]).await;
+    let (bin, path) = krew_path(&ns.name);
+    let ok = |args: &[&str]| {
+        let (success, stdout, stderr) = kubectl_with_plugin(&path, args);
+        assert!(success, "kubectl {args:?}: {stderr}");
+        stdout
+    };
+    let n = ns.name.as_str();
+    assert_eq!(
+        ok(&["overseer", "-n", n, "ps", "-o", "name"]),
+        ok(&["get", "agents", "-n", n, "-o", "name"])
+    );
+    assert_eq!(
+        ok(&["overseer", "-n", n, "goals", "-o", "name"]),
+        ok(&["get", "goals", "-n", n, "-o", "name"])
+    );
+    for template in [
+        "{.items[*].metadata.name}",
+        r#"{range .items[*]}{.metadata.name}{"\t"}{.spec.runtime.name}{"\n"}{end}"#,
+        "{.items[0].metadata.labels}",
+        "{.kind}",
+    ] {
+        let jsonpath = format!("jsonpath={template}");
+        assert_eq!(
+            ok(&["overseer", "ps", "-n", n, "-o", &jsonpath]),
+            ok(&["get", "agents", "-n", n, "-o", &jsonpath]),
+            "{template}"
+        );
+    }
+    let table = ok(&["overseer", "ps", "-n", n, "--no-headers"]);
+    assert_eq!(table.lines().count(), 3, "{table}");
+    assert!(!table.contains("AGENT"), "{table}");
+    let goals = ok(&["overseer", "goals", "-n", n]);
+    assert!(
+        goals.starts_with("GOAL ") && goals.contains("ship") && goals.contains("STEPS"),
+        "{goals}"
+    );
+    let swarms = ok(&["overseer", "swarms", "-n", n, "-o", "json"]);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&swarms).unwrap()["items"],
+        json!([])
+    );
+
+    // -w: the list, then each agent that changes.
+    let mut watching = Command::new(tool("kubectl"))
+        .args(["overseer", "ps", "-w", "--no-headers", "-n", n])
+        .env("PATH", &path)
+        .env("KUBECONFIG", kubeconfig_path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = watching.stdout.take().unwrap();
+    let (lines, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || {
+        seen.recv_timeout(std::time::Duration::from_secs(30))
+            .expect("a line from -w")
+    };
+    let first: Vec<String> = (0..3).map(|_| next()).collect();
+    assert!(first[0].contains("builder"), "{first:?}");
+    create_agent(&ns, "latecomer", json!({})).await;
+    let mut changed = next();
+    while !changed.contains("latecomer") {
+        changed = next();
+    }
+    watching.kill().unwrap();
+    let _ = watching.wait();
+
+    let version = ok(&["overseer", "version"]);
+    assert!(
+        version.starts_with(&format!("Client Version: {}\n", env!("CARGO_PKG_VERSION")))
+            && version.contains("Kubernetes Version: v1."),
+        "{version}"
+    );
+    let _ = std::fs::remove_dir_all(bin);
+}
+
+/// A cluster that does not answer is named in the error, as kubectl names it.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn an_unreachable_api_server_is_named() {
+    let ns = setup("cli-unreachable").await;
+    let mut config = Kubeconfig::read_from(kubeconfig_path()).unwrap();
+    for cluster in &mut config.clusters {
+        if let Some(cluster) = cluster.cluster.as_mut() {
+            cluster.server = Some("https://127.0.0.1:1".into());
+        }
+    }
+    let path = std::env::temp_dir().join(format!("overseer-cli-{}.kubeconfig", ns.name));
+    std::fs::write(&path, serde_saphyr::to_string(&config).unwrap()).unwrap();
+    let out = overseer(&["ps", "--kubeconfig", path.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        said.contains("cannot reach the Kubernetes API server at https://127.0.0.1:1/"),
+        "{said}"
+    );
+    let _ = std::fs::remove_file(path);
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn kubectl_completes_the_plugins_commands_flags_and_agent_names() {
+    let ns = setup("cli-complete").await;
+    for name in ["builder", "reviewer", "scout"] {
+        create_agent(&ns, name, json!({})).await;
+    }
+    let (bin, path) = krew_path(&ns.name);
     let complete = |words: &[&str]| {
         let out = Command::new(tool("kubectl"))
             .args(["__complete", "overseer"])
@@ -123,7 +265,7 @@ async fn kubectl_completes_the_plugins_commands_flags_and_agent_names() {
     let commands = complete(&["a"]);
     assert_eq!(commands, ["attach"], "{commands:?}");
     let outputs = complete(&["ps", "-o", ""]);
-    assert_eq!(outputs, ["table", "wide", "json", "yaml"]);
+    assert_eq!(outputs, ["wide", "name", "json", "yaml", "jsonpath="]);
     // Agent names come from the namespace typed on the line.
     let agents = complete(&["logs", "-n", &ns.name, ""]);
     for name in ["builder", "reviewer", "scout"] {

@@ -1,0 +1,88 @@
+//! `overseer swarms`: each swarm's state, overseer, members and goals, one line each.
+
+use jiff::Timestamp;
+use kube::ResourceExt;
+
+use super::output::{Listed, age};
+use crate::swarm::Swarm;
+
+impl Listed for Swarm {
+    /// Swarm, state, overseer (and whether it is ready), members running of all,
+    /// working, blocked, goals succeeded of all, age; `wide` adds the members' names.
+    fn header(wide: bool) -> Vec<&'static str> {
+        let mut header = vec![
+            "SWARM", "STATE", "OVERSEER", "AGENTS", "WORKING", "BLOCKED", "GOALS", "AGE",
+        ];
+        if wide {
+            header.push("MEMBERS");
+        }
+        header
+    }
+
+    fn row(&self, wide: bool, now: Timestamp) -> Vec<String> {
+        let status = self.status.clone().unwrap_or_default();
+        let dash = || "-".to_string();
+        let agents = &status.agents;
+        let goals = &status.goals;
+        let mut row = vec![
+            self.name_any(),
+            status.state().map_or_else(dash, |s| format!("{s:?}")),
+            status.overseer.as_ref().map_or_else(dash, |o| {
+                format!(
+                    "{} ({})",
+                    o.name,
+                    if o.ready { "ready" } else { "not ready" }
+                )
+            }),
+            format!("{}/{}", agents.running, agents.total),
+            agents.working.to_string(),
+            agents.blocked.to_string(),
+            format!("{}/{}", goals.succeeded, goals.total),
+            self.metadata
+                .creation_timestamp
+                .as_ref()
+                .map_or_else(dash, |t| age(now, t.0)),
+        ];
+        if wide {
+            let members: Vec<&str> = status.members.iter().map(|m| m.name.as_str()).collect();
+            row.push(if members.is_empty() {
+                dash()
+            } else {
+                members.join(",")
+            });
+        }
+        row
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::output::{ListArgs, Output, render};
+
+    #[test]
+    fn each_swarm_shows_its_state_members_and_goals() {
+        let swarms: Vec<Swarm> = serde_saphyr::from_str(
+            r#"
+- metadata: {name: billing, namespace: team, creationTimestamp: "2026-12-01T09:00:00Z"}
+  spec: {}
+  status:
+    overseer: {name: billing-lead, ready: true}
+    agents: {total: 4, working: 2, pending: 0, running: 3, done: 1, blocked: 0, failed: 0, suspended: 0}
+    goals: {total: 2, pending: 0, waiting: 0, running: 1, paused: 0, succeeded: 1, failed: 0}
+    members: [{name: billing-lead, role: overseer}, {name: billing-scout, role: scout}]
+    conditions:
+      - {type: SpecValid, status: "True", reason: Valid, message: "", lastTransitionTime: "2026-12-01T09:00:00Z"}
+      - {type: Ready, status: "True", reason: Ready, message: "", lastTransitionTime: "2026-12-01T09:00:00Z"}
+"#,
+        )
+        .unwrap();
+        let now: Timestamp = "2026-12-01T10:00:00Z".parse().unwrap();
+        let args = ListArgs {
+            all_namespaces: true,
+            output: Some(Output::Wide),
+            no_headers: true,
+        };
+        insta::assert_snapshot!(render(&swarms, &args, now).unwrap(), @"team   billing   Ready   billing-lead (ready)   3/4   2   0   1/2   60m   billing-lead,billing-scout");
+    }
+}
