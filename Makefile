@@ -3,25 +3,38 @@ SHELL := /bin/bash
 CLUSTER := hack/testenv/cluster.sh
 TEST_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: run test lint unit integration e2e real-cli-latest crash fuzz images node cluster cluster-down testenv generate build bench demo-loop
+.PHONY: run test lint unit release-check dist integration e2e real-cli-latest crash fuzz images node cluster cluster-down testenv generate build bench demo-loop
 
 ## The operator against the current cluster, or against the local one it brings up.
 run:
 	bash hack/run.sh
 
-## Everything: lint (fmt, clippy, the dependency audit), unit tests, cluster up, integration
-## tests, cluster down (also on failure).
-test: lint unit integration
+## Everything: lint (fmt, clippy, the dependency audit, the workflows), unit tests, the
+## release's arm64 cross-build, cluster up, integration tests, cluster down (also on failure).
+test: lint unit release-check integration
 
 lint:
+	bash hack/testenv/packages.sh
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy --workspace --all-targets --features otlp -- -D warnings
 	bash hack/deny.sh
+	bash hack/release/lint.sh
 
 unit:
 	bash hack/testenv/packages.sh
 	cargo test
+
+# The release workflow's cross-build, as it runs on a tag (hack/release/binaries.sh), for
+# arm64 and unoptimised: compiled and linked into a static aarch64 executable.
+release-check:
+	PROFILE=dev DIST=$(CURDIR)/target/release-check bash hack/release/binaries.sh arm64
+	bash hack/krew/manifest.sh https://example.invalid/release \
+	  target/release-check/kubectl-overseer-linux-arm64.tar.gz >/dev/null
+
+## The release's binaries and krew archives for amd64 and arm64, in dist/.
+dist:
+	bash hack/release/binaries.sh amd64 arm64
 
 # no_crds first, one test at a time: it changes the CRDs cluster-wide and puts them back. Then the
 # kwok suite; then, alone, the tests that restart the API server under everyone or run an operator

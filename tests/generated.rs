@@ -176,3 +176,135 @@ fn argocd_cm_patch_matches_the_health_checks() {
     }
     check_generated("gitops/argocd/argocd-cm-patch.yaml", &patch);
 }
+
+/// charts/overseer/README.md: how to install the published chart, then every value of
+/// values.yaml with its default and the comment above it (what helm-docs does for Go
+/// charts), so the README never says what the chart does not.
+#[test]
+fn chart_readme_matches_the_values() {
+    let values = std::fs::read_to_string(repo_file("charts/overseer/values.yaml")).unwrap();
+    let chart = std::fs::read_to_string(repo_file("charts/overseer/Chart.yaml")).unwrap();
+    let description = chart
+        .lines()
+        .find_map(|l| l.strip_prefix("description: "))
+        .unwrap();
+    let rows = values_rows(&values);
+    // Every key of values.yaml is documented, and described.
+    let parsed: serde_json::Value = serde_saphyr::from_str(&values).unwrap();
+    let mut undescribed = Vec::new();
+    for (key, _, about) in &rows {
+        let at = key.split('.').fold(&parsed, |at, part| &at[part]);
+        assert!(
+            at.is_string() || !at.is_null(),
+            "{key} is not a key of values.yaml"
+        );
+        if about.is_empty() {
+            undescribed.push(key.as_str());
+        }
+    }
+    assert!(
+        undescribed.is_empty(),
+        "values.yaml has no comment for {undescribed:?}"
+    );
+    let mut readme = format!(
+        "# overseer\n\n{description}.\n\n<!-- Generated from values.yaml and Chart.yaml by `make generate`; \
+         a test fails when it drifts. -->\n\n\
+         ## Install\n\n\
+         The chart and the image are published to GHCR as OCI artifacts, signed with cosign by\n\
+         the release workflow; the chart pins the image by its digest.\n\n\
+         ```sh\n\
+         helm install overseer oci://ghcr.io/overseer-dev/charts/overseer --version VERSION \\\n  \
+         -n overseer-system --create-namespace\n\
+         cosign verify ghcr.io/overseer-dev/charts/overseer:VERSION \\\n  \
+         --certificate-identity-regexp 'https://github.com/overseer-dev/overseer/.github/workflows/release.yml@.*' \\\n  \
+         --certificate-oidc-issuer https://token.actions.githubusercontent.com\n\
+         ```\n\n\
+         Helm installs `crds/` on the first install and never upgrades them: apply the new\n\
+         chart's CRDs first on an upgrade (`helm show crds ... | kubectl apply --server-side -f -`).\n\
+         What the chart makes, its permissions and its metrics: \
+         [docs/operations.md](https://github.com/overseer-dev/overseer/blob/main/docs/operations.md).\n\n\
+         ## Values\n\n\
+         `values.schema.json` refuses unknown keys and unsafe combinations.\n\n\
+         | key | default | description |\n|---|---|---|\n"
+    );
+    for (key, default, about) in rows {
+        let default = if default.is_empty() {
+            String::new()
+        } else {
+            format!("`{}`", default.replace('|', "\\|"))
+        };
+        readme.push_str(&format!(
+            "| `{key}` | {default} | {} |\n",
+            about.replace('|', "\\|")
+        ));
+    }
+    check_generated("charts/overseer/README.md", &readme);
+}
+
+/// (dotted key, default as written, comment) for each key of values.yaml: the comment
+/// lines right above it and its inline comment. A parent with a comment has a row; its
+/// leaves without one of their own say "(above)".
+fn values_rows(values: &str) -> Vec<(String, String, String)> {
+    let mut rows: Vec<(String, String, String)> = Vec::new();
+    let mut path: Vec<(usize, String, String)> = Vec::new();
+    let mut comment: Vec<String> = Vec::new();
+    for line in values.lines() {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        if trimmed.is_empty() {
+            comment.clear();
+            continue;
+        }
+        if let Some(text) = trimmed.strip_prefix('#') {
+            comment.push(text.trim().to_string());
+            continue;
+        }
+        if let Some(item) = trimmed.strip_prefix("- ") {
+            // An item of the list the last key holds: part of that key's default.
+            let owner: Vec<&str> = path.iter().map(|(_, k, _)| k.as_str()).collect();
+            let owner = owner.join(".");
+            if rows.last().is_none_or(|r| r.0 != owner) {
+                rows.push((owner, String::new(), String::new()));
+            }
+            let last = rows.last_mut().expect("pushed above");
+            let items = last.1.trim_start_matches('[').trim_end_matches(']');
+            let joined: Vec<&str> = [items, item]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect();
+            last.1 = format!("[{}]", joined.join(", "));
+            continue;
+        }
+        let Some((key, rest)) = trimmed.split_once(':') else {
+            continue;
+        };
+        while path.last().is_some_and(|(at, _, _)| *at >= indent) {
+            path.pop();
+        }
+        let (value, inline) = match rest.split_once(" #") {
+            Some((value, inline)) => (value.trim(), inline.trim()),
+            None => (rest.trim(), ""),
+        };
+        let mut about: Vec<String> = std::mem::take(&mut comment);
+        if !inline.is_empty() {
+            about.push(inline.to_string());
+        }
+        let mut about = about.join(" ");
+        let mut keys: Vec<&str> = path.iter().map(|(_, k, _)| k.as_str()).collect();
+        keys.push(key);
+        let dotted = keys.join(".");
+        if value.is_empty() {
+            // A parent: its comment is a row of its own, and speaks for its leaves.
+            if !about.is_empty() {
+                rows.push((dotted, String::new(), about.clone()));
+            }
+            path.push((indent, key.to_string(), about));
+            continue;
+        }
+        if about.is_empty() && path.iter().any(|(_, _, a)| !a.is_empty()) {
+            about = "(above)".to_string();
+        }
+        rows.push((dotted, value.to_string(), about));
+    }
+    rows
+}

@@ -20,9 +20,11 @@ spec:
   homepage: https://github.com/overseer-dev/overseer
   shortDescription: See and steer the coding agents overseer keeps working
   description: |
-    What every agent of the overseer operator is doing (ps, with -o wide|json|yaml),
-    its output as it comes (logs -f), and a terminal in its session (attach) to answer
-    a prompt or take over; also send, peek, goal resume and the loop commands.
+    What every agent of the overseer operator is doing (ps, -w to follow), each goal's
+    progress through its steps (goals) and each swarm (swarms), printed as kubectl get
+    prints (-o wide|name|json|yaml|jsonpath=, --no-headers); an agent's output as it
+    comes (logs -f), and a terminal in its session (attach) to answer a prompt or take
+    over; also send, peek, goal resume, the loop commands and version.
   platforms:
 YAML
 for archive in "$@"; do
@@ -32,7 +34,8 @@ for archive in "$@"; do
   if [ "$os" = "$platform" ] || [ -z "$arch" ]; then
     echo "$name: expected kubectl-overseer-OS-ARCH.tar.gz" >&2; exit 2
   fi
-  if ! tar -tzf "$archive" | grep -qx 'kubectl-overseer'; then
+  # grep reads the whole listing: with -q it would stop early and fail tar (pipefail).
+  if ! tar -tzf "$archive" | grep -x 'kubectl-overseer' >/dev/null; then
     echo "$name holds no kubectl-overseer at its top" >&2; exit 2
   fi
   sha="$(sha256sum "$archive" | cut -d' ' -f1)"

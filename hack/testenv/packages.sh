@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Machine packages the tests need (tmux for the shim; openssl, curl, unzip for the
-# control plane's build), installed from apt when missing. Idempotent and quick.
+# control plane's build; shellcheck for actionlint's check of the workflows' scripts;
+# file for the release binaries' check), installed from apt when missing. Idempotent
+# and quick.
 set -euo pipefail
 missing=()
-for tool in openssl tmux curl unzip; do
+for tool in openssl tmux curl unzip shellcheck file; do
   command -v "$tool" >/dev/null || missing+=("$tool")
 done
 if [ "${#missing[@]}" -gt 0 ]; then

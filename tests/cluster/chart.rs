@@ -551,3 +551,67 @@ fn chart_metrics() -> Vec<String> {
     names.dedup();
     names
 }
+
+/// The chart as the release workflow packages it (hack/release/chart.sh): the tag's
+/// version, the image pinned by the digest the image build printed, the metadata a
+/// chart repository shows, its README and the licence.
+#[test]
+#[ignore = "needs the pinned helm of the test cluster: run by `make test`"]
+fn the_release_chart_pins_the_image_by_digest() {
+    let dist = repo_root().join("target/release-chart-test");
+    let _ = std::fs::remove_dir_all(&dist);
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let packaged = Command::new("bash")
+        .arg(repo_root().join("hack/release/chart.sh"))
+        .args(["0.2.0", &digest])
+        .env("HELM", tool("helm"))
+        .env("DIST", &dist)
+        .output()
+        .unwrap();
+    assert!(
+        packaged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&packaged.stderr)
+    );
+    let archive = String::from_utf8(packaged.stdout)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(archive.ends_with("overseer-0.2.0.tgz"), "{archive}");
+    let helm = |args: &[&str]| {
+        let out = Command::new(tool("helm")).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let chart: serde_json::Value =
+        serde_saphyr::from_str(&helm(&["show", "chart", &archive])).unwrap();
+    assert_eq!(chart["version"], "0.2.0");
+    assert_eq!(chart["appVersion"], "0.2.0");
+    for field in ["home", "icon", "sources", "keywords", "maintainers"] {
+        assert!(!chart[field].is_null(), "Chart.yaml has {field}");
+    }
+    assert!(
+        helm(&["show", "readme", &archive]).contains("| `image.digest` |"),
+        "the README of the values is in the package"
+    );
+    let rendered = helm(&["template", "overseer", &archive, "--namespace", "ops"]);
+    let image = format!("ghcr.io/overseer-dev/overseer@{digest}");
+    assert!(
+        rendered.contains(&format!("image: {image}")),
+        "the operator runs the signed image: {rendered}"
+    );
+    // A digest that is not one is refused before anything is packaged.
+    let refused = Command::new("bash")
+        .arg(repo_root().join("hack/release/chart.sh"))
+        .args(["0.2.0", "latest"])
+        .env("HELM", tool("helm"))
+        .env("DIST", &dist)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not a sha256 digest"));
+}
