@@ -1,8 +1,10 @@
-//! The source files import each other without cycles: each kind's types, its pure
-//! plan and its thin controller read downwards, and the shared layers (controller.rs,
-//! input.rs, labels.rs, reasons.rs) never import a kind's controller or the operator.
-//! A cycle here is how a shape erodes (operator.rs and the four controllers once
-//! imported each other), so it fails the build.
+//! The source files import each other without cycles, and so do the folders: the
+//! kinds layer (src/kinds: the four kinds' types) imports no controller and no kind
+//! folder, the shared layers (controller.rs, labels.rs, reasons.rs, roles.rs, ...)
+//! never import a kind's controller or the operator, and between two folders imports
+//! go one way only. A cycle here is how a shape erodes (operator.rs and the four
+//! controllers once imported each other; the kind folders once imported each other
+//! both ways), so it fails the build.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -39,9 +41,9 @@ fn collect(dir: &Path, found: &mut BTreeMap<String, String>) {
     }
 }
 
-/// Every path the source names from `crate::` or `super::`, groups expanded, made
-/// absolute (`a::b::c`).
-fn named_paths(module: &str, is_mod_rs: bool, source: &str) -> Vec<String> {
+/// Every path the source names from `crate::`, `super::` or one of its own child
+/// modules (`use child::Item`), groups expanded, made absolute (`a::b::c`).
+fn named_paths(module: &str, is_mod_rs: bool, source: &str, children: &[String]) -> Vec<String> {
     let parent: Vec<&str> = {
         let mut parts: Vec<&str> = module.split("::").collect();
         if !is_mod_rs {
@@ -49,8 +51,21 @@ fn named_paths(module: &str, is_mod_rs: bool, source: &str) -> Vec<String> {
         }
         parts
     };
+    let own: Vec<&str> = if module == "lib" {
+        Vec::new()
+    } else {
+        module.split("::").collect()
+    };
+    let mut prefixes: Vec<(String, Vec<&str>)> =
+        vec![("crate::".into(), Vec::new()), ("super::".into(), parent)];
+    for child in children {
+        let mut base = own.clone();
+        base.push(child);
+        prefixes.push((format!("use {child}::"), base));
+    }
     let mut paths = Vec::new();
-    for (prefix, base) in [("crate::", Vec::new()), ("super::", parent)] {
+    for (prefix, base) in prefixes {
+        let prefix = prefix.as_str();
         let mut rest = source;
         while let Some(at) = rest.find(prefix) {
             let before = rest[..at].chars().last();
@@ -86,8 +101,9 @@ fn expand(base: &str, text: &str, out: &mut Vec<String>) {
     }
 }
 
-/// The module a path lands in: its longest prefix that is a module. A kind's own
-/// name (`crate::agent::Agent`) means its types, which `mod.rs` re-exports.
+/// The module a path lands in: its longest prefix that is a module. An item of a
+/// kind's folder (`crate::agent::Agent`) is its type in the kinds layer, which the
+/// folder's `mod.rs` re-exports.
 fn resolve(path: &str, modules: &BTreeMap<String, String>) -> Option<String> {
     let parts: Vec<&str> = path.split("::").collect();
     (1..=parts.len()).rev().find_map(|n| {
@@ -95,10 +111,10 @@ fn resolve(path: &str, modules: &BTreeMap<String, String>) -> Option<String> {
         if !modules.contains_key(&candidate) {
             return None;
         }
-        let types = format!("{candidate}::types");
-        let names_an_item = n < parts.len();
-        Some(if names_an_item && modules.contains_key(&types) {
-            types
+        let kind = format!("kinds::{candidate}");
+        let names_an_item = n < parts.len() && parts[n] != "self";
+        Some(if names_an_item && modules.contains_key(&kind) {
+            kind
         } else {
             candidate
         })
@@ -111,7 +127,18 @@ fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
     for (module, source) in &modules {
         let is_mod_rs = Path::new(&format!("src/{}/mod.rs", module.replace("::", "/"))).exists()
             || module == "lib";
-        let imports: BTreeSet<String> = named_paths(module, is_mod_rs, source)
+        let children: Vec<String> = modules
+            .keys()
+            .filter_map(|m| {
+                let rest = if module == "lib" {
+                    Some(m.as_str())
+                } else {
+                    m.strip_prefix(&format!("{module}::"))
+                }?;
+                (!rest.contains("::")).then(|| rest.to_string())
+            })
+            .collect();
+        let imports: BTreeSet<String> = named_paths(module, is_mod_rs, source, &children)
             .iter()
             .filter_map(|p| resolve(p, &modules))
             .filter(|target| target != module)
@@ -162,14 +189,7 @@ fn no_source_file_imports_one_that_imports_it_back() {
 #[test]
 fn the_shared_layers_never_import_a_controller_or_the_operator() {
     let graph = import_graph();
-    for shared in [
-        "controller",
-        "input",
-        "labels",
-        "reasons",
-        "conditions",
-        "api",
-    ] {
+    for shared in ["controller", "labels", "reasons", "conditions", "api"] {
         let imports = &graph[shared];
         let upward: Vec<&String> = imports
             .iter()
@@ -189,11 +209,89 @@ fn paths_are_read_as_the_compiler_reads_them() {
     );
     let source = "use super::{AgentContext, publish};\nlet x = crate::duration::parse(y);";
     assert_eq!(
-        named_paths("agent::controller::delivery", false, source),
+        named_paths("agent::controller::delivery", false, source, &[]),
         [
             "duration::parse",
             "agent::controller::AgentContext",
             "agent::controller::publish"
         ]
     );
+    // A mod.rs names its children without `self::`.
+    let source = "use pod::CONTAINER;\nuse podcast::X;";
+    assert_eq!(
+        named_paths("agent", true, source, &["pod".to_string()]),
+        ["agent::pod::CONTAINER"]
+    );
+}
+
+/// The folder (or top-level file) a module is in: `agent::controller::delivery` is in
+/// `agent`, the kinds layer's files in `kinds`.
+fn folder(module: &str) -> &str {
+    module.split("::").next().unwrap_or(module)
+}
+
+fn folder_graph(graph: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSet<String>> {
+    let mut folders: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, imports) in graph {
+        for target in imports {
+            if folder(target) != folder(module) && module != "lib" {
+                folders
+                    .entry(folder(module).to_string())
+                    .or_default()
+                    .insert(folder(target).to_string());
+            }
+        }
+    }
+    folders
+}
+
+#[test]
+fn folders_import_each_other_one_way_only() {
+    let folders = folder_graph(&import_graph());
+    let cycles: Vec<String> = folders
+        .keys()
+        .filter_map(|f| cycle_through(f, &folders))
+        .map(|cycle| cycle.join(" -> "))
+        .collect();
+    assert!(
+        cycles.is_empty(),
+        "folders that import each other:\n{}",
+        cycles.join("\n")
+    );
+    // The kinds layer reads only the shared field types below the controllers.
+    let below = [
+        "api",
+        "conditions",
+        "duration",
+        "template",
+        "workspace",
+        "pods",
+    ];
+    let kinds = &folders["kinds"];
+    assert!(
+        kinds.iter().all(|f| below.contains(&f.as_str())),
+        "the kinds layer imports {kinds:?}"
+    );
+    // Each kind's folder reads the others' types through the kinds layer, and no other
+    // kind's folder but the Agent's (its delivery and instructions).
+    for (kind, allowed) in [
+        ("agent", &[][..]),
+        ("swarm", &[][..]),
+        ("goal", &["agent"][..]),
+        ("prwatch", &["agent"][..]),
+    ] {
+        let others: Vec<&String> = folders[kind]
+            .iter()
+            .filter(|f| ["agent", "goal", "prwatch", "swarm"].contains(&f.as_str()))
+            .filter(|f| !allowed.contains(&f.as_str()))
+            .collect();
+        assert!(others.is_empty(), "{kind} imports the folders {others:?}");
+    }
+    // The commands layer is the CLI's: no controller or the operator reads it.
+    let readers: Vec<&String> = folders
+        .iter()
+        .filter(|(from, tos)| *from != "cli" && tos.contains("commands"))
+        .map(|(from, _)| from)
+        .collect();
+    assert!(readers.is_empty(), "{readers:?} import the commands layer");
 }

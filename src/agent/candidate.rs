@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::types::*;
 use crate::duration::{self, SpecDuration};
+use crate::kinds::agent::*;
 
 /// The agent's overseer, as the candidate rule sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::types::*;
+use crate::kinds::agent::*;
 
 /// The loop status after a confirmed delivery: only then does the cooldown start.
 pub(super) fn record_delivery(

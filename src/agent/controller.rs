@@ -7,7 +7,6 @@
 //! cache has not seen this operator's last write: src/fresh.rs), and its Role and
 //! instructions are compared with what this operator last applied.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,23 +22,26 @@ use tracing::{info, instrument};
 use super::candidate::{LoopTimes, OverseerState};
 use super::decide::{self, AgentPod, PodPhase};
 use super::inbox::{self, SendStep};
-use super::types::{Agent, AgentPhase, AgentStatus, Delivery};
 use super::{oversight, pod};
-use crate::api::{self, CONTROLLER_MANAGER, MANAGED_BY, label_value};
+use crate::api::{MANAGED_BY, label_value};
 use crate::caches::Subscription;
+use crate::controller::naming_swarm;
 use crate::controller::{Context, Shutdown, deferred, listed, related_trigger, run_controller};
 use crate::fresh::{Applied, Deleting, Versions};
 use crate::index::Index;
+use crate::kinds::agent::{Agent, AgentPhase, Delivery};
+use crate::kinds::swarm::Swarm;
 use crate::labels;
 use crate::reasons;
-use crate::swarm::{Swarm, compose, naming_swarm};
 use crate::{Result, conditions, duration};
 use children::{ensure_identity, instruction_file, sync_instructions, sync_pr_watches, sync_role};
+use context::{AgentContext, Resolved, apply_status, overseer_state, owning_swarm, resolve};
 use delivery::{deliver_inbox, in_flight, nudge, settle_claim, wake};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::DeserializeGuard as Guarded;
 
 mod children;
+mod context;
 mod delivery;
 
 const CONTROLLER: &str = "agent";
@@ -122,40 +124,6 @@ pub async fn run(
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
 
-/// Per (namespace, overseer): held while a wake is built and delivered.
-type WakeLocks = Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>;
-
-struct AgentContext {
-    ctx: Arc<Context>,
-    /// The controller's cache of Agents: who oversees whom, and each overseer's state.
-    store: Store<Guarded<Agent>>,
-    /// The agents seen naming each overseer.
-    overseen: Index,
-    /// Every agent pod of the agents watched.
-    pods: Store<Pod>,
-    /// The pods seen of each agent.
-    pods_of: Index,
-    swarms: Store<Guarded<Swarm>>,
-    /// Each Agent's version as this operator last wrote or read it (src/fresh.rs).
-    versions: Versions,
-    /// The Roles and instruction ConfigMaps as this operator last applied or read them.
-    applied: Applied,
-    /// Pods this operator deleted that the pod cache may not show as deleting yet.
-    deleting: Deleting,
-    /// One wake at a time per overseer, so a batch is never sent twice.
-    wake_locks: WakeLocks,
-}
-
-impl AgentContext {
-    fn wake_lock(&self, namespace: &str, overseer: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.wake_locks.lock().unwrap_or_else(|e| e.into_inner());
-        locks
-            .entry((namespace.to_string(), overseer.to_string()))
-            .or_default()
-            .clone()
-    }
-}
-
 /// The agents `changed` oversees, and its own overseer.
 fn related(
     store: &Store<Guarded<Agent>>,
@@ -230,14 +198,6 @@ fn accepted_overseen(
             })
         })
         .collect()
-}
-
-/// The Swarm `agent`'s controller owner reference names, as cached.
-fn owning_swarm(swarms: &Store<Guarded<Swarm>>, agent: &Agent) -> Option<Box<Swarm>> {
-    let owner = oversight::swarm_owner(agent)?;
-    let reference = ObjectRef::new(&owner.name).within(&agent.namespace().unwrap_or_default());
-    let cached = swarms.get(&reference)?;
-    cached.0.as_ref().ok().map(|swarm| Box::new(swarm.clone()))
 }
 
 #[instrument(skip_all, fields(agent = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
@@ -495,7 +455,7 @@ async fn create_pod(
     ensure_identity(ac, agent, &observed.overseen).await?;
     let shape = pod::PodShape {
         overseer: pod::acts_as_overseer(agent, &observed.overseen),
-        read_only: compose::role(observed.swarm.as_deref().map(|s| &s.spec), &agent.spec.role)
+        read_only: crate::roles::role(observed.swarm.as_deref().map(|s| &s.spec), &agent.spec.role)
             .read_only,
         instructions_file: instruction_file(agent),
     };
@@ -542,57 +502,6 @@ async fn delete_pod(shell: &Shell<'_>, agent: &Agent, name: &str) -> Result<()> 
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(error) => Err(error.into()),
     }
-}
-
-/// An agent as it can run, or why it cannot.
-enum Resolved {
-    /// Its effective spec is in place; the swarm it belongs to, if any.
-    Ready(Option<Box<Swarm>>),
-    Unusable {
-        reason: &'static str,
-        message: String,
-    },
-}
-
-/// Replaces the agent's spec (in memory only) by its effective spec: what it
-/// leaves unset comes from its swarm (as cached: a change of it brings its agents
-/// back), and a person's loop switch wins. A missing swarm or image makes it unusable.
-fn resolve(swarms: &Store<Guarded<Swarm>>, agent: &mut Agent) -> Resolved {
-    let namespace = agent.namespace().unwrap_or_default();
-    let swarm = match &agent.spec.swarm {
-        Some(name) => {
-            let cached = swarms.get(&ObjectRef::new(name).within(&namespace));
-            match cached.as_deref().and_then(|s| s.0.as_ref().ok()) {
-                Some(swarm) => Some(Box::new(swarm.clone())),
-                None => {
-                    return Resolved::Unusable {
-                        reason: reasons::SWARM_NOT_FOUND,
-                        message: format!("spec.swarm: there is no swarm {name} in this namespace"),
-                    };
-                }
-            }
-        }
-        None => None,
-    };
-    let member = agent
-        .owner_references()
-        .iter()
-        .any(|o| o.kind == "Swarm" && o.controller == Some(true));
-    agent.spec = compose::effective_spec(&agent.spec, swarm.as_deref(), member);
-    agent.spec.loop_.enabled = decide::loop_enabled(
-        agent
-            .annotations()
-            .get(decide::LOOP_ANNOTATION)
-            .map(String::as_str),
-        agent.spec.loop_.enabled,
-    );
-    if agent.spec.runtime.image.is_none() {
-        return Resolved::Unusable {
-            reason: reasons::NO_IMAGE,
-            message: "no image: set spec.runtime.image, or the swarm's defaults.runtime or roles.<role>.runtime".into(),
-        };
-    }
-    Resolved::Ready(swarm)
 }
 
 /// Reads agent `name` from the API server, and remembers the version read.
@@ -679,53 +588,5 @@ fn cached_overseer_state(
         }
         Some(Ok(overseer)) => overseer_state(overseer),
         _ => OverseerState::Offline,
-    }
-}
-
-/// Whether `overseer` can take a wake: a ready pod, whose CLI asks no person anything.
-fn overseer_state(overseer: &Agent) -> OverseerState {
-    match &overseer.status {
-        Some(status) if status.ready_pod().is_some() => {
-            if crate::agent::inbox::waits_on_a_person(status) {
-                OverseerState::WaitingOnPerson
-            } else {
-                OverseerState::Ready
-            }
-        }
-        _ => OverseerState::Offline,
-    }
-}
-
-/// Writes the operator's part of the status: `activity` and `exit` belong to the
-/// pod (or the overseer), `inbox` to senders, `lastMessage` to `apply_last_message`.
-/// Remembers the version written (src/fresh.rs).
-#[instrument(skip_all)]
-async fn apply_status(
-    versions: &Versions,
-    agents: &Api<Agent>,
-    name: &str,
-    status: &AgentStatus,
-) -> Result<()> {
-    let fields = operator_fields(status)?;
-    let written =
-        api::apply_status_returning::<Agent>(agents, name, CONTROLLER_MANAGER, &fields).await?;
-    versions.saw(&written);
-    Ok(())
-}
-
-/// The status fields the operator writes: the others belong to the shim and the CLI.
-fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value> {
-    let mut status = serde_json::to_value(status)?;
-    if let Some(fields) = status.as_object_mut() {
-        for owned_elsewhere in ["activity", "exit", "inbox", "lastMessage"] {
-            fields.remove(owned_elsewhere);
-        }
-    }
-    Ok(status)
-}
-
-impl crate::controller::ControllerContext for AgentContext {
-    fn shared(&self) -> &Arc<Context> {
-        &self.ctx
     }
 }

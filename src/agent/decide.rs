@@ -9,7 +9,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::candidate::*;
-use super::types::*;
+use crate::kinds::agent::*;
 use crate::reasons;
 use crate::{conditions, duration};
 

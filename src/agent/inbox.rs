@@ -7,8 +7,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::types::*;
 use crate::duration;
+use crate::kinds::agent::*;
 
 /// The id of inbox message `seq` delivered to an agent's pod.
 pub fn send_id(seq: i64) -> String {

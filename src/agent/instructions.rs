@@ -4,10 +4,10 @@
 use kube::ResourceExt;
 
 use super::preamble;
-use super::types::AgentSpec;
+use crate::kinds::agent::AgentSpec;
 use crate::pods::BIN_DIR;
+use crate::roles::role;
 use crate::swarm::Swarm;
-use crate::swarm::compose::role;
 
 /// What an agent's instructions are composed from.
 pub struct Layers<'a> {

@@ -5,13 +5,13 @@ pub mod claims;
 pub mod controller;
 pub mod decide;
 pub mod inbox;
+pub mod input;
 pub mod instructions;
 pub mod message;
 pub mod oversight;
 pub mod pod;
 pub mod pr_watches;
 pub mod preamble;
-pub mod types;
 pub mod wake;
 
-pub use types::*;
+pub use crate::kinds::agent::*;

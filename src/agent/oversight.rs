@@ -8,9 +8,9 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{Resource, ResourceExt};
 
-use super::types::Agent;
+use crate::kinds::agent::Agent;
+use crate::roles::{OVERSEER_MEMBER, member_name};
 use crate::swarm::Swarm;
-use crate::swarm::compose::{OVERSEER_MEMBER, member_name};
 
 /// In `spec.oversees`: every agent of the overseer's namespace.
 pub const ANY: &str = "*";

@@ -14,9 +14,9 @@ use kube::{Resource, ResourceExt};
 
 use super::decide::{AgentPod, ImageWait, PodPhase, pod_name};
 use super::preamble;
-use super::types::Agent;
 use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, fit_name, label_value};
 use crate::conditions;
+use crate::kinds::agent::Agent;
 use crate::labels;
 use crate::pods::env;
 use crate::{pods, runtimes, workspace};

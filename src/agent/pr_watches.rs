@@ -4,8 +4,8 @@
 
 use kube::{Resource, ResourceExt};
 
-use super::types::{Agent, PullRequestAccess, WatchRequest};
 use crate::api::{MANAGED_BY, fit_name, fnv1a, label_value};
+use crate::kinds::agent::{Agent, PullRequestAccess, WatchRequest};
 use crate::prwatch::PRWatch;
 use crate::{Error, Result, labels};
 

@@ -8,7 +8,7 @@ use super::candidate::{self, OverseerState, Verdict};
 use super::claims;
 use super::decide;
 use super::message::{self, WakeItem};
-use super::types::{Agent, AgentPhase, AgentStatus, Delivery, InFlightDelivery};
+use crate::kinds::agent::{Agent, AgentPhase, AgentStatus, Delivery, InFlightDelivery};
 
 /// One wake of an overseer.
 pub struct WakeBatch<'a> {
@@ -94,7 +94,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     use super::*;
-    use crate::agent::types::{Activity, ActivityState};
+    use crate::kinds::agent::{Activity, ActivityState};
 
     fn at(seconds: i64) -> jiff::Timestamp {
         jiff::Timestamp::from_second(1_800_000_000 + seconds).unwrap()

@@ -15,10 +15,10 @@ use serde_json::json;
 
 use crate::agent::inbox;
 use crate::agent::pod::CONTAINER;
-use crate::agent::types::{
+use crate::api::{LOOP_MANAGER, WATCH_PR_MANAGER};
+use crate::kinds::agent::{
     Agent, AgentExit, ExitOutcome, InboxMessage, MAX_SEND_BYTES, SendOutcome, SendResult,
 };
-use crate::api::{LOOP_MANAGER, WATCH_PR_MANAGER};
 use crate::{Error, Result};
 
 /// Field manager of senders' inbox writes.
@@ -363,14 +363,14 @@ pub async fn set_loop(namespace: Option<&str>, agent: &str, enabled: bool) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::types::SendStatus;
+    use crate::kinds::agent::SendStatus;
 
     fn agent(inbox: Vec<InboxMessage>, sends: Option<SendStatus>) -> Agent {
         let mut agent: Agent = serde_saphyr::from_str(
             "apiVersion: overseer.dev/v1alpha1\nkind: Agent\nmetadata: {name: b}\nspec: {runtime: {name: pi, image: x}}\n",
         )
         .unwrap();
-        agent.status = Some(crate::agent::types::AgentStatus {
+        agent.status = Some(crate::kinds::agent::AgentStatus {
             inbox,
             sends,
             ..Default::default()

@@ -8,8 +8,8 @@ use kube::runtime::watcher;
 
 use super::output::{self, ListArgs, Listed, age};
 use crate::Result;
-use crate::agent::types::Agent;
 use crate::api::wire_name;
+use crate::kinds::agent::Agent;
 
 impl Listed for Agent {
     /// Agent, role, phase, activity, since, nudges, summary, and the last message

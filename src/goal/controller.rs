@@ -18,20 +18,21 @@ use super::dependencies::GoalSummary;
 use super::message::StepOutcome;
 use super::plan::{self, NotifyReason, PodPhase, StepPod};
 use super::pod::{self, StepPodParams};
-use super::types::{Goal, GoalStatus};
 use crate::agent::Agent;
 use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
 };
 use crate::caches::Subscription;
 use crate::conditions;
+use crate::controller::naming_swarm;
 use crate::controller::{
     Context, Shutdown, deferred, listed, readable, related_trigger, run_controller,
 };
 use crate::fresh::{Creating, Versions};
+use crate::kinds::goal::{Goal, GoalStatus};
+use crate::kinds::swarm::Swarm;
 use crate::labels;
 use crate::reasons;
-use crate::swarm::{Swarm, naming_swarm};
 use crate::{Result, duration};
 use kube::core::DeserializeGuard as Guarded;
 
@@ -560,7 +561,7 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &StepOutcome) -> Res
         Some(agent) if !crate::agent::oversight::accepts_goal(agent, goal) => Err(format!(
             "overseer {overseer} has not agreed to oversee this goal (its spec.oversees does not list it)"
         )),
-        Some(agent) => Ok(crate::input::target(&pods, agent).await?),
+        Some(agent) => Ok(crate::agent::input::target(&pods, agent).await?),
         None => Ok(None),
     };
     let delivered = match target {
@@ -575,7 +576,7 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &StepOutcome) -> Res
                 outcome.step,
                 outcome.attempt
             )];
-            crate::input::deliver(ctx, &pods, &pod, &text, &ids).await
+            crate::agent::input::deliver(ctx, &pods, &pod, &text, &ids).await
         }
     };
     ctx.metrics.count_delivery("goal", &delivered);

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::types::GoalPhase;
+use crate::kinds::goal::GoalPhase;
 
 pub enum DependencyState {
     Ready,

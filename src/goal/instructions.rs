@@ -4,8 +4,8 @@
 
 use crate::agent::instructions::with_sections;
 use crate::pods::BIN_DIR;
+use crate::roles::role;
 use crate::swarm::SwarmSpec;
-use crate::swarm::compose::role;
 
 /// Where `overseer step` writes the instructions before linking them into the
 /// workspace (the pod's own `/overseer` directory).

@@ -8,6 +8,5 @@ mod plan_tests;
 pub mod pod;
 pub mod review;
 pub mod roles;
-pub mod types;
 
-pub use types::*;
+pub use crate::kinds::goal::*;

@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::dependencies::GoalSummary;
 use super::message::{StepOutcome, outcome_message};
 use super::plan::*;
-use super::types::*;
+use crate::kinds::goal::*;
 
 const NOW: i64 = 1_800_000_000;
 

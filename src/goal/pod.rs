@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::{
 use kube::Resource;
 use kube::api::ObjectMeta;
 
-use super::types::{Goal, GoalStatus, StepPhase};
 use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
+use crate::kinds::goal::{Goal, GoalStatus, StepPhase};
 use crate::labels;
 use crate::template::PodTemplate;
 use crate::{pods, runtimes, workspace};

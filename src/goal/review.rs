@@ -4,7 +4,7 @@
 //! planner and the step pods work on the goal as expanded here, so the reviews have
 //! checkpoints, retries and pods like any step.
 
-use super::types::{Goal, Step};
+use crate::kinds::goal::{Goal, Step};
 
 /// Words of an action that make its step one to review.
 const RISKY: &[&str] = &["deploy", "deploys", "push", "pushes", "release", "releases"];

@@ -17,11 +17,11 @@ use tracing::{info, instrument};
 
 use super::decide::{self, Poll};
 use super::github::{self, PollError, PullRequest};
-use super::types::{PRWatch, WakeInFlight};
 use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status};
 use crate::caches::Subscription;
 use crate::controller::{Context, Shutdown, readable, run_controller};
+use crate::kinds::prwatch::{PRWatch, WakeInFlight};
 use crate::metrics::{OriginLabels, PollLabels};
 use crate::reasons;
 use crate::{Result, duration};
@@ -141,7 +141,7 @@ async fn reconcile(cached: Arc<PRWatch>, wc: Arc<WatchContext>) -> Result<Action
     let outcome = poll_if_due(&wc, &watch, now).await;
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let agent_pod = crate::input::target_named(&agents, &pods, &watch.spec.agent).await?;
+    let agent_pod = crate::agent::input::target_named(&agents, &pods, &watch.spec.agent).await?;
     let input = decide::Input {
         name: &name,
         generation: watch.metadata.generation,
@@ -253,7 +253,7 @@ async fn deliver_wake(
 ) -> Result<decide::Plan> {
     let (watch, name) = (wake.watch, wake.watch.name_any());
     let ids = [decide::wake_id(&name, plan.status.wakes)];
-    let delivered = crate::input::deliver(ctx, wake.pods, wake.pod, text, &ids).await;
+    let delivered = crate::agent::input::deliver(ctx, wake.pods, wake.pod, text, &ids).await;
     ctx.metrics.count_delivery("pr", &delivered);
     match delivered {
         Ok(()) => {
@@ -294,8 +294,10 @@ async fn deliver_claimed(
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let ids = [claimed.id.clone()];
-    let delivered = match crate::input::target_named(&agents, &pods, &watch.spec.agent).await? {
-        Some(pod) => crate::input::deliver(ctx, &pods, &pod, &claimed.message, &ids).await,
+    let delivered = match crate::agent::input::target_named(&agents, &pods, &watch.spec.agent)
+        .await?
+    {
+        Some(pod) => crate::agent::input::deliver(ctx, &pods, &pod, &claimed.message, &ids).await,
         None => Err(format!(
             "agent {} has no pod that takes input",
             watch.spec.agent

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::github::{Feedback, PollError, Snapshot};
 use super::message::{self, CiNews};
-use super::types::*;
+use crate::kinds::prwatch::*;
 use crate::reasons;
 use crate::{conditions, duration};
 

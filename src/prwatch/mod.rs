@@ -2,6 +2,5 @@ pub mod controller;
 pub mod decide;
 pub mod github;
 pub mod message;
-pub mod types;
 
-pub use types::*;
+pub use crate::kinds::prwatch::*;

@@ -1,7 +1,6 @@
-//! A swarm's decisions as pure functions: the roles (built-in defaults under the
-//! swarm's own settings), an agent's effective spec (what it inherits from its
-//! swarm), its instructions (base → role profile → own prompt), and the Agents a
-//! Swarm wants.
+//! A swarm's decisions as pure functions: what is wrong with its spec, the Agents it
+//! wants, its status and its NetworkPolicy. Roles and what an agent inherits from its
+//! swarm are resolved in src/roles.rs.
 
 use std::collections::BTreeMap;
 
@@ -9,82 +8,13 @@ use kube::Resource;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
-use super::types::{Swarm, SwarmRole, SwarmSpec};
 use crate::agent::{Agent, AgentSpec, LoopSpec};
 use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
 use crate::conditions;
+use crate::kinds::swarm::Swarm;
 use crate::labels;
 use crate::reasons;
-use crate::template::PodTemplate;
-
-/// Name of a swarm's overseer Agent: `<swarm>-overseer`.
-pub const OVERSEER_MEMBER: &str = "overseer";
-
-/// A built-in role: whether it only reads, and its default profile.
-pub struct BuiltinRole {
-    pub name: &'static str,
-    pub read_only: bool,
-    pub profile: &'static str,
-}
-
-/// Roles in the style of the usual hierarchy, usable without any settings.
-pub const BUILTIN_ROLES: &[BuiltinRole] = &[
-    BuiltinRole {
-        name: "overseer",
-        read_only: false,
-        profile: "You lead this swarm: keep every member working until its part is genuinely done, give direction when one stops early, and release a member only when it is finished or beyond repair.",
-    },
-    BuiltinRole {
-        name: "coordinator",
-        read_only: false,
-        profile: "You coordinate this swarm: split the work, hand each member a clear task, keep them moving, and integrate what they finish.",
-    },
-    BuiltinRole {
-        name: "lead",
-        read_only: false,
-        profile: "You lead this swarm: decide the approach, review what members produce, and keep them working until the goal is met.",
-    },
-    BuiltinRole {
-        name: "builder",
-        read_only: false,
-        profile: "You build: implement your task in small, tested steps, commit as you go, and run `overseer loop done` only when it works.",
-    },
-    BuiltinRole {
-        name: "scout",
-        read_only: true,
-        profile: "You scout: explore the code and report findings with file paths and line numbers. Your workspace is read-only; change nothing.",
-    },
-    BuiltinRole {
-        name: "reviewer",
-        read_only: true,
-        profile: "You review: read the changes critically and report problems as path:line with the reason. Your workspace is read-only; change nothing.",
-    },
-    BuiltinRole {
-        name: "guardian",
-        read_only: false,
-        profile: "You guard: check that the work before you is correct, tested and safe to keep. Run what verifies it, report each problem with its evidence, and fail when it must not stand.",
-    },
-    BuiltinRole {
-        name: "merger",
-        read_only: false,
-        profile: "You merge: integrate finished work, resolve conflicts, and keep the main branch green.",
-    },
-    BuiltinRole {
-        name: "monitor",
-        read_only: true,
-        profile: "You monitor: watch CI, logs and the members' progress and report what goes wrong. Your workspace is read-only; change nothing.",
-    },
-];
-
-/// A role as it applies: built-in defaults under the swarm's own settings.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ResolvedRole {
-    pub runtime: Option<RuntimeSpec>,
-    pub read_only: bool,
-    /// The profile text (a named profile of the swarm, else the built-in one).
-    pub profile: Option<String>,
-    pub pod_template: Option<PodTemplate>,
-}
+use crate::roles::{OVERSEER_MEMBER, member_name};
 
 /// What is wrong with a swarm's spec, in words naming the field.
 pub fn problems(swarm: &Swarm) -> Vec<String> {
@@ -100,68 +30,6 @@ pub fn problems(swarm: &Swarm) -> Vec<String> {
         }
     }
     problems
-}
-
-/// The role `name` of the swarm `spec` (None: outside any swarm).
-pub fn role(swarm: Option<&SwarmSpec>, name: &str) -> ResolvedRole {
-    let builtin = BUILTIN_ROLES.iter().find(|r| r.name == name);
-    let own: Option<&SwarmRole> = swarm.and_then(|s| s.roles.get(name));
-    let named_profile = own
-        .and_then(|r| r.profile.as_ref())
-        .and_then(|p| swarm.and_then(|s| s.prompts.profiles.get(p)))
-        .cloned();
-    ResolvedRole {
-        runtime: own.and_then(|r| r.runtime.clone()),
-        read_only: own.map_or(builtin.is_some_and(|b| b.read_only), |r| {
-            r.read_only || builtin.is_some_and(|b| b.read_only)
-        }),
-        profile: named_profile.or_else(|| builtin.map(|b| b.profile.to_string())),
-        pod_template: own.and_then(|r| r.pod_template.clone()),
-    }
-}
-
-/// The spec an agent runs with: its own settings first, then its swarm's role,
-/// then the swarm's defaults. A member's loop is set by its Swarm; an agent that
-/// only names the swarm and leaves its loop entirely at the defaults takes the swarm's.
-pub fn effective_spec(spec: &AgentSpec, swarm: Option<&Swarm>, member: bool) -> AgentSpec {
-    let Some(swarm) = swarm else {
-        return spec.clone();
-    };
-    let role = role(Some(&swarm.spec), &spec.role);
-    let defaults = &swarm.spec.defaults;
-    let mut effective = spec.clone();
-    let mut runtime = spec.runtime.clone();
-    if let Some(role_runtime) = &role.runtime {
-        runtime = runtime.or(role_runtime);
-    }
-    if let Some(default_runtime) = &defaults.runtime {
-        runtime = runtime.or(default_runtime);
-    }
-    effective.runtime = runtime;
-    if !member
-        && spec.loop_ == LoopSpec::default()
-        && let Some(swarm_loop) = &defaults.loop_
-    {
-        effective.loop_ = swarm_loop.clone();
-    }
-    let template = PodTemplate::layered([
-        defaults.pod_template.as_ref(),
-        role.pod_template.as_ref(),
-        spec.pod_template.as_ref(),
-    ]);
-    effective.pod_template = (!template.is_empty()).then_some(template);
-    if effective.notify.is_none() {
-        effective.notify = swarm.spec.notify.clone();
-    }
-    if effective.workspace.is_none() {
-        effective.workspace = swarm.spec.workspace.clone();
-    }
-    effective
-}
-
-/// The Agent name of a member (`<swarm>-<member>`).
-pub fn member_name(swarm: &str, member: &str) -> String {
-    format!("{swarm}-{member}")
 }
 
 /// One Agent a swarm keeps, and whether `spec.loop` is among the fields it owns (only
@@ -233,7 +101,7 @@ pub fn desired_agents(swarm: &Swarm) -> Vec<DesiredAgent> {
         .spec
         .overseer
         .clone()
-        .unwrap_or(super::types::SwarmOverseer {
+        .unwrap_or(crate::kinds::swarm::SwarmOverseer {
             role: "overseer".into(),
             runtime: None,
             prompt: None,
@@ -298,9 +166,9 @@ pub fn status(
     goals: &[crate::goal::Goal],
     problems: &[String],
     now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
-) -> super::types::SwarmStatus {
-    use super::types::OverseerStatus;
+) -> crate::kinds::swarm::SwarmStatus {
     use crate::agent::AgentStatus;
+    use crate::kinds::swarm::OverseerStatus;
 
     let mut status = swarm.status.clone().unwrap_or_default();
     status.observed_generation = swarm.metadata.generation;
@@ -334,9 +202,12 @@ pub fn status(
 /// `MAX_MEMBERS_LISTED`).
 fn member_counts(
     members: &[Agent],
-) -> (super::types::AgentCounts, Vec<super::types::MemberStatus>) {
-    use super::types::{AgentCounts, MemberStatus};
+) -> (
+    crate::kinds::swarm::AgentCounts,
+    Vec<crate::kinds::swarm::MemberStatus>,
+) {
     use crate::agent::{ActivityState, AgentPhase};
+    use crate::kinds::swarm::{AgentCounts, MemberStatus};
 
     let mut counts = AgentCounts::default();
     let mut listed = Vec::new();
@@ -375,10 +246,10 @@ fn member_counts(
 }
 
 /// The swarm's goals counted by phase.
-fn goal_counts(goals: &[crate::goal::Goal]) -> super::types::GoalCounts {
+fn goal_counts(goals: &[crate::goal::Goal]) -> crate::kinds::swarm::GoalCounts {
     use crate::goal::GoalPhase;
 
-    let mut counts = super::types::GoalCounts::default();
+    let mut counts = crate::kinds::swarm::GoalCounts::default();
     for goal in goals {
         counts.total += 1;
         match goal.status.as_ref().and_then(|s| s.phase) {
@@ -396,7 +267,7 @@ fn goal_counts(goals: &[crate::goal::Goal]) -> super::types::GoalCounts {
 /// The swarm's conditions (type, status, reason, message) from its counted status.
 fn swarm_conditions(
     swarm: &Swarm,
-    status: &super::types::SwarmStatus,
+    status: &crate::kinds::swarm::SwarmStatus,
     problems: &[String],
 ) -> [(&'static str, bool, &'static str, String); 2] {
     let spec_valid = match problems.first() {
@@ -500,7 +371,7 @@ const NOT_PUBLIC_V6: [&str; 2] = ["fc00::/7", "fe80::/10"];
 
 /// The swarm's egress: DNS anywhere, its own pods, and what `egress` lists.
 fn egress_rules(
-    egress: &super::types::SwarmEgress,
+    egress: &crate::kinds::swarm::SwarmEgress,
     swarm_pods: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
 ) -> Vec<k8s_openapi::api::networking::v1::NetworkPolicyEgressRule> {
     use k8s_openapi::api::networking::v1::{

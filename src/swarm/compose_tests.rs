@@ -1,4 +1,5 @@
 use super::*;
+use crate::roles::{effective_spec, role};
 
 fn swarm() -> Swarm {
     let mut swarm: Swarm = serde_saphyr::from_str(
@@ -207,7 +208,7 @@ fn the_network_policy_limits_egress_only_when_asked() {
     let open = network_policy(&swarm).spec.unwrap();
     assert_eq!(open.policy_types, Some(vec!["Ingress".to_string()]));
     assert_eq!(open.egress, None, "egress stays open without spec.egress");
-    swarm.spec.egress = Some(super::super::types::SwarmEgress {
+    swarm.spec.egress = Some(crate::kinds::swarm::SwarmEgress {
         public_internet: true,
         allow_cidrs: vec!["10.96.0.1/32".into()],
     });

@@ -14,7 +14,6 @@ use kube::{Api, Resource, ResourceExt};
 use tracing::{info, instrument};
 
 use super::compose;
-use super::types::Swarm;
 use crate::Result;
 use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, apply_status_returning, label_value};
@@ -23,6 +22,7 @@ use crate::conditions;
 use crate::controller::{Context, Shutdown, deferred, listed, readable, run_controller};
 use crate::fresh::{Applied, Versions};
 use crate::goal::Goal;
+use crate::kinds::swarm::Swarm;
 use crate::labels;
 use crate::reasons;
 use kube::core::DeserializeGuard as Guarded;

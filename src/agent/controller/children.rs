@@ -8,17 +8,17 @@ use kube::{Api, Resource, ResourceExt};
 use tracing::info;
 
 use crate::Result;
-use crate::agent::types::Agent;
 use crate::agent::{instructions, pod, pr_watches};
 use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, apply_owned, label_value, ours_or_absent,
 };
+use crate::kinds::agent::Agent;
 use crate::labels;
 use crate::prwatch::PRWatch;
 use crate::reasons;
 use crate::swarm::Swarm;
 
-use super::AgentContext;
+use super::context::AgentContext;
 
 /// The uid its children's controller owner reference carries.
 fn agent_uid(agent: &Agent) -> String {

@@ -17,18 +17,18 @@ use crate::agent::claims;
 use crate::agent::inbox::{self, SendStep};
 use crate::agent::message;
 use crate::agent::oversight;
-use crate::agent::types::{
-    Agent, AgentStatus, Delivery, InFlightDelivery, InboxMessage, LastMessage, LoopStatus,
-};
 use crate::agent::wake::wake_batch;
 use crate::api::{self, CONTROLLER_MANAGER};
 use crate::controller::Context;
+use crate::kinds::agent::{
+    Agent, AgentStatus, Delivery, InFlightDelivery, InboxMessage, LastMessage, LoopStatus,
+};
 use crate::metrics::DeliveryLabels;
 use crate::reasons;
 use crate::{Error, Result};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{
+use super::context::{
     AgentContext, Resolved, apply_status, operator_fields, overseer_state, owning_swarm, resolve,
 };
 
@@ -192,8 +192,8 @@ pub(super) async fn type_input(
     text: &str,
     ids: &[String],
 ) -> Result<std::result::Result<(), String>> {
-    Ok(match crate::input::target(pods, agent).await? {
-        Some(pod) => crate::input::deliver(ctx, pods, &pod, text, ids).await,
+    Ok(match crate::agent::input::target(pods, agent).await? {
+        Some(pod) => crate::agent::input::deliver(ctx, pods, &pod, text, ids).await,
         None => Err("the agent has no ready pod made by the operator".into()),
     })
 }
@@ -259,10 +259,10 @@ pub(super) async fn settle_claim(
     if in_flight(&fresh).as_ref() != Some(&claimed) {
         return Ok(());
     }
-    let confirmed = match crate::input::target_named(agents, pods, &claimed.target).await? {
+    let confirmed = match crate::agent::input::target_named(agents, pods, &claimed.target).await? {
         Some(pod) => {
             let ids = [claimed.id.clone()];
-            crate::input::confirm(&ac.ctx, pods, &pod, &ids).await
+            crate::agent::input::confirm(&ac.ctx, pods, &pod, &ids).await
         }
         None => Err(format!(
             "{} has no ready pod made by the operator",
@@ -304,7 +304,7 @@ pub(super) async fn nudge(
     let input = candidate::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
     let (stopped_for, ..) = input.stopped_for();
     let text = message::nudge(input.stop(), stopped_for);
-    let Some(pod) = crate::input::target(pods, agent).await? else {
+    let Some(pod) = crate::agent::input::target(pods, agent).await? else {
         return Ok(false);
     };
     let nudge = InFlightDelivery {
@@ -315,7 +315,7 @@ pub(super) async fn nudge(
     };
     claim(agents, &name, &nudge).await?;
     let ids = [nudge.id.clone()];
-    let outcome = crate::input::deliver(ctx, pods, &pod, &text, &ids).await;
+    let outcome = crate::agent::input::deliver(ctx, pods, &pod, &text, &ids).await;
     if outcome.is_ok() {
         apply_last_message(agents, &name, OPERATOR_SENDER, &text).await?;
     }

@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::{Action, NotifyReason, Planner, backoff, fingerprint, pod_name};
 use crate::goal::message::{StepOutcome, humanize};
-use crate::goal::types::*;
+use crate::kinds::goal::*;
 use crate::reasons;
 use crate::{conditions, duration};
 
@@ -35,7 +35,7 @@ impl Planner<'_> {
         let timeout = self.timeout(step);
         let template = self.pod_template(step, &role);
         // The platform enforces a read-only role's boundary, not the prompt.
-        let read_only = crate::swarm::compose::role(self.input.swarm, &role).read_only;
+        let read_only = crate::roles::role(self.input.swarm, &role).read_only;
         let instructions = crate::goal::instructions::compose(
             self.input.name,
             &step.name,

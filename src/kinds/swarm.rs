@@ -7,8 +7,8 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::agent::LoopSpec;
 use crate::api::{RuntimeSpec, object_name_schema, role_schema};
+use crate::kinds::agent::LoopSpec;
 use crate::template::PodTemplate;
 
 /// A group of agents with roles and an overseer, isolated from other swarms.
@@ -156,7 +156,7 @@ pub struct SwarmMember {
     /// Name of the member; the Agent is named `<swarm>-<name>`.
     #[schemars(schema_with = "role_schema")]
     pub name: String,
-    #[serde(default = "crate::agent::default_role")]
+    #[serde(default = "crate::kinds::agent::default_role")]
     #[schemars(schema_with = "role_schema")]
     pub role: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,165 @@
+//! What the Agent reconciler's parts share: the controller's context (caches,
+//! indexes, what this operator last wrote), an agent's effective spec, and the status
+//! write. The reconcile (controller.rs), its delivery (delivery.rs) and its children
+//! (children.rs) read these; nothing here reads them back.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::core::DeserializeGuard as Guarded;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, ResourceExt};
+use tracing::instrument;
+
+use crate::Result;
+use crate::agent::candidate::OverseerState;
+use crate::agent::{decide, oversight};
+use crate::api::{self, CONTROLLER_MANAGER};
+use crate::controller::Context;
+use crate::fresh::{Applied, Deleting, Versions};
+use crate::index::Index;
+use crate::kinds::agent::{Agent, AgentStatus};
+use crate::kinds::swarm::Swarm;
+use crate::reasons;
+
+/// Per (namespace, overseer): held while a wake is built and delivered.
+pub(super) type WakeLocks = Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>;
+
+pub(super) struct AgentContext {
+    pub(super) ctx: Arc<Context>,
+    /// The controller's cache of Agents: who oversees whom, and each overseer's state.
+    pub(super) store: Store<Guarded<Agent>>,
+    /// The agents seen naming each overseer.
+    pub(super) overseen: Index,
+    /// Every agent pod of the agents watched.
+    pub(super) pods: Store<Pod>,
+    /// The pods seen of each agent.
+    pub(super) pods_of: Index,
+    pub(super) swarms: Store<Guarded<Swarm>>,
+    /// Each Agent's version as this operator last wrote or read it (src/fresh.rs).
+    pub(super) versions: Versions,
+    /// The Roles and instruction ConfigMaps as this operator last applied or read them.
+    pub(super) applied: Applied,
+    /// Pods this operator deleted that the pod cache may not show as deleting yet.
+    pub(super) deleting: Deleting,
+    /// One wake at a time per overseer, so a batch is never sent twice.
+    pub(super) wake_locks: WakeLocks,
+}
+
+impl AgentContext {
+    pub(super) fn wake_lock(&self, namespace: &str, overseer: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.wake_locks.lock().unwrap_or_else(|e| e.into_inner());
+        locks
+            .entry((namespace.to_string(), overseer.to_string()))
+            .or_default()
+            .clone()
+    }
+}
+
+/// The Swarm `agent`'s controller owner reference names, as cached.
+pub(super) fn owning_swarm(swarms: &Store<Guarded<Swarm>>, agent: &Agent) -> Option<Box<Swarm>> {
+    let owner = oversight::swarm_owner(agent)?;
+    let reference = ObjectRef::new(&owner.name).within(&agent.namespace().unwrap_or_default());
+    let cached = swarms.get(&reference)?;
+    cached.0.as_ref().ok().map(|swarm| Box::new(swarm.clone()))
+}
+
+/// An agent as it can run, or why it cannot.
+pub(super) enum Resolved {
+    /// Its effective spec is in place; the swarm it belongs to, if any.
+    Ready(Option<Box<Swarm>>),
+    Unusable {
+        reason: &'static str,
+        message: String,
+    },
+}
+
+/// Replaces the agent's spec (in memory only) by its effective spec: what it
+/// leaves unset comes from its swarm (as cached: a change of it brings its agents
+/// back), and a person's loop switch wins. A missing swarm or image makes it unusable.
+pub(super) fn resolve(swarms: &Store<Guarded<Swarm>>, agent: &mut Agent) -> Resolved {
+    let namespace = agent.namespace().unwrap_or_default();
+    let swarm = match &agent.spec.swarm {
+        Some(name) => {
+            let cached = swarms.get(&ObjectRef::new(name).within(&namespace));
+            match cached.as_deref().and_then(|s| s.0.as_ref().ok()) {
+                Some(swarm) => Some(Box::new(swarm.clone())),
+                None => {
+                    return Resolved::Unusable {
+                        reason: reasons::SWARM_NOT_FOUND,
+                        message: format!("spec.swarm: there is no swarm {name} in this namespace"),
+                    };
+                }
+            }
+        }
+        None => None,
+    };
+    let member = agent
+        .owner_references()
+        .iter()
+        .any(|o| o.kind == "Swarm" && o.controller == Some(true));
+    agent.spec = crate::roles::effective_spec(&agent.spec, swarm.as_deref(), member);
+    agent.spec.loop_.enabled = decide::loop_enabled(
+        agent
+            .annotations()
+            .get(decide::LOOP_ANNOTATION)
+            .map(String::as_str),
+        agent.spec.loop_.enabled,
+    );
+    if agent.spec.runtime.image.is_none() {
+        return Resolved::Unusable {
+            reason: reasons::NO_IMAGE,
+            message: "no image: set spec.runtime.image, or the swarm's defaults.runtime or roles.<role>.runtime".into(),
+        };
+    }
+    Resolved::Ready(swarm)
+}
+
+/// Whether `overseer` can take a wake: a ready pod, whose CLI asks no person anything.
+pub(super) fn overseer_state(overseer: &Agent) -> OverseerState {
+    match &overseer.status {
+        Some(status) if status.ready_pod().is_some() => {
+            if crate::agent::inbox::waits_on_a_person(status) {
+                OverseerState::WaitingOnPerson
+            } else {
+                OverseerState::Ready
+            }
+        }
+        _ => OverseerState::Offline,
+    }
+}
+
+/// Writes the operator's part of the status: `activity` and `exit` belong to the
+/// pod (or the overseer), `inbox` to senders, `lastMessage` to `apply_last_message`.
+/// Remembers the version written (src/fresh.rs).
+#[instrument(skip_all)]
+pub(super) async fn apply_status(
+    versions: &Versions,
+    agents: &Api<Agent>,
+    name: &str,
+    status: &AgentStatus,
+) -> Result<()> {
+    let fields = operator_fields(status)?;
+    let written =
+        api::apply_status_returning::<Agent>(agents, name, CONTROLLER_MANAGER, &fields).await?;
+    versions.saw(&written);
+    Ok(())
+}
+
+/// The status fields the operator writes: the others belong to the shim and the CLI.
+pub(super) fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value> {
+    let mut status = serde_json::to_value(status)?;
+    if let Some(fields) = status.as_object_mut() {
+        for owned_elsewhere in ["activity", "exit", "inbox", "lastMessage"] {
+            fields.remove(owned_elsewhere);
+        }
+    }
+    Ok(status)
+}
+
+impl crate::controller::ControllerContext for AgentContext {
+    fn shared(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+}

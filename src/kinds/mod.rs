@@ -1,0 +1,10 @@
+//! The kinds layer: the four custom resources' types (their CRDs, specs and statuses),
+//! read by every controller and command and importing none of them. What they share
+//! (runtime names, object names, durations, pod templates, workspaces, conditions)
+//! comes from the shared modules below the controllers (api, duration, template,
+//! workspace, conditions); tests/module_graph.rs keeps it that way.
+
+pub mod agent;
+pub mod goal;
+pub mod prwatch;
+pub mod swarm;
