@@ -190,150 +190,144 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::with_prefix("overseer");
-        let reconciliations = Family::<ControllerLabels, Counter>::default();
-        let failures = Family::<ErrorLabels, Counter>::default();
-        let reconcile_duration =
-            Family::<ControllerLabels, Histogram>::new_with_constructor(|| {
-                Histogram::new(exponential_buckets(0.001, 2.0, 14))
-            });
-        let leader = Gauge::default();
-        let step_results = Family::<StepResultLabels, Counter>::default();
-        let step_retries = Counter::default();
-        let step_advance = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
-        let deliveries = Family::<DeliveryLabels, Counter>::default();
-        let premature_stops = Counter::default();
-        let stop_to_delivery = Family::<DeliveryLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new(exponential_buckets(0.05, 2.0, 14))
-        });
-        registry.register(
-            "agent_deliveries",
-            "Nudges and wakes delivered through exec input, by kind and outcome",
-            deliveries.clone(),
-        );
-        registry.register(
-            "agent_premature_stops",
-            "In-loop agents found stopped before declaring done or blocked",
-            premature_stops.clone(),
-        );
-        registry.register(
-            "agent_stop_to_delivery_seconds",
-            "From an agent crossing idleAfter to the delivered nudge or wake",
-            stop_to_delivery.clone(),
-        );
-        registry.register(
-            "reconciliations",
-            "Reconciliations started",
-            reconciliations.clone(),
-        );
-        let reconciles_deferred = Family::<ControllerLabels, Counter>::default();
-        registry.register(
-            "reconciles_deferred",
-            "Reconciliations that found a cache not yet listed and decided nothing",
-            reconciles_deferred.clone(),
-        );
-        registry.register(
-            "reconcile_failures",
-            "Reconciliations that failed",
-            failures.clone(),
-        );
-        registry.register(
-            "reconcile_duration_seconds",
-            "Time one reconciliation took",
-            reconcile_duration.clone(),
-        );
-        registry.register(
-            "leader",
-            "1 while this replica holds the leader Lease",
-            leader.clone(),
-        );
-        registry.register(
-            "goal_steps",
-            "Goal steps finished, by result",
-            step_results.clone(),
-        );
-        registry.register(
-            "goal_step_retries",
-            "Goal step attempts that failed with retries left",
-            step_retries.clone(),
-        );
-        registry.register(
-            "goal_step_advance_seconds",
-            "From the previous step pod seen Succeeded to the next step pod created",
-            step_advance.clone(),
-        );
-        let pr_polls = Family::<PollLabels, Counter>::default();
-        registry.register(
-            "prwatch_polls",
-            "PR watch polls of GitHub, by result",
-            pr_polls.clone(),
-        );
-        let pr_settle_to_wake = Histogram::new(exponential_buckets(0.05, 2.0, 14));
-        registry.register(
-            "prwatch_ci_settled_to_wake_seconds",
-            "From the poll that saw CI settle on the head to the delivered wake",
-            pr_settle_to_wake.clone(),
-        );
-        let api_writes = Family::<RequestLabels, Counter>::default();
-        registry.register(
-            "api_writes",
-            "Writes sent to the API server (create, update, patch, delete, exec), by verb",
-            api_writes.clone(),
-        );
-        let api_reads = Family::<RequestLabels, Counter>::default();
-        registry.register(
-            "api_reads",
-            "Reads sent to the API server: read (a get or a list) or watch",
-            api_reads.clone(),
-        );
-        let events_dropped = Counter::default();
-        registry.register(
-            "events_dropped",
-            "Events dropped because the queue to the API server was full",
-            events_dropped.clone(),
-        );
-        let github_rate_limit_remaining = Family::<OriginLabels, Gauge>::default();
-        registry.register(
-            "github_rate_limit_remaining",
-            "GitHub GraphQL points left for the token at the last poll, by API origin",
-            github_rate_limit_remaining.clone(),
-        );
         let build_info = Family::<BuildLabels, Gauge>::default();
         build_info
             .get_or_create(&BuildLabels {
                 version: env!("CARGO_PKG_VERSION"),
             })
             .set(1);
-        registry.register(
+        let mut metrics = Metrics {
+            registry: Registry::with_prefix("overseer"),
+            by_phase: Arc::new(ByPhase::default()),
+            reconciliations: Family::default(),
+            reconciles_deferred: Family::default(),
+            failures: Family::default(),
+            reconcile_duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.001, 2.0, 14))
+            }),
+            leader: Gauge::default(),
+            step_results: Family::default(),
+            step_retries: Counter::default(),
+            step_advance: Histogram::new(exponential_buckets(0.0005, 2.0, 16)),
+            deliveries: Family::default(),
+            premature_stops: Counter::default(),
+            stop_to_delivery: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.05, 2.0, 14))
+            }),
+            pr_polls: Family::default(),
+            pr_settle_to_wake: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
+            api_writes: Family::default(),
+            api_reads: Family::default(),
+            events_dropped: Counter::default(),
+            github_rate_limit_remaining: Family::default(),
+        };
+        metrics.register_controller_metrics(build_info);
+        metrics.register_kind_metrics();
+        metrics.start_at_zero();
+        metrics
+    }
+}
+
+impl Metrics {
+    /// The reconciler's, the leader's, the API requests' and the build's.
+    fn register_controller_metrics(&mut self, build_info: Family<BuildLabels, Gauge>) {
+        let r = &mut self.registry;
+        r.register_collector(Box::new(self.by_phase.clone()));
+        r.register(
+            "reconciliations",
+            "Reconciliations started",
+            self.reconciliations.clone(),
+        );
+        r.register(
+            "reconciles_deferred",
+            "Reconciliations that found a cache not yet listed and decided nothing",
+            self.reconciles_deferred.clone(),
+        );
+        r.register(
+            "reconcile_failures",
+            "Reconciliations that failed",
+            self.failures.clone(),
+        );
+        r.register(
+            "reconcile_duration_seconds",
+            "Time one reconciliation took",
+            self.reconcile_duration.clone(),
+        );
+        r.register(
+            "leader",
+            "1 while this replica holds the leader Lease",
+            self.leader.clone(),
+        );
+        r.register(
+            "api_writes",
+            "Writes sent to the API server (create, update, patch, delete, exec), by verb",
+            self.api_writes.clone(),
+        );
+        r.register(
+            "api_reads",
+            "Reads sent to the API server: read (a get or a list) or watch",
+            self.api_reads.clone(),
+        );
+        r.register(
+            "events_dropped",
+            "Events dropped because the queue to the API server was full",
+            self.events_dropped.clone(),
+        );
+        r.register(
             "build_info",
             "1, labelled with the operator's version",
             build_info,
         );
-        let by_phase = Arc::new(ByPhase::default());
-        registry.register_collector(Box::new(by_phase.clone()));
-        let metrics = Metrics {
-            registry,
-            by_phase,
-            reconciliations,
-            reconciles_deferred,
-            failures,
-            reconcile_duration,
-            leader,
-            step_results,
-            step_retries,
-            step_advance,
-            deliveries,
-            premature_stops,
-            stop_to_delivery,
-            pr_polls,
-            pr_settle_to_wake,
-            api_writes,
-            api_reads,
-            events_dropped,
-            github_rate_limit_remaining,
-        };
-        metrics.start_at_zero();
-        metrics
+    }
+
+    /// The agents', goals' and PR watches' own.
+    fn register_kind_metrics(&mut self) {
+        let r = &mut self.registry;
+        r.register(
+            "agent_deliveries",
+            "Nudges and wakes delivered through exec input, by kind and outcome",
+            self.deliveries.clone(),
+        );
+        r.register(
+            "agent_premature_stops",
+            "In-loop agents found stopped before declaring done or blocked",
+            self.premature_stops.clone(),
+        );
+        r.register(
+            "agent_stop_to_delivery_seconds",
+            "From an agent crossing idleAfter to the delivered nudge or wake",
+            self.stop_to_delivery.clone(),
+        );
+        r.register(
+            "goal_steps",
+            "Goal steps finished, by result",
+            self.step_results.clone(),
+        );
+        r.register(
+            "goal_step_retries",
+            "Goal step attempts that failed with retries left",
+            self.step_retries.clone(),
+        );
+        r.register(
+            "goal_step_advance_seconds",
+            "From the previous step pod seen Succeeded to the next step pod created",
+            self.step_advance.clone(),
+        );
+        r.register(
+            "prwatch_polls",
+            "PR watch polls of GitHub, by result",
+            self.pr_polls.clone(),
+        );
+        r.register(
+            "prwatch_ci_settled_to_wake_seconds",
+            "From the poll that saw CI settle on the head to the delivered wake",
+            self.pr_settle_to_wake.clone(),
+        );
+        r.register(
+            "github_rate_limit_remaining",
+            "GitHub GraphQL points left for the token at the last poll, by API origin",
+            self.github_rate_limit_remaining.clone(),
+        );
     }
 }
 

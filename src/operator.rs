@@ -202,24 +202,13 @@ fn count_by_phase(
 /// Runs the operator until SIGTERM (Ok) or until leadership is lost (Err).
 pub async fn run(args: RunArgs) -> Result<()> {
     let metrics = Arc::new(Metrics::default());
-    let config = crate::timeouts::config().await?;
     // Elected replicas write only while their Lease holds (src/leader.rs).
     let fence = if args.leader_elect {
         Fence::closed()
     } else {
         Fence::open()
     };
-    let client = kube::client::ClientBuilder::try_from(config)
-        .map_err(|e| Error::Connect(e.to_string()))?
-        .with_layer(&CountWrites::from_env(
-            metrics.api_writes.clone(),
-            metrics.api_reads.clone(),
-        )?)
-        .with_layer(&FenceWrites(fence.clone()))
-        .with_layer(&crate::timeouts::AnswerDeadline(
-            crate::timeouts::ANSWER_DEADLINE,
-        ))
-        .build();
+    let client = operator_client(&metrics, &fence).await?;
     ensure_crds(&client, args.namespace.as_deref()).await?;
 
     let health = Arc::new(Health {
@@ -253,29 +242,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     };
     metrics.leader.set(1);
 
-    let ctx = Arc::new(Context {
-        events: crate::events::EventQueue::start(
-            Recorder::new(client.clone(), Reporter::from("overseer-controller")),
-            metrics.events_dropped.clone(),
-        ),
-        client,
-        metrics: metrics.clone(),
-        namespace: args.namespace.clone(),
-        concurrency: args.concurrency,
-        overseer_image: args.overseer_image.clone(),
-        input_command: args.input_command.clone(),
-        send_expiry: args.send_expiry,
-        pod_retention: args.pod_retention,
-        github_api_origins: args.github_api_origins.clone(),
-        notify_destinations: Arc::new(crate::https::Destinations::new(
-            args.notify_allowed_cidrs.clone(),
-            args.notify_refused_cidrs.clone(),
-        )),
-        failures: Failures::default(),
-        deliveries: Arc::new(crate::deliveries::Deliveries::new(usize::from(
-            args.concurrency,
-        ))),
-    });
+    let ctx = context(&args, client, metrics.clone());
     let work = {
         let shutdown = shutdown.clone();
         async move {
@@ -301,6 +268,50 @@ pub async fn run(args: RunArgs) -> Result<()> {
         error!(%error, "stopping");
     }
     outcome
+}
+
+/// The operator's client: every request counted, every write fenced by the Lease, and
+/// every answer awaited at most `ANSWER_DEADLINE`.
+async fn operator_client(metrics: &Metrics, fence: &Fence) -> Result<Client> {
+    let config = crate::timeouts::config().await?;
+    Ok(kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| Error::Connect(e.to_string()))?
+        .with_layer(&CountWrites::from_env(
+            metrics.api_writes.clone(),
+            metrics.api_reads.clone(),
+        )?)
+        .with_layer(&FenceWrites(fence.clone()))
+        .with_layer(&crate::timeouts::AnswerDeadline(
+            crate::timeouts::ANSWER_DEADLINE,
+        ))
+        .build())
+}
+
+/// What every controller shares, from the flags.
+fn context(args: &RunArgs, client: Client, metrics: Arc<Metrics>) -> Arc<Context> {
+    Arc::new(Context {
+        events: crate::events::EventQueue::start(
+            Recorder::new(client.clone(), Reporter::from("overseer-controller")),
+            metrics.events_dropped.clone(),
+        ),
+        client,
+        metrics,
+        namespace: args.namespace.clone(),
+        concurrency: args.concurrency,
+        overseer_image: args.overseer_image.clone(),
+        input_command: args.input_command.clone(),
+        send_expiry: args.send_expiry,
+        pod_retention: args.pod_retention,
+        github_api_origins: args.github_api_origins.clone(),
+        notify_destinations: Arc::new(crate::https::Destinations::new(
+            args.notify_allowed_cidrs.clone(),
+            args.notify_refused_cidrs.clone(),
+        )),
+        failures: Failures::default(),
+        deliveries: Arc::new(crate::deliveries::Deliveries::new(usize::from(
+            args.concurrency,
+        ))),
+    })
 }
 
 fn hostname() -> String {

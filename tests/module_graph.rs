@@ -295,3 +295,91 @@ fn folders_import_each_other_one_way_only() {
         .collect();
     assert!(readers.is_empty(), "{readers:?} import the commands layer");
 }
+
+/// Each function of `source` (tests left out) with its length in lines, from its
+/// `fn` line to the brace that closes it at the same indentation.
+fn function_lengths(source: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < lines.len() {
+        let line = lines[at];
+        let trimmed = line.trim_start();
+        let indent = &line[..line.len() - trimmed.len()];
+        let signature = trimmed
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub(super) ")
+            .trim_start_matches("pub ")
+            .trim_start_matches("const ")
+            .trim_start_matches("async ");
+        // A one-line function is short.
+        let Some(rest) = signature
+            .strip_prefix("fn ")
+            .filter(|_| !trimmed.trim_end().ends_with('}'))
+        else {
+            at += 1;
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let Some(open) = (at..lines.len()).find(|&i| {
+            let l = lines[i].trim_end();
+            l.ends_with('{') || l.ends_with(';')
+        }) else {
+            break;
+        };
+        if lines[open].trim_end().ends_with(';') {
+            at = open + 1;
+            continue;
+        }
+        let closing = format!("{indent}}}");
+        let end = (open + 1..lines.len())
+            .find(|&i| lines[i] == closing)
+            .unwrap_or(open);
+        found.push((name, end - at + 1));
+        at = end + 1;
+    }
+    found
+}
+
+/// Longer than this, a function does several things that want names of their own.
+const LONGEST_FUNCTION: usize = 80;
+
+#[test]
+fn no_function_is_longer_than_eighty_lines() {
+    let mut lengths: Vec<(usize, String)> = modules()
+        .iter()
+        .flat_map(|(module, source)| {
+            function_lengths(source)
+                .into_iter()
+                .map(move |(name, length)| (length, format!("{module}::{name}")))
+        })
+        .collect();
+    lengths.sort_by(|a, b| b.cmp(a));
+    // `cargo test --test module_graph -- --nocapture` shows the longest.
+    for (length, name) in lengths.iter().take(10) {
+        println!("{length:>4} {name}");
+    }
+    assert!(
+        lengths.len() > 500,
+        "the functions were not read: {}",
+        lengths.len()
+    );
+    let long: Vec<&(usize, String)> = lengths
+        .iter()
+        .filter(|(length, _)| *length > LONGEST_FUNCTION)
+        .collect();
+    assert!(
+        long.is_empty(),
+        "functions over {LONGEST_FUNCTION} lines: {long:?}"
+    );
+}
+
+#[test]
+fn function_lengths_run_from_fn_to_its_closing_brace() {
+    let source =
+        "pub async fn a(\n    x: u8,\n) {\n    if x {\n    }\n}\n\nfn b();\n    fn c() {}\n";
+    assert_eq!(function_lengths(source), [("a".to_string(), 6)]);
+}

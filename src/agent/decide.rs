@@ -633,20 +633,8 @@ fn act_on_verdict(b: &mut Builder, times: &LoopTimes) {
                 true,
             );
         }
-        Verdict::NotIdleLongEnough => {
-            if let Some(since) = activity.as_ref().and_then(|a| a.since.as_ref()) {
-                b.fire_at(duration::after(since, times.idle_after));
-            }
-        }
-        Verdict::CoolingDown => {
-            let loop_status = status.loop_.clone().unwrap_or_default();
-            if let Some(last) = [loop_status.last_nudge_time, loop_status.last_wake_time]
-                .into_iter()
-                .flatten()
-                .max_by_key(|t| t.0)
-            {
-                b.fire_at(duration::after(&last, times.cooldown));
-            }
+        Verdict::NotIdleLongEnough | Verdict::CoolingDown => {
+            look_again(b, verdict, activity.as_ref(), &status, times)
         }
         Verdict::Busy => {
             b.condition(
@@ -657,6 +645,33 @@ fn act_on_verdict(b: &mut Builder, times: &LoopTimes) {
             );
         }
         Verdict::NotInLoop | Verdict::LoopEnded | Verdict::Waiting => {}
+    }
+}
+
+/// When a verdict that waits can change: once the agent has idled `idleAfter`, or once
+/// the cooldown after the last nudge or wake is over.
+fn look_again(
+    b: &mut Builder,
+    verdict: Verdict,
+    activity: Option<&Activity>,
+    status: &AgentStatus,
+    times: &LoopTimes,
+) {
+    let at = match verdict {
+        Verdict::NotIdleLongEnough => activity
+            .and_then(|a| a.since.as_ref())
+            .map(|since| duration::after(since, times.idle_after)),
+        _ => {
+            let loop_status = status.loop_.clone().unwrap_or_default();
+            [loop_status.last_nudge_time, loop_status.last_wake_time]
+                .into_iter()
+                .flatten()
+                .max_by_key(|t| t.0)
+                .map(|last| duration::after(&last, times.cooldown))
+        }
+    };
+    if let Some(at) = at {
+        b.fire_at(at);
     }
 }
 

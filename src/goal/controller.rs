@@ -352,26 +352,29 @@ async fn apply(
             plan::Action::Notify {
                 reason, message, ..
             } => notify(ctx, goal, *reason, message, None).await,
-            // Out of the reconcile, on its namespace's exec slots: an overseer whose
-            // exec hangs delays no goal, its own or another namespace's.
-            plan::Action::WakeOverseer(outcome) => {
-                let namespace = goal.namespace().unwrap_or_default();
-                let telling = {
-                    let (ctx, goal, outcome) = (ctx.clone(), goal.clone(), outcome.clone());
-                    async move {
-                        if let Err(error) = wake_overseer(&ctx, &goal, &outcome).await {
-                            tracing::warn!(%error, goal = %goal.name_any(), "telling the overseer failed");
-                        }
-                    }
-                };
-                if !ctx.deliveries.spawn(&namespace, telling) {
-                    let message = "the overseer was not told of a step outcome: too many deliveries wait in this namespace";
-                    ctx.publish_about(goal, true, reasons::WAKE_FAILED, message);
-                }
-            }
+            plan::Action::WakeOverseer(outcome) => spawn_wake(ctx, goal, outcome),
         }
     }
     Ok(duration::requeue(plan.requeue_after))
+}
+
+/// Tells the goal's overseer of a step's outcome out of the reconcile, on its
+/// namespace's exec slots: an overseer whose exec hangs delays no goal, its own or
+/// another namespace's.
+fn spawn_wake(ctx: &Arc<Context>, goal: &Goal, outcome: &StepOutcome) {
+    let namespace = goal.namespace().unwrap_or_default();
+    let telling = {
+        let (ctx, goal, outcome) = (ctx.clone(), goal.clone(), outcome.clone());
+        async move {
+            if let Err(error) = wake_overseer(&ctx, &goal, &outcome).await {
+                tracing::warn!(%error, goal = %goal.name_any(), "telling the overseer failed");
+            }
+        }
+    };
+    if !ctx.deliveries.spawn(&namespace, telling) {
+        let message = "the overseer was not told of a step outcome: too many deliveries wait in this namespace";
+        ctx.publish_about(goal, true, reasons::WAKE_FAILED, message);
+    }
 }
 
 /// Writes the planned status and, when a step pod is to be created, the results it

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, Pod, PodSpec, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, EnvVar, Pod, PodSpec, Volume, VolumeMount,
 };
 use kube::Resource;
 use kube::api::ObjectMeta;
@@ -13,6 +13,7 @@ use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
 use crate::kinds::goal::{Goal, GoalStatus, StepPhase};
 use crate::labels;
 use crate::template::PodTemplate;
+use crate::workspace::Workspace;
 use crate::{pods, runtimes, workspace};
 
 /// Where the init container puts the `overseer` binary.
@@ -48,64 +49,39 @@ pub fn results_name(goal: &str) -> String {
 pub fn step_pod(p: &StepPodParams) -> Pod {
     let goal_name = p.goal.metadata.name.clone().unwrap_or_default();
     let step = &p.goal.spec.steps[p.step];
-    let mut labels = BTreeMap::from([
-        (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-        (labels::GOAL.into(), label_value(&goal_name)),
-        (labels::STEP.into(), step.name.clone()),
-        (labels::STEP_INDEX.into(), p.step.to_string()),
-        (labels::ATTEMPT.into(), p.attempt.to_string()),
-        (labels::ROLE.into(), p.role.to_string()),
-    ]);
-    if let Some(swarm) = &p.goal.spec.swarm {
-        labels.insert(labels::SWARM.into(), label_value(swarm));
-    }
     let workspace = p.goal.spec.workspace.clone().unwrap_or_default();
-    let env = [
-        ("OVERSEER_GOAL", goal_name.clone()),
-        ("OVERSEER_STEP", step.name.clone()),
-        ("OVERSEER_STEP_INDEX", p.step.to_string()),
-        ("OVERSEER_ATTEMPT", p.attempt.to_string()),
-        ("OVERSEER_ACTION", step.action.clone()),
-        ("OVERSEER_RESULTS_FILE", RESULTS_FILE.to_string()),
-        ("OVERSEER_STEP_INSTRUCTIONS", p.instructions.to_string()),
-        (
-            "OVERSEER_INSTRUCTIONS",
-            format!(
-                "{}/{}",
-                super::instructions::DIR,
-                runtimes::lookup(p.runtime.name.unwrap_or(crate::api::RuntimeName::Claude))
-                    .instruction_file
-            ),
-        ),
-    ]
-    .into_iter()
-    .map(|(name, value)| pods::env(name, value))
-    .chain(workspace::git_env(&workspace))
-    .collect();
     let mut command = vec![format!("{BIN_DIR}/overseer"), "step".into(), "--".into()];
     command.extend(runtimes::headless_command(p.runtime, &step.action));
     // Every step works in the goal's workspace: with persistent storage, on the files
     // the step before left.
     let mut mounts = pods::overseer_mounts().to_vec();
     mounts.extend(workspace::mounts(&workspace, p.read_only));
+    mounts.push(VolumeMount {
+        name: "results".into(),
+        mount_path: "/overseer/results".into(),
+        read_only: Some(true),
+        ..Default::default()
+    });
     let mut volumes = vec![pods::overseer_volume()];
     volumes.extend(workspace::volumes(&workspace, &goal_name));
+    volumes.push(Volume {
+        name: "results".into(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: results_name(&goal_name),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
     let sync = workspace::sync_container(
         &workspace,
         p.runtime.image.as_deref(),
         &workspace::default_branch(&goal_name),
     );
-    let results_mount = VolumeMount {
-        name: "results".into(),
-        mount_path: "/overseer/results".into(),
-        read_only: Some(true),
-        ..Default::default()
-    };
     let mut pod = Pod {
         metadata: ObjectMeta {
             name: Some(super::plan::pod_name(&goal_name, p.step, p.attempt)),
             namespace: p.goal.metadata.namespace.clone(),
-            labels: Some(labels),
+            labels: Some(step_labels(p, &goal_name)),
             owner_references: p.goal.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()
         },
@@ -124,25 +100,13 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
                 image: p.runtime.image.clone(),
                 command: Some(command),
                 working_dir: Some(workspace::DIR.into()),
-                env: Some(env),
-                volume_mounts: Some(mounts.into_iter().chain([results_mount]).collect()),
+                env: Some(step_env(p, &goal_name, &workspace)),
+                volume_mounts: Some(mounts),
                 security_context: Some(pods::restricted()),
                 termination_message_policy: Some("File".into()),
                 ..Default::default()
             }],
-            volumes: Some(
-                volumes
-                    .into_iter()
-                    .chain([Volume {
-                        name: "results".into(),
-                        config_map: Some(ConfigMapVolumeSource {
-                            name: results_name(&goal_name),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }])
-                    .collect(),
-            ),
+            volumes: Some(volumes),
             ..Default::default()
         }),
         status: None,
@@ -152,6 +116,49 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
         pods::read_only_mounts(&mut pod);
     }
     pod
+}
+
+/// The step pod's labels: the operator's, the goal's, the step's and its attempt's.
+fn step_labels(p: &StepPodParams, goal_name: &str) -> BTreeMap<String, String> {
+    let step = &p.goal.spec.steps[p.step];
+    let mut labels = BTreeMap::from([
+        (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
+        (labels::GOAL.into(), label_value(goal_name)),
+        (labels::STEP.into(), step.name.clone()),
+        (labels::STEP_INDEX.into(), p.step.to_string()),
+        (labels::ATTEMPT.into(), p.attempt.to_string()),
+        (labels::ROLE.into(), p.role.to_string()),
+    ]);
+    if let Some(swarm) = &p.goal.spec.swarm {
+        labels.insert(labels::SWARM.into(), label_value(swarm));
+    }
+    labels
+}
+
+/// What the step's command reads from its environment: the goal, step and attempt,
+/// the action, where the results and instructions are, and the workspace's git source.
+fn step_env(p: &StepPodParams, goal_name: &str, workspace: &Workspace) -> Vec<EnvVar> {
+    let step = &p.goal.spec.steps[p.step];
+    let instruction_file =
+        runtimes::lookup(p.runtime.name.unwrap_or(crate::api::RuntimeName::Claude))
+            .instruction_file;
+    [
+        ("OVERSEER_GOAL", goal_name.to_string()),
+        ("OVERSEER_STEP", step.name.clone()),
+        ("OVERSEER_STEP_INDEX", p.step.to_string()),
+        ("OVERSEER_ATTEMPT", p.attempt.to_string()),
+        ("OVERSEER_ACTION", step.action.clone()),
+        ("OVERSEER_RESULTS_FILE", RESULTS_FILE.to_string()),
+        ("OVERSEER_STEP_INSTRUCTIONS", p.instructions.to_string()),
+        (
+            "OVERSEER_INSTRUCTIONS",
+            format!("{}/{instruction_file}", super::instructions::DIR),
+        ),
+    ]
+    .into_iter()
+    .map(|(name, value)| pods::env(name, value))
+    .chain(workspace::git_env(workspace))
+    .collect()
 }
 
 /// The results of the completed steps, as the file a step pod reads.

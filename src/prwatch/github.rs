@@ -341,6 +341,22 @@ pub fn parse(body: &[u8], now: Timestamp) -> Result<Snapshot, PollError> {
     let more_checks = rollup.as_ref().is_some_and(|r| {
         r.contexts.page_info.has_next_page || r.contexts.total_count > r.contexts.nodes.len() as i64
     });
+    let feedback = feedback(&pr);
+    Ok(Snapshot {
+        rate_limit_remaining: data.rate_limit.as_ref().map(|r| r.remaining),
+        viewer: data.viewer.login,
+        state: pr.state,
+        head_sha: head.map_or(pr.head_ref_oid.clone(), |c| c.oid),
+        rollup_state: rollup.map(|r| r.state),
+        checks,
+        more_checks,
+        feedback,
+    })
+}
+
+/// The pull request's reviews (submitted ones), comments and inline review comments,
+/// each as who wrote it, when and where: never its text.
+fn feedback(pr: &PullRequestData) -> Vec<Feedback> {
     let mut feedback = Vec::new();
     for review in pr.reviews.items() {
         // A pending review (not submitted) is nobody's feedback yet.
@@ -378,16 +394,7 @@ pub fn parse(body: &[u8], now: Timestamp) -> Result<Snapshot, PollError> {
             });
         }
     }
-    Ok(Snapshot {
-        rate_limit_remaining: data.rate_limit.as_ref().map(|r| r.remaining),
-        viewer: data.viewer.login,
-        state: pr.state,
-        head_sha: head.map_or(pr.head_ref_oid.clone(), |c| c.oid),
-        rollup_state: rollup.map(|r| r.state),
-        checks,
-        more_checks,
-        feedback,
-    })
+    feedback
 }
 
 fn check(context: &Context) -> Check {

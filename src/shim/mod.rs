@@ -13,7 +13,7 @@ pub mod seed;
 pub mod tmux;
 pub mod usage;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
@@ -234,17 +234,8 @@ const HEARTBEAT_FLOOR: Duration = Duration::from_secs(300);
 
 /// Runs the shim until SIGTERM; returns the process exit code.
 pub async fn run(args: ShimArgs) -> crate::Result<i32> {
-    let runtime_name: RuntimeName = serde_json::from_value(json!(args.runtime))
-        .map_err(|_| crate::Error::Invalid(format!("unknown runtime {:?}", args.runtime)))?;
-    let mode: RuntimeMode = serde_json::from_value(json!(args.mode)).map_err(|_| {
-        crate::Error::Invalid(format!("unknown mode {:?} (tui or headless)", args.mode))
-    })?;
-    let quiet = crate::duration::parse(&args.quiet)
-        .ok_or_else(|| crate::Error::Invalid(format!("bad --quiet {:?}", args.quiet)))?;
-    let heartbeat_every = crate::duration::parse_heartbeat(&args.interval)
-        .ok_or_else(|| crate::Error::Invalid(format!("bad --interval {:?}", args.interval)))?
-        .map(|interval| interval.max(HEARTBEAT_FLOOR));
-    let runtime = runtimes::lookup(runtime_name);
+    let settings = Settings::of(&args)?;
+    let runtime = runtimes::lookup(settings.runtime);
     let run_dir = args
         .socket
         .parent()
@@ -261,26 +252,11 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
 
     let prompt = first_prompt(unplaced_instructions.as_deref(), args.prompt.as_deref());
     seed::seed(runtime, &args.command);
-    let (driver, pending_prompt) = match mode {
-        RuntimeMode::Tui => (
-            Driver::Tui(tmux::Tmux::start(&run_dir, &args.command).await?),
-            prompt,
-        ),
-        RuntimeMode::Headless => {
-            let mut headless = Box::new(headless::Headless::new(
-                runtime.usage.as_ref().map(|usage| usage.format),
-            ));
-            let command = match &prompt {
-                Some(prompt) => runtimes::with_prompt(runtime, &args.command, false, prompt),
-                None => args.command.clone(),
-            };
-            headless.start(&command)?;
-            (Driver::Headless(headless), None)
-        }
-    };
+    let (driver, pending_prompt) =
+        start_driver(settings.mode, runtime, &run_dir, &args.command, prompt).await?;
     info!(agent = args.agent.as_deref().unwrap_or("-"), attempt = args.attempt, socket = %args.socket.display(), "shim started");
-    let mut shim = Shim {
-        tracker: Tracker::new(Timestamp::now(), quiet, runtime.waiting_patterns),
+    let shim = Shim {
+        tracker: Tracker::new(Timestamp::now(), settings.quiet, runtime.waiting_patterns),
         runtime,
         driver,
         reporter,
@@ -295,7 +271,73 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         dialogs_answered: DialogsAnswered::new(runtime),
         args,
     };
+    supervise(shim, listener, settings.heartbeat_every).await
+}
 
+/// The shim's flags, read: the runtime and mode, how long a still screen takes to
+/// count as idle, and how often a report is sent when nothing changes.
+struct Settings {
+    runtime: RuntimeName,
+    mode: RuntimeMode,
+    quiet: Duration,
+    heartbeat_every: Option<Duration>,
+}
+
+impl Settings {
+    fn of(args: &ShimArgs) -> crate::Result<Settings> {
+        let runtime = serde_json::from_value(json!(args.runtime))
+            .map_err(|_| crate::Error::Invalid(format!("unknown runtime {:?}", args.runtime)))?;
+        let mode = serde_json::from_value(json!(args.mode)).map_err(|_| {
+            crate::Error::Invalid(format!("unknown mode {:?} (tui or headless)", args.mode))
+        })?;
+        let quiet = crate::duration::parse(&args.quiet)
+            .ok_or_else(|| crate::Error::Invalid(format!("bad --quiet {:?}", args.quiet)))?;
+        let heartbeat_every = crate::duration::parse_heartbeat(&args.interval)
+            .ok_or_else(|| crate::Error::Invalid(format!("bad --interval {:?}", args.interval)))?
+            .map(|interval| interval.max(HEARTBEAT_FLOOR));
+        Ok(Settings {
+            runtime,
+            mode,
+            quiet,
+            heartbeat_every,
+        })
+    }
+}
+
+/// Starts the agent CLI: in tmux (its first prompt typed once it is ready), or
+/// headless with the prompt among its arguments.
+async fn start_driver(
+    mode: RuntimeMode,
+    runtime: &'static runtimes::Runtime,
+    run_dir: &Path,
+    command: &[String],
+    prompt: Option<String>,
+) -> crate::Result<(Driver, Option<String>)> {
+    Ok(match mode {
+        RuntimeMode::Tui => (
+            Driver::Tui(tmux::Tmux::start(run_dir, command).await?),
+            prompt,
+        ),
+        RuntimeMode::Headless => {
+            let mut headless = Box::new(headless::Headless::new(
+                runtime.usage.as_ref().map(|usage| usage.format),
+            ));
+            let command = match &prompt {
+                Some(prompt) => runtimes::with_prompt(runtime, command, false, prompt),
+                None => command.to_vec(),
+            };
+            headless.start(&command)?;
+            (Driver::Headless(headless), None)
+        }
+    })
+}
+
+/// Watches the agent and answers the socket until SIGTERM; then stops the agent.
+async fn supervise(
+    mut shim: Shim,
+    listener: UnixListener,
+    heartbeat_every: Option<Duration>,
+) -> crate::Result<i32> {
     let (requests, mut incoming) = mpsc::channel::<(Request, oneshot::Sender<Reply>)>(16);
     tokio::spawn(accept(listener, requests));
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
