@@ -89,4 +89,10 @@ uid="$(kubectl -n "$ns" get agent builder -o jsonpath='{.metadata.uid}')"
 kubectl -n "$ns" get events --field-selector "involvedObject.uid=$uid" \
   --sort-by=.lastTimestamp -o custom-columns=REASON:.reason,MESSAGE:.message
 [ "$phase" = Done ] || { echo "demo-loop: the builder did not finish" >&2; exit 1; }
+# LOOP_PICTURE=docs/images/loop.svg draws this run (README.md's picture).
+if [ -n "${LOOP_PICTURE:-}" ]; then
+  kubectl -n "$ns" get events -o json >"$work/events.json"
+  python3 hack/loop-picture.py "$work/events.json" "$work/builder/fake.log" \
+    "$work/lead/fake.log" "$LOOP_PICTURE"
+fi
 echo "demo-loop: the loop closed: idle builder -> lead woken -> peek + send -> builder working -> loop done"
