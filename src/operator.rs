@@ -288,7 +288,7 @@ async fn operator_client(metrics: &Metrics, fence: &Fence) -> Result<Client> {
 }
 
 /// What every controller shares, from the flags.
-fn context(args: &RunArgs, client: Client, metrics: Arc<Metrics>) -> Arc<Context> {
+pub(crate) fn context(args: &RunArgs, client: Client, metrics: Arc<Metrics>) -> Arc<Context> {
     Arc::new(Context {
         events: crate::events::EventQueue::start(
             Recorder::new(client.clone(), Reporter::from("overseer-controller")),

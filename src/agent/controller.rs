@@ -236,8 +236,12 @@ async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Ac
     let Some(mut agent) = current_agent(&shell, &cached).await? else {
         return Ok(Action::await_change());
     };
-    let Some(observed) = observe(&shell, &mut agent).await? else {
-        return Ok(Action::await_change());
+    let observed = match observe(&shell, &mut agent).await? {
+        Ok(observed) => observed,
+        Err(Unusable { reason, message }) => {
+            report_unusable(&ac, &shell.agents, &agent, reason, &message).await?;
+            return Ok(Action::await_change());
+        }
     };
     let plan = decide::plan(&decide::Input {
         name: &agent.name_any(),
@@ -329,27 +333,30 @@ struct Observed {
     pods: Vec<AgentPod>,
     /// The agents that name this one their overseer.
     overseen: Vec<pod::Overseen>,
+    /// It oversees some agent, or its role is one that does: its instructions say how.
+    acts_as_overseer: bool,
     overseer: OverseerState,
 }
 
+/// Why an agent cannot run: the reason and message its `Ready` condition gets.
+struct Unusable {
+    reason: &'static str,
+    message: String,
+}
+
 /// Resolves the agent's effective spec (its swarm's defaults and role) in place and
-/// observes the rest; None when the agent cannot run, which is then reported.
+/// observes the rest, writing nothing; Err when the agent cannot run.
 #[instrument(skip_all)]
-async fn observe(shell: &Shell<'_>, agent: &mut Agent) -> Result<Option<Observed>> {
+async fn observe(shell: &Shell<'_>, agent: &mut Agent) -> Result<Result<Observed, Unusable>> {
     let ac = shell.ac;
     let swarm = match resolve(&ac.swarms, agent) {
         Resolved::Ready(swarm) => swarm,
-        Resolved::Unusable { reason, message } => {
-            report_unusable(ac, &shell.agents, agent, reason, &message).await?;
-            return Ok(None);
-        }
+        Resolved::Unusable { reason, message } => return Ok(Err(Unusable { reason, message })),
     };
     let overseen = accepted_overseen(&ac.store, &ac.overseen, &ac.swarms, agent);
-    let overseer = pod::acts_as_overseer(agent, &overseen);
-    sync_instructions(ac, agent, swarm.as_deref(), overseer).await?;
-    sync_pr_watches(ac, agent).await?;
-    Ok(Some(Observed {
+    Ok(Ok(Observed {
         pods: observe_pods(ac, &shell.pods, agent).await?,
+        acts_as_overseer: pod::acts_as_overseer(agent, &overseen),
         overseen,
         overseer: cached_overseer_state(&ac.store, &ac.swarms, agent),
         swarm,
@@ -367,6 +374,16 @@ async fn apply(
     plan: &decide::Plan,
 ) -> Result<Option<Option<Duration>>> {
     let (ac, ctx) = (shell.ac, &shell.ac.ctx);
+    // The children the pod reads come first: its instructions, and the PR watches it
+    // asked for.
+    sync_instructions(
+        ac,
+        agent,
+        observed.swarm.as_deref(),
+        observed.acts_as_overseer,
+    )
+    .await?;
+    sync_pr_watches(ac, agent).await?;
     // A crash between the pod and the status leaves a pod that the next reconcile
     // adopts, never a recorded attempt without one (which would pass for a lost pod),
     // and a refused pod changes no attempt.
@@ -588,5 +605,261 @@ fn cached_overseer_state(
         }
         Some(Ok(overseer)) => overseer_state(overseer),
         _ => OverseerState::Offline,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The reconciler's I/O paths against a scripted API server (controller-rs's
+    //! fixtures): each request is answered by what `answer` says and recorded.
+    use std::sync::Arc;
+
+    use http::{Request, Response, StatusCode};
+    use kube::client::Body;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::fresh::{Applied, Deleting, Versions};
+
+    type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
+
+    /// A client whose API server refuses every new pod as invalid and every exec as
+    /// forbidden, keeps `objects` (by `<plural>/<name>`) and answers their reads (404
+    /// for any other), merges a status apply into the object's status (the operator's
+    /// fields replaced, the others kept, as server-side apply does for them), and
+    /// echoes any other write back as written.
+    fn scripted_client(objects: Vec<(&'static str, Value)>) -> (kube::Client, Seen) {
+        let seen: Seen = Arc::default();
+        let record = seen.clone();
+        let objects = Arc::new(Mutex::new(objects));
+        let service = tower::service_fn(move |request: Request<Body>| {
+            let (record, objects) = (record.clone(), objects.clone());
+            async move {
+                let (parts, body) = request.into_parts();
+                let bytes = body.collect_bytes().await.unwrap_or_default();
+                let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                let (method, path) = (parts.method.to_string(), parts.uri.path().to_string());
+                record
+                    .lock()
+                    .unwrap()
+                    .push((method.clone(), path.clone(), body.clone()));
+                let mut kept = objects.lock().unwrap();
+                let stored = kept
+                    .iter_mut()
+                    .find(|(at, _)| path.trim_end_matches("/status").ends_with(at))
+                    .map(|(_, object)| object);
+                let status = |code: u16, reason: &str, message: &str| {
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                        "reason": reason, "code": code, "message": message})
+                };
+                let (code, answer) = match (method.as_str(), path.as_str(), stored) {
+                    ("POST", p, _) if p.ends_with("/pods") => (
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        status(
+                            422,
+                            "Invalid",
+                            "Pod \"builder-1\" is invalid: spec.containers[0].image: Required value",
+                        ),
+                    ),
+                    ("GET", p, _) if p.ends_with("/exec") => (
+                        StatusCode::FORBIDDEN,
+                        status(
+                            403,
+                            "Forbidden",
+                            "pods \"builder-1\" is forbidden: exec refused",
+                        ),
+                    ),
+                    ("GET", _, Some(object)) => (StatusCode::OK, object.clone()),
+                    ("GET", _, None) => {
+                        (StatusCode::NOT_FOUND, status(404, "NotFound", "not found"))
+                    }
+                    ("PATCH", p, Some(object)) if p.ends_with("/status") => {
+                        for (field, value) in body["status"].as_object().into_iter().flatten() {
+                            object["status"][field] = value.clone();
+                        }
+                        (StatusCode::OK, object.clone())
+                    }
+                    (_, _, _) => {
+                        let mut written = body;
+                        written["metadata"]["name"] =
+                            json!(path.rsplit('/').nth(usize::from(path.ends_with("/status"))));
+                        written["metadata"]["uid"] = json!("0b5e6f0e-1111-2222-3333-444455556666");
+                        written["metadata"]["resourceVersion"] = json!("7");
+                        // The whole object comes back, as the API server returns it.
+                        if path.contains("/agents/") && written.get("spec").is_none() {
+                            written["spec"] = json!({"runtime": {}});
+                        }
+                        (StatusCode::OK, written)
+                    }
+                };
+                let response = Response::builder()
+                    .status(code)
+                    .header("content-type", "application/json")
+                    .body(Body::from(serde_json::to_vec(&answer).unwrap()))
+                    .unwrap();
+                Ok::<_, std::convert::Infallible>(response)
+            }
+        });
+        (kube::Client::new(service, "team"), seen)
+    }
+
+    fn agent_context(client: kube::Client) -> AgentContext {
+        use clap::Parser;
+        let cli = crate::cli::Cli::parse_from(["overseer", "run"]);
+        let crate::cli::Command::Run(args) = cli.command else {
+            unreachable!("parsed `run`")
+        };
+        let ctx = crate::operator::context(&args, client, Arc::default());
+        AgentContext {
+            ctx,
+            store: reflector::store().0,
+            overseen: Index::default(),
+            pods: reflector::store().0,
+            pods_of: Index::default(),
+            swarms: reflector::store().0,
+            versions: Versions::default(),
+            applied: Applied::default(),
+            deleting: Deleting::default(),
+            wake_locks: Mutex::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_pod_is_reported_on_the_agent_and_no_attempt_is_recorded() {
+        let (client, seen) = scripted_client(Vec::new());
+        let ac = agent_context(client.clone());
+        let shell = Shell {
+            ac: &ac,
+            agents: Api::namespaced(client.clone(), "team"),
+            pods: Api::namespaced(client, "team"),
+        };
+        let agent: Agent = serde_json::from_value(json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+            "metadata": {"name": "builder", "namespace": "team",
+                "uid": "0b5e6f0e-1111-2222-3333-444455556666", "generation": 1},
+            "spec": {"runtime": {"name": "claude", "image": "example.com/claude:1"}}
+        }))
+        .unwrap();
+        let observed = Observed {
+            swarm: None,
+            pods: Vec::new(),
+            overseen: Vec::new(),
+            acts_as_overseer: false,
+            overseer: OverseerState::Unset,
+        };
+        let created = create_pod(&shell, &agent, &observed, 1).await.unwrap();
+        assert!(!created, "a refused pod is not taken for created");
+        let seen = seen.lock().unwrap().clone();
+        let posted: Vec<&str> = seen
+            .iter()
+            .filter(|(method, _, _)| method == "POST")
+            .map(|(_, path, _)| path.as_str())
+            .collect();
+        assert!(
+            posted.contains(&"/api/v1/namespaces/team/pods"),
+            "the pod was asked for: {posted:?}"
+        );
+        let status = seen
+            .iter()
+            .find(|(method, path, _)| {
+                method == "PATCH"
+                    && path == "/apis/overseer.dev/v1alpha1/namespaces/team/agents/builder/status"
+            })
+            .map(|(_, _, body)| body["status"].clone())
+            .expect("the refusal is written to the agent's status");
+        let ready = status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Ready")
+            .unwrap()
+            .clone();
+        assert_eq!(ready["status"], "False");
+        assert_eq!(ready["reason"], "PodRefused");
+        assert!(
+            ready["message"]
+                .as_str()
+                .unwrap()
+                .contains("the API server refused the pod: Pod \"builder-1\" is invalid"),
+            "{ready}"
+        );
+        assert_eq!(status["phase"], "Pending");
+        assert!(
+            status.get("attempt").is_none(),
+            "no attempt recorded: {status}"
+        );
+    }
+
+    /// A nudge whose exec the API server refuses: claimed in status before the exec,
+    /// then settled as failed (the claim cleared, the count unchanged), and counted.
+    #[tokio::test]
+    async fn a_refused_exec_leaves_the_nudge_claimed_then_settled_as_failed() {
+        let uid = "0b5e6f0e-1111-2222-3333-444455556666";
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "builder-1", "namespace": "team",
+                "labels": {"overseer.dev/agent": "builder", "overseer.dev/attempt": "1"},
+                "ownerReferences": [{"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+                    "name": "builder", "uid": uid, "controller": true}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+        let agent_json = json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+            "metadata": {"name": "builder", "namespace": "team", "uid": uid, "generation": 1},
+            "spec": {"runtime": {"name": "claude", "image": "example.com/claude:1"},
+                "loop": {"enabled": true}},
+            "status": {"phase": "Running", "attempt": 1, "podName": "builder-1",
+                "activity": {"state": "idle", "attempt": 1,
+                    "since": "2026-12-01T10:00:00Z", "lastActivityTime": "2026-12-01T10:00:00Z"}}
+        });
+        let agent: Agent = serde_json::from_value(agent_json.clone()).unwrap();
+        let (client, seen) = scripted_client(vec![
+            ("/pods/builder-1", pod),
+            ("/agents/builder", agent_json),
+        ]);
+        let ac = agent_context(client.clone());
+        let agents: Api<Agent> = Api::namespaced(client.clone(), "team");
+        let pods: Api<Pod> = Api::namespaced(client, "team");
+        let delivered = nudge(&ac.ctx, &agents, &pods, &agent).await.unwrap();
+        assert!(!delivered, "a refused exec is no delivery");
+        let seen = seen.lock().unwrap().clone();
+        let status_writes: Vec<&Value> = seen
+            .iter()
+            .filter(|(method, path, _)| {
+                method == "PATCH" && path.ends_with("/agents/builder/status")
+            })
+            .map(|(_, _, body)| &body["status"])
+            .collect();
+        let exec_at = seen
+            .iter()
+            .position(|(_, path, _)| path.ends_with("/pods/builder-1/exec"))
+            .expect("the exec was tried");
+        let claim_at = seen
+            .iter()
+            .position(|(method, path, body)| {
+                method == "PATCH"
+                    && path.ends_with("/status")
+                    && body["status"]["loop"]["inFlight"].is_object()
+            })
+            .expect("the nudge was claimed in status");
+        assert!(claim_at < exec_at, "claimed before the exec: {seen:?}");
+        let settled = status_writes.last().expect("a status write after the exec");
+        assert!(
+            settled["loop"]["inFlight"].is_null(),
+            "the claim is cleared: {settled}"
+        );
+        assert_ne!(
+            settled["loop"]["nudges"],
+            json!(1),
+            "no nudge counted: {settled}"
+        );
+        let failed = ac
+            .ctx
+            .metrics
+            .deliveries
+            .get_or_create(&crate::metrics::DeliveryLabels {
+                kind: "nudge",
+                outcome: "failed",
+            })
+            .get();
+        assert_eq!(failed, 1);
     }
 }
