@@ -36,7 +36,7 @@ use crate::reasons;
 use crate::{Result, conditions, duration};
 use children::{ensure_identity, instruction_file, sync_instructions, sync_pr_watches, sync_role};
 use context::{AgentContext, Resolved, apply_status, overseer_state, owning_swarm, resolve};
-use delivery::{deliver_inbox, in_flight, nudge, settle_claim, wake};
+use delivery::{Courier, in_flight};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::DeserializeGuard as Guarded;
 
@@ -282,7 +282,7 @@ async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Ac
     let inbox = if types && slot.is_none() {
         Some(crate::deliveries::RETRY)
     } else {
-        deliver_inbox(&ac, &shell.agents, &shell.pods, &mut agent, pod_ready).await?
+        shell.courier().inbox(&mut agent, pod_ready).await?
     };
     drop(slot);
     if let Some(retry) = inbox {
@@ -297,6 +297,16 @@ struct Shell<'a> {
     ac: &'a AgentContext,
     agents: Api<Agent>,
     pods: Api<Pod>,
+}
+
+impl Shell<'_> {
+    fn courier(&self) -> Courier<'_> {
+        Courier {
+            ac: self.ac,
+            agents: &self.agents,
+            pods: &self.pods,
+        }
+    }
 }
 
 /// The agent to decide on, with any delivery a stopped operator left in flight
@@ -322,7 +332,7 @@ async fn current_agent(shell: &Shell<'_>, cached: &Agent) -> Result<Option<Agent
     if in_flight(&agent).is_none() {
         return Ok(Some(agent));
     }
-    settle_claim(ac, &shell.agents, &shell.pods, &agent).await?;
+    shell.courier().settle(&agent).await?;
     read_fresh(ac, &shell.agents, &name).await
 }
 
@@ -429,8 +439,8 @@ async fn apply(
                     continue;
                 };
                 let delivered = match kind {
-                    Delivery::Nudge => nudge(ctx, &shell.agents, &shell.pods, agent).await?,
-                    Delivery::Wake => wake(ac, &shell.agents, &shell.pods, agent).await?,
+                    Delivery::Nudge => shell.courier().nudge(agent).await?,
+                    Delivery::Wake => shell.courier().wake(agent).await?,
                 };
                 if !delivered {
                     // Retried at the next heartbeat; the cooldown has not started.
@@ -818,7 +828,12 @@ mod tests {
         let ac = agent_context(client.clone());
         let agents: Api<Agent> = Api::namespaced(client.clone(), "team");
         let pods: Api<Pod> = Api::namespaced(client, "team");
-        let delivered = nudge(&ac.ctx, &agents, &pods, &agent).await.unwrap();
+        let courier = Courier {
+            ac: &ac,
+            agents: &agents,
+            pods: &pods,
+        };
+        let delivered = courier.nudge(&agent).await.unwrap();
         assert!(!delivered, "a refused exec is no delivery");
         let seen = seen.lock().unwrap().clone();
         let status_writes: Vec<&Value> = seen

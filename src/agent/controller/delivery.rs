@@ -32,97 +32,230 @@ use super::context::{
     AgentContext, Resolved, apply_status, operator_fields, overseer_state, owning_swarm, resolve,
 };
 
-/// Field manager of `status.lastMessage`.
-pub(super) const MESSAGES_MANAGER: &str = "overseer-messages";
+/// What types into an agent's pod for the Agent reconciler: its inbox, the nudges
+/// and wakes about it, and the settling of a delivery an operator left in flight. Each
+/// is claimed in the agent's status before its exec and settled after it; the rest of
+/// the reconciler reaches them only through this type.
+pub(super) struct Courier<'a> {
+    pub(super) ac: &'a AgentContext,
+    pub(super) agents: &'a Api<Agent>,
+    pub(super) pods: &'a Api<Pod>,
+}
 
-/// `lastMessage.from` of nudges and wakes.
-pub(super) const OPERATOR_SENDER: &str = "operator";
-
-/// Delivers the agent's inbox in order, each message once: it is claimed in status
-/// before the exec, and an operator that stopped mid-delivery delivers the claim again
-/// under the same id, which the pod's shim confirms without typing it twice (or, when
-/// that pod is gone, reports it failed).
-/// Returns when to look again while a message waits for a pod.
-pub(super) async fn deliver_inbox(
-    ac: &AgentContext,
-    agents: &Api<Agent>,
-    pods: &Api<Pod>,
-    agent: &mut Agent,
-    pod_ready: bool,
-) -> Result<Option<Duration>> {
-    let ctx = &ac.ctx;
-    loop {
-        let status = agent.status.clone().unwrap_or_default();
-        let now = jiff::Timestamp::now();
-        let (seq, from, outcome) = match inbox::next_send(&status, pod_ready, ctx.send_expiry, now)
-        {
-            SendStep::Idle => return Ok(None),
-            SendStep::Wait { retry_after } => return Ok(Some(retry_after)),
-            SendStep::Abandon { seq } => {
-                let from = status
-                    .inbox
-                    .iter()
-                    .find(|m| m.seq == seq)
-                    .map(|m| m.from.clone());
-                let reason = "the operator stopped while delivering it; it is not sent again, so that no message is ever delivered twice";
-                (seq, from.unwrap_or_default(), Err(reason.to_string()))
-            }
-            SendStep::Expire(message) => {
-                let reason = if inbox::waits_on_a_person(&status) {
-                    format!(
-                        "the agent waited on a person for longer than {}s",
-                        ctx.send_expiry.as_secs()
-                    )
-                } else {
-                    format!(
-                        "no running pod could take it within {}s",
-                        ctx.send_expiry.as_secs()
-                    )
-                };
-                (message.seq, message.from, Err(reason))
-            }
-            SendStep::Deliver(message) => {
-                let mut claimed = status.clone();
-                claimed.sends = Some(inbox::claim_send(&status, message.seq));
-                apply_status(&ac.versions, agents, &agent.name_any(), &claimed).await?;
-                agent.status = Some(claimed);
-                let outcome = type_send(ctx, agents, pods, agent, &message).await?;
-                (message.seq, message.from, outcome)
-            }
-            // Claimed already, by the operator that stopped.
-            SendStep::Redeliver(message) => {
-                let outcome = type_send(ctx, agents, pods, agent, &message).await?;
-                (message.seq, message.from, outcome)
-            }
-        };
-        let mut settled = agent.status.clone().unwrap_or_default();
-        settled.sends = Some(inbox::settle_send(
-            &settled,
-            seq,
-            &from,
-            outcome.clone(),
-            now,
-        ));
-        apply_status(&ac.versions, agents, &agent.name_any(), &settled).await?;
-        agent.status = Some(settled);
-        prune_inbox(agents, &agent.name_any(), seq).await;
-        ctx.metrics.count_delivery("send", &outcome);
-        match outcome {
-            Ok(()) => {
-                let message = format!("message #{seq} from {from} delivered");
-                ctx.publish_about(agent, false, reasons::MESSAGE_DELIVERED, &message);
-            }
-            Err(reason) => {
-                let message = format!("message #{seq} from {from} not delivered: {reason}");
-                ctx.publish_about(agent, true, reasons::SEND_FAILED, &message);
+impl Courier<'_> {
+    /// Delivers the agent's inbox in order, each message once: it is claimed in status
+    /// before the exec, and an operator that stopped mid-delivery delivers the claim again
+    /// under the same id, which the pod's shim confirms without typing it twice (or, when
+    /// that pod is gone, reports it failed).
+    /// Returns when to look again while a message waits for a pod.
+    pub(super) async fn inbox(
+        &self,
+        agent: &mut Agent,
+        pod_ready: bool,
+    ) -> Result<Option<Duration>> {
+        let (ac, agents, pods) = (self.ac, self.agents, self.pods);
+        let ctx = &ac.ctx;
+        loop {
+            let status = agent.status.clone().unwrap_or_default();
+            let now = jiff::Timestamp::now();
+            let (seq, from, outcome) = match inbox::next_send(
+                &status,
+                pod_ready,
+                ctx.send_expiry,
+                now,
+            ) {
+                SendStep::Idle => return Ok(None),
+                SendStep::Wait { retry_after } => return Ok(Some(retry_after)),
+                SendStep::Abandon { seq } => {
+                    let from = status
+                        .inbox
+                        .iter()
+                        .find(|m| m.seq == seq)
+                        .map(|m| m.from.clone());
+                    let reason = "the operator stopped while delivering it; it is not sent again, so that no message is ever delivered twice";
+                    (seq, from.unwrap_or_default(), Err(reason.to_string()))
+                }
+                SendStep::Expire(message) => {
+                    let reason = if inbox::waits_on_a_person(&status) {
+                        format!(
+                            "the agent waited on a person for longer than {}s",
+                            ctx.send_expiry.as_secs()
+                        )
+                    } else {
+                        format!(
+                            "no running pod could take it within {}s",
+                            ctx.send_expiry.as_secs()
+                        )
+                    };
+                    (message.seq, message.from, Err(reason))
+                }
+                SendStep::Deliver(message) => {
+                    let mut claimed = status.clone();
+                    claimed.sends = Some(inbox::claim_send(&status, message.seq));
+                    apply_status(&ac.versions, agents, &agent.name_any(), &claimed).await?;
+                    agent.status = Some(claimed);
+                    let outcome = type_send(ctx, agents, pods, agent, &message).await?;
+                    (message.seq, message.from, outcome)
+                }
+                // Claimed already, by the operator that stopped.
+                SendStep::Redeliver(message) => {
+                    let outcome = type_send(ctx, agents, pods, agent, &message).await?;
+                    (message.seq, message.from, outcome)
+                }
+            };
+            let mut settled = agent.status.clone().unwrap_or_default();
+            settled.sends = Some(inbox::settle_send(
+                &settled,
+                seq,
+                &from,
+                outcome.clone(),
+                now,
+            ));
+            apply_status(&ac.versions, agents, &agent.name_any(), &settled).await?;
+            agent.status = Some(settled);
+            prune_inbox(agents, &agent.name_any(), seq).await;
+            ctx.metrics.count_delivery("send", &outcome);
+            match outcome {
+                Ok(()) => {
+                    let message = format!("message #{seq} from {from} delivered");
+                    ctx.publish_about(agent, false, reasons::MESSAGE_DELIVERED, &message);
+                }
+                Err(reason) => {
+                    let message = format!("message #{seq} from {from} not delivered: {reason}");
+                    ctx.publish_about(agent, true, reasons::SEND_FAILED, &message);
+                }
             }
         }
     }
+
+    /// A nudge or wake claimed by an operator that stopped before recording it: asks the
+    /// target's shim whether it has that delivery's id, then counts it or drops the claim.
+    /// Under the overseer's wake lock, so a wake still being typed by this operator is
+    /// recorded by it first. Unreachable or unsure counts as not delivered: the agent is
+    /// judged again, and a repeat of that delivery has the same id.
+    pub(super) async fn settle(&self, agent: &Agent) -> Result<()> {
+        let (ac, agents, pods) = (self.ac, self.agents, self.pods);
+        let namespace = agent.namespace().unwrap_or_default();
+        let Some(claimed) = in_flight(agent) else {
+            return Ok(());
+        };
+        let lock = ac.wake_lock(&namespace, &claimed.target);
+        let _guard = lock.lock().await;
+        let Some(fresh) = agents.get_opt(&agent.name_any()).await? else {
+            return Ok(());
+        };
+        if in_flight(&fresh).as_ref() != Some(&claimed) {
+            return Ok(());
+        }
+        let confirmed =
+            match crate::agent::input::target_named(agents, pods, &claimed.target).await? {
+                Some(pod) => {
+                    let ids = [claimed.id.clone()];
+                    crate::agent::input::confirm(&ac.ctx, pods, &pod, &ids).await
+                }
+                None => Err(format!(
+                    "{} has no ready pod made by the operator",
+                    claimed.target
+                )),
+            };
+        info!(id = %claimed.id, confirmed = confirmed.is_ok(), "settled a delivery claimed before a stop");
+        let now = jiff::Timestamp::now();
+        record(&ac.ctx, agents, &fresh, &claimed, &confirmed, now).await?;
+        Ok(())
+    }
+
+    /// Sends the canned nudge into the agent's own pod; true once delivered.
+    pub(super) async fn nudge(&self, agent: &Agent) -> Result<bool> {
+        let (ctx, agents, pods) = (&self.ac.ctx, self.agents, self.pods);
+        let now = jiff::Timestamp::now();
+        let name = agent.name_any();
+        let status = agent.status.clone().unwrap_or_default();
+        let input = candidate::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
+        let (stopped_for, ..) = input.stopped_for();
+        let text = message::nudge(input.stop(), stopped_for);
+        let Some(pod) = crate::agent::input::target(pods, agent).await? else {
+            return Ok(false);
+        };
+        let nudge = InFlightDelivery {
+            kind: Delivery::Nudge,
+            id: claims::delivery_id(&name, &status, Delivery::Nudge),
+            target: name.clone(),
+            reason: candidate::stop_reason(&input),
+        };
+        claim(agents, &name, &nudge).await?;
+        let ids = [nudge.id.clone()];
+        let outcome = crate::agent::input::deliver(ctx, pods, &pod, &text, &ids).await;
+        if outcome.is_ok() {
+            apply_last_message(agents, &name, OPERATOR_SENDER, &text).await?;
+        }
+        record(ctx, agents, agent, &nudge, &outcome, now).await
+    }
+
+    /// Wakes the overseer once for every candidate it oversees (the batch), under a lock
+    /// per overseer so that concurrent reconciles never send the same batch twice.
+    pub(super) async fn wake(&self, agent: &Agent) -> Result<bool> {
+        let (ac, agents, pods) = (self.ac, self.agents, self.pods);
+        let ctx = &ac.ctx;
+        let namespace = agent.namespace().unwrap_or_default();
+        let Some(overseer_name) = agent.spec.overseer.clone() else {
+            return Ok(false);
+        };
+        let lock = ac.wake_lock(&namespace, &overseer_name);
+        let _guard = lock.lock().await;
+        let now = jiff::Timestamp::now();
+        // Fresh reads: a batch sent while we waited for the lock has started their cooldowns.
+        let Some(overseer) = agents
+            .get_opt(&overseer_name)
+            .await?
+            .filter(|o| overseer_state(o) == OverseerState::Ready)
+        else {
+            return Ok(false);
+        };
+        // Judged on their effective specs, as their own reconciles judge them.
+        let oversees: Vec<Agent> = agents
+            .list(&ListParams::default())
+            .await?
+            .into_iter()
+            .filter(|a| oversight::accepts(&overseer, a, owning_swarm(&ac.swarms, a).as_deref()))
+            .filter_map(|mut a| match resolve(&ac.swarms, &mut a) {
+                Resolved::Ready(_) => Some(a),
+                _ => None,
+            })
+            .collect();
+        let Some(batch) = wake_batch(
+            &namespace,
+            &overseer_name,
+            &agent.name_any(),
+            &oversees,
+            now,
+        ) else {
+            return Ok(true);
+        };
+        for (member, wake) in &batch.members {
+            claim(agents, &member.name_any(), wake).await?;
+        }
+        let ids: Vec<String> = batch.members.iter().map(|(_, w)| w.id.clone()).collect();
+        let outcome = type_input(ctx, pods, &overseer, &batch.text, &ids).await?;
+        if outcome.is_ok() {
+            apply_last_message(agents, &overseer_name, OPERATOR_SENDER, &batch.text).await?;
+        }
+        let mut delivered = true;
+        for (member, wake) in &batch.members {
+            delivered &= record(ctx, agents, member, wake, &outcome, now).await?;
+        }
+        Ok(delivered)
+    }
 }
+
+/// Field manager of `status.lastMessage`.
+const MESSAGES_MANAGER: &str = "overseer-messages";
+
+/// `lastMessage.from` of nudges and wakes.
+const OPERATOR_SENDER: &str = "operator";
 
 /// Types claimed inbox `message` into the agent's pod under its id, and records it as
 /// the last message once delivered.
-pub(super) async fn type_send(
+async fn type_send(
     ctx: &Context,
     agents: &Api<Agent>,
     pods: &Api<Pod>,
@@ -140,7 +273,7 @@ pub(super) async fn type_send(
 /// Removes a handled message from the head of the inbox so its text is not kept.
 /// The JSON patch first tests that the head is still that message; when a sender
 /// rewrote the inbox meanwhile it does nothing (senders drop handled messages too).
-pub(super) async fn prune_inbox(agents: &Api<Agent>, name: &str, seq: i64) {
+async fn prune_inbox(agents: &Api<Agent>, name: &str, seq: i64) {
     let patch: json_patch::Patch = match serde_json::from_value(json!([
         {"op": "test", "path": "/status/inbox/0/seq", "value": seq},
         {"op": "remove", "path": "/status/inbox/0"},
@@ -162,12 +295,7 @@ pub(super) async fn prune_inbox(agents: &Api<Agent>, name: &str, seq: i64) {
 
 /// Records the last message delivered to `name` (its own field manager, so the
 /// overseer's and the agent's reconciles never overwrite each other's status).
-pub(super) async fn apply_last_message(
-    agents: &Api<Agent>,
-    name: &str,
-    from: &str,
-    text: &str,
-) -> Result<()> {
+async fn apply_last_message(agents: &Api<Agent>, name: &str, from: &str, text: &str) -> Result<()> {
     let last = LastMessage {
         from: from.to_string(),
         excerpt: inbox::excerpt(text),
@@ -185,7 +313,7 @@ pub(super) async fn apply_last_message(
 
 /// Types `text` (delivering `ids`) into `agent`'s own input target; the delivery's
 /// outcome, or why there was nobody to type into.
-pub(super) async fn type_input(
+async fn type_input(
     ctx: &Context,
     pods: &Api<Pod>,
     agent: &Agent,
@@ -202,7 +330,7 @@ pub(super) async fn type_input(
 /// and written onto that version (retried on conflict): a wake is claimed and recorded
 /// on every member of its batch, whose own reconciles may have written their statuses
 /// since the batch was listed, and writing the status as listed would roll that back.
-pub(super) async fn update_loop(
+async fn update_loop(
     agents: &Api<Agent>,
     name: &str,
     change: impl Fn(&AgentStatus) -> Option<LoopStatus>,
@@ -229,50 +357,11 @@ pub(super) async fn update_loop(
 }
 
 /// Claims a nudge or wake about `name` before it is typed (see `settle_claim`).
-pub(super) async fn claim(agents: &Api<Agent>, name: &str, claim: &InFlightDelivery) -> Result<()> {
+async fn claim(agents: &Api<Agent>, name: &str, claim: &InFlightDelivery) -> Result<()> {
     update_loop(agents, name, |status| {
         Some(claims::claim_delivery(status, claim.clone()))
     })
     .await
-}
-
-/// A nudge or wake claimed by an operator that stopped before recording it: asks the
-/// target's shim whether it has that delivery's id, then counts it or drops the claim.
-/// Under the overseer's wake lock, so a wake still being typed by this operator is
-/// recorded by it first. Unreachable or unsure counts as not delivered: the agent is
-/// judged again, and a repeat of that delivery has the same id.
-pub(super) async fn settle_claim(
-    ac: &AgentContext,
-    agents: &Api<Agent>,
-    pods: &Api<Pod>,
-    agent: &Agent,
-) -> Result<()> {
-    let namespace = agent.namespace().unwrap_or_default();
-    let Some(claimed) = in_flight(agent) else {
-        return Ok(());
-    };
-    let lock = ac.wake_lock(&namespace, &claimed.target);
-    let _guard = lock.lock().await;
-    let Some(fresh) = agents.get_opt(&agent.name_any()).await? else {
-        return Ok(());
-    };
-    if in_flight(&fresh).as_ref() != Some(&claimed) {
-        return Ok(());
-    }
-    let confirmed = match crate::agent::input::target_named(agents, pods, &claimed.target).await? {
-        Some(pod) => {
-            let ids = [claimed.id.clone()];
-            crate::agent::input::confirm(&ac.ctx, pods, &pod, &ids).await
-        }
-        None => Err(format!(
-            "{} has no ready pod made by the operator",
-            claimed.target
-        )),
-    };
-    info!(id = %claimed.id, confirmed = confirmed.is_ok(), "settled a delivery claimed before a stop");
-    let now = jiff::Timestamp::now();
-    record(&ac.ctx, agents, &fresh, &claimed, &confirmed, now).await?;
-    Ok(())
 }
 
 pub(super) fn in_flight(agent: &Agent) -> Option<InFlightDelivery> {
@@ -284,107 +373,17 @@ pub(super) fn in_flight(agent: &Agent) -> Option<InFlightDelivery> {
 }
 
 /// Time from the agent crossing `idleAfter` (or `reportEvery`) to now (the delivery).
-pub(super) fn since_threshold(agent: &Agent, now: jiff::Timestamp) -> f64 {
+fn since_threshold(agent: &Agent, now: jiff::Timestamp) -> f64 {
     let status = agent.status.clone().unwrap_or_default();
     let input = candidate::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
     let (stopped_for, limit, _) = input.stopped_for();
     stopped_for.saturating_sub(limit).as_secs_f64()
 }
 
-/// Sends the canned nudge into the agent's own pod; true once delivered.
-pub(super) async fn nudge(
-    ctx: &Context,
-    agents: &Api<Agent>,
-    pods: &Api<Pod>,
-    agent: &Agent,
-) -> Result<bool> {
-    let now = jiff::Timestamp::now();
-    let name = agent.name_any();
-    let status = agent.status.clone().unwrap_or_default();
-    let input = candidate::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
-    let (stopped_for, ..) = input.stopped_for();
-    let text = message::nudge(input.stop(), stopped_for);
-    let Some(pod) = crate::agent::input::target(pods, agent).await? else {
-        return Ok(false);
-    };
-    let nudge = InFlightDelivery {
-        kind: Delivery::Nudge,
-        id: claims::delivery_id(&name, &status, Delivery::Nudge),
-        target: name.clone(),
-        reason: candidate::stop_reason(&input),
-    };
-    claim(agents, &name, &nudge).await?;
-    let ids = [nudge.id.clone()];
-    let outcome = crate::agent::input::deliver(ctx, pods, &pod, &text, &ids).await;
-    if outcome.is_ok() {
-        apply_last_message(agents, &name, OPERATOR_SENDER, &text).await?;
-    }
-    record(ctx, agents, agent, &nudge, &outcome, now).await
-}
-
-/// Wakes the overseer once for every candidate it oversees (the batch), under a lock
-/// per overseer so that concurrent reconciles never send the same batch twice.
-pub(super) async fn wake(
-    ac: &AgentContext,
-    agents: &Api<Agent>,
-    pods: &Api<Pod>,
-    agent: &Agent,
-) -> Result<bool> {
-    let ctx = &ac.ctx;
-    let namespace = agent.namespace().unwrap_or_default();
-    let Some(overseer_name) = agent.spec.overseer.clone() else {
-        return Ok(false);
-    };
-    let lock = ac.wake_lock(&namespace, &overseer_name);
-    let _guard = lock.lock().await;
-    let now = jiff::Timestamp::now();
-    // Fresh reads: a batch sent while we waited for the lock has started their cooldowns.
-    let Some(overseer) = agents
-        .get_opt(&overseer_name)
-        .await?
-        .filter(|o| overseer_state(o) == OverseerState::Ready)
-    else {
-        return Ok(false);
-    };
-    // Judged on their effective specs, as their own reconciles judge them.
-    let oversees: Vec<Agent> = agents
-        .list(&ListParams::default())
-        .await?
-        .into_iter()
-        .filter(|a| oversight::accepts(&overseer, a, owning_swarm(&ac.swarms, a).as_deref()))
-        .filter_map(|mut a| match resolve(&ac.swarms, &mut a) {
-            Resolved::Ready(_) => Some(a),
-            _ => None,
-        })
-        .collect();
-    let Some(batch) = wake_batch(
-        &namespace,
-        &overseer_name,
-        &agent.name_any(),
-        &oversees,
-        now,
-    ) else {
-        return Ok(true);
-    };
-    for (member, wake) in &batch.members {
-        claim(agents, &member.name_any(), wake).await?;
-    }
-    let ids: Vec<String> = batch.members.iter().map(|(_, w)| w.id.clone()).collect();
-    let outcome = type_input(ctx, pods, &overseer, &batch.text, &ids).await?;
-    if outcome.is_ok() {
-        apply_last_message(agents, &overseer_name, OPERATOR_SENDER, &batch.text).await?;
-    }
-    let mut delivered = true;
-    for (member, wake) in &batch.members {
-        delivered &= record(ctx, agents, member, wake, &outcome, now).await?;
-    }
-    Ok(delivered)
-}
-
 /// Settles one claimed delivery on `agent`: the loop status (counted when delivered,
 /// the claim released either way), an Event and the metrics. Returns whether it was
 /// delivered.
-pub(super) async fn record(
+async fn record(
     ctx: &Context,
     agents: &Api<Agent>,
     agent: &Agent,
