@@ -35,7 +35,9 @@ use crate::labels;
 use crate::reasons;
 use crate::{Result, conditions, duration};
 use children::{ensure_identity, instruction_file, sync_instructions, sync_pr_watches, sync_role};
-use context::{AgentContext, Resolved, apply_status, overseer_state, owning_swarm, resolve};
+use context::{
+    AgentContext, Effective, Unusable, apply_status, overseer_state, owning_swarm, resolve,
+};
 use delivery::{Courier, in_flight};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::DeserializeGuard as Guarded;
@@ -236,7 +238,7 @@ async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Ac
     let Some(mut agent) = current_agent(&shell, &cached).await? else {
         return Ok(Action::await_change());
     };
-    let observed = match observe(&shell, &mut agent).await? {
+    let observed = match observe(&shell, &agent).await? {
         Ok(observed) => observed,
         Err(Unusable { reason, message }) => {
             report_unusable(&ac, &shell.agents, &agent, reason, &message).await?;
@@ -246,7 +248,7 @@ async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Ac
     let plan = decide::plan(&decide::Input {
         name: &agent.name_any(),
         generation: agent.metadata.generation,
-        spec: &agent.spec,
+        spec: &observed.effective.spec,
         status: agent.status.as_ref(),
         pods: &observed.pods,
         overseer: observed.overseer,
@@ -338,8 +340,8 @@ async fn current_agent(shell: &Shell<'_>, cached: &Agent) -> Result<Option<Agent
 
 /// What the plan reads besides the agent, from caches and indexes.
 struct Observed {
-    /// The swarm the agent belongs to, if any.
-    swarm: Option<Box<Swarm>>,
+    /// What it runs with: its effective spec and its swarm.
+    effective: Effective,
     pods: Vec<AgentPod>,
     /// The agents that name this one their overseer.
     overseen: Vec<pod::Overseen>,
@@ -348,20 +350,14 @@ struct Observed {
     overseer: OverseerState,
 }
 
-/// Why an agent cannot run: the reason and message its `Ready` condition gets.
-struct Unusable {
-    reason: &'static str,
-    message: String,
-}
-
-/// Resolves the agent's effective spec (its swarm's defaults and role) in place and
+/// Resolves the agent's effective spec (its swarm's defaults and role) beside it and
 /// observes the rest, writing nothing; Err when the agent cannot run.
 #[instrument(skip_all)]
-async fn observe(shell: &Shell<'_>, agent: &mut Agent) -> Result<Result<Observed, Unusable>> {
+async fn observe(shell: &Shell<'_>, agent: &Agent) -> Result<Result<Observed, Unusable>> {
     let ac = shell.ac;
-    let swarm = match resolve(&ac.swarms, agent) {
-        Resolved::Ready(swarm) => swarm,
-        Resolved::Unusable { reason, message } => return Ok(Err(Unusable { reason, message })),
+    let effective = match resolve(&ac.swarms, agent) {
+        Ok(effective) => effective,
+        Err(unusable) => return Ok(Err(unusable)),
     };
     let overseen = accepted_overseen(&ac.store, &ac.overseen, &ac.swarms, agent);
     Ok(Ok(Observed {
@@ -369,7 +365,7 @@ async fn observe(shell: &Shell<'_>, agent: &mut Agent) -> Result<Result<Observed
         acts_as_overseer: pod::acts_as_overseer(agent, &overseen),
         overseen,
         overseer: cached_overseer_state(&ac.store, &ac.swarms, agent),
-        swarm,
+        effective,
     }))
 }
 
@@ -386,13 +382,7 @@ async fn apply(
     let (ac, ctx) = (shell.ac, &shell.ac.ctx);
     // The children the pod reads come first: its instructions, and the PR watches it
     // asked for.
-    sync_instructions(
-        ac,
-        agent,
-        observed.swarm.as_deref(),
-        observed.acts_as_overseer,
-    )
-    .await?;
+    sync_instructions(ac, agent, &observed.effective, observed.acts_as_overseer).await?;
     sync_pr_watches(ac, agent).await?;
     // A crash between the pod and the status leaves a pod that the next reconcile
     // adopts, never a recorded attempt without one (which would pass for a lost pod),
@@ -424,7 +414,7 @@ async fn apply(
                 ctx.publish_about(agent, *warning, reason, message);
             }
             decide::Action::Notify { event, reason } => {
-                if let Some(notify) = &agent.spec.notify {
+                if let Some(notify) = &observed.effective.spec.notify {
                     crate::notify::send(ctx, agent, notify, &notify_payload(agent, event, reason))
                         .await;
                 }
@@ -439,12 +429,17 @@ async fn apply(
                     continue;
                 };
                 let delivered = match kind {
-                    Delivery::Nudge => shell.courier().nudge(agent).await?,
+                    Delivery::Nudge => {
+                        shell
+                            .courier()
+                            .nudge(agent, &observed.effective.spec)
+                            .await?
+                    }
                     Delivery::Wake => shell.courier().wake(agent).await?,
                 };
                 if !delivered {
                     // Retried at the next heartbeat; the cooldown has not started.
-                    let retry = LoopTimes::of(&agent.spec.loop_).delivery_retry();
+                    let retry = LoopTimes::of(&observed.effective.spec.loop_).delivery_retry();
                     requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
                 }
             }
@@ -480,14 +475,14 @@ async fn create_pod(
 ) -> Result<bool> {
     let ac = shell.ac;
     ensure_identity(ac, agent, &observed.overseen).await?;
+    let Effective { spec, swarm } = &observed.effective;
     let shape = pod::PodShape {
         overseer: pod::acts_as_overseer(agent, &observed.overseen),
-        read_only: crate::roles::role(observed.swarm.as_deref().map(|s| &s.spec), &agent.spec.role)
-            .read_only,
-        instructions_file: instruction_file(agent),
+        read_only: crate::roles::role(swarm.as_deref().map(|s| &s.spec), &spec.role).read_only,
+        instructions_file: instruction_file(spec),
     };
-    let pod = pod::agent_pod(agent, attempt, &ac.ctx.overseer_image, shape);
-    let claim = agent.spec.workspace.as_ref().and_then(|w| {
+    let pod = pod::agent_pod(agent, spec, attempt, &ac.ctx.overseer_image, shape);
+    let claim = spec.workspace.as_ref().and_then(|w| {
         crate::workspace::claim(
             w,
             pod::owned_meta(agent),
@@ -751,7 +746,10 @@ mod tests {
         }))
         .unwrap();
         let observed = Observed {
-            swarm: None,
+            effective: Effective {
+                spec: agent.spec.clone(),
+                swarm: None,
+            },
             pods: Vec::new(),
             overseen: Vec::new(),
             acts_as_overseer: false,
@@ -833,7 +831,7 @@ mod tests {
             agents: &agents,
             pods: &pods,
         };
-        let delivered = courier.nudge(&agent).await.unwrap();
+        let delivered = courier.nudge(&agent, &agent.spec).await.unwrap();
         assert!(!delivered, "a refused exec is no delivery");
         let seen = seen.lock().unwrap().clone();
         let status_writes: Vec<&Value> = seen

@@ -16,7 +16,7 @@ use super::decide::{AgentPod, ImageWait, PodPhase, pod_name};
 use super::preamble;
 use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, fit_name, label_value};
 use crate::conditions;
-use crate::kinds::agent::Agent;
+use crate::kinds::agent::{Agent, AgentSpec};
 use crate::labels;
 use crate::pods::env;
 use crate::{pods, runtimes, workspace};
@@ -281,9 +281,15 @@ impl Default for PodShape<'_> {
 }
 
 /// The pod of one attempt: the agent CLI under `overseer shim`, as its own
-/// ServiceAccount, working in `/workspace`.
-pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodShape) -> Pod {
-    let spec = &agent.spec;
+/// ServiceAccount, working in `/workspace`. `agent` gives the names and the owner,
+/// `spec` (its effective spec) the rest.
+pub fn agent_pod(
+    agent: &Agent,
+    spec: &AgentSpec,
+    attempt: i64,
+    overseer_image: &str,
+    shape: PodShape,
+) -> Pod {
     let mode = spec.runtime.mode.unwrap_or(RuntimeMode::Tui);
     let mut command = vec![
         format!("{}/overseer", pods::BIN_DIR),
@@ -292,15 +298,13 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
     ];
     command.extend(runtimes::agent_command(&spec.runtime, mode));
     let template = spec.pod_template.clone().unwrap_or_default();
-    let mut env_vars = shim_env(agent, attempt, shape.overseer);
+    let mut env_vars = shim_env(agent, spec, attempt, shape.overseer);
     let mut pod_labels = labels(agent);
     pod_labels.insert(labels::ATTEMPT.into(), attempt.to_string());
-    let storage = storage(agent, &template.volumes, &shape);
+    let storage = storage(agent, spec, &template.volumes, &shape);
     env_vars.push(storage.env);
     env_vars.extend(
-        agent
-            .spec
-            .workspace
+        spec.workspace
             .as_ref()
             .map(workspace::git_env)
             .unwrap_or_default(),
@@ -317,7 +321,7 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
             restart_policy: Some("Never".into()),
             service_account_name: Some(identity_name(&agent.name_any())),
             security_context: Some(pods::restricted_pod()),
-            init_containers: Some(init_containers(agent, overseer_image)),
+            init_containers: Some(init_containers(agent, spec, overseer_image)),
             containers: vec![Container {
                 name: CONTAINER.into(),
                 image: spec.runtime.image.clone(),
@@ -342,12 +346,12 @@ pub fn agent_pod(agent: &Agent, attempt: i64, overseer_image: &str, shape: PodSh
 
 /// The operator's binary copied in, then the workspace's git source cloned (with the
 /// agent's image, for its git) when there is one.
-fn init_containers(agent: &Agent, overseer_image: &str) -> Vec<Container> {
-    let workspace = agent.spec.workspace.clone().unwrap_or_default();
+fn init_containers(agent: &Agent, spec: &AgentSpec, overseer_image: &str) -> Vec<Container> {
+    let workspace = spec.workspace.clone().unwrap_or_default();
     let name = agent.name_any();
     let sync = workspace::sync_container(
         &workspace,
-        agent.spec.runtime.image.as_deref(),
+        spec.runtime.image.as_deref(),
         &workspace::default_branch(&name),
     );
     std::iter::once(pods::install_container(overseer_image))
@@ -357,8 +361,7 @@ fn init_containers(agent: &Agent, overseer_image: &str) -> Vec<Container> {
 
 /// What the shim reads from its environment: who it runs for, how, and the prompt
 /// (an overseer's starts with its standing instructions).
-fn shim_env(agent: &Agent, attempt: i64, overseer: bool) -> Vec<EnvVar> {
-    let spec = &agent.spec;
+fn shim_env(agent: &Agent, spec: &AgentSpec, attempt: i64, overseer: bool) -> Vec<EnvVar> {
     let runtime_name = spec.runtime.name.unwrap_or(RuntimeName::Custom);
     let mode = spec.runtime.mode.unwrap_or(RuntimeMode::Tui);
     let mut env_vars = vec![
@@ -400,8 +403,13 @@ struct Storage {
 /// The `overseer` binary, the workspace (the template's own volume of that name, or an
 /// emptyDir) and the agent's instructions; the template's other volumes and mounts are
 /// added when the pod is dressed.
-fn storage(agent: &Agent, template_volumes: &[Volume], shape: &PodShape) -> Storage {
-    let workspace = agent.spec.workspace.clone().unwrap_or_default();
+fn storage(
+    agent: &Agent,
+    spec: &AgentSpec,
+    template_volumes: &[Volume],
+    shape: &PodShape,
+) -> Storage {
+    let workspace = spec.workspace.clone().unwrap_or_default();
     let mut mounts = pods::overseer_mounts().to_vec();
     mounts.extend(workspace::mounts(&workspace, false));
     let mut volumes = vec![pods::overseer_volume()];
@@ -460,7 +468,7 @@ spec:
     #[test]
     fn only_the_operators_own_pods_count() {
         let agent = builder_with_foreign_labels();
-        let ours = agent_pod(&agent, 3, "overseer:1", PodShape::default());
+        let ours = agent_pod(&agent, &agent.spec, 3, "overseer:1", PodShape::default());
         let labels = ours.metadata.labels.clone().unwrap();
         assert_eq!(
             labels["overseer.dev/agent"], "builder",
@@ -497,7 +505,7 @@ spec:
     #[test]
     fn a_slim_pod_is_judged_as_the_whole_one() {
         let agent = builder_with_foreign_labels();
-        let mut pod = agent_pod(&agent, 2, "overseer:1", PodShape::default());
+        let mut pod = agent_pod(&agent, &agent.spec, 2, "overseer:1", PodShape::default());
         pod.status = serde_json::from_value(serde_json::json!({
             "phase": "Running",
             "conditions": [{"type": "Ready", "status": "True"}],
@@ -559,7 +567,13 @@ spec:
             instructions_file: "CLAUDE.md",
             ..Default::default()
         };
-        let pod = agent_pod(&agent, 3, "ghcr.io/overseer-dev/overseer:0.1.0", shape);
+        let pod = agent_pod(
+            &agent,
+            &agent.spec,
+            3,
+            "ghcr.io/overseer-dev/overseer:0.1.0",
+            shape,
+        );
         let (account, role, binding) = identity(&agent, &[]);
         insta::assert_yaml_snapshot!("agent_pod", pod);
         insta::assert_yaml_snapshot!("agent_role", (account, role, binding));
@@ -587,7 +601,9 @@ spec:
             read_only: true,
             instructions_file: "CLAUDE.md",
         };
-        let spec = agent_pod(&scout, 1, "img", shape).spec.unwrap();
+        let spec = agent_pod(&scout, &scout.spec, 1, "img", shape)
+            .spec
+            .unwrap();
         let container = &spec.containers[0];
         assert_eq!(container.working_dir.as_deref(), Some(WORKSPACE));
         insta::assert_yaml_snapshot!(
@@ -640,7 +656,10 @@ spec:
             overseer: true,
             ..Default::default()
         };
-        let env = agent_pod(&lead, 1, "img", shape).spec.unwrap().containers[0]
+        let env = agent_pod(&lead, &lead.spec, 1, "img", shape)
+            .spec
+            .unwrap()
+            .containers[0]
             .env
             .clone()
             .unwrap();
@@ -671,7 +690,9 @@ spec:
             ..Default::default()
         };
         for attempt in [1, 2] {
-            let spec = agent_pod(&scout, attempt, "img", shape).spec.unwrap();
+            let spec = agent_pod(&scout, &scout.spec, attempt, "img", shape)
+                .spec
+                .unwrap();
             let claim = spec
                 .volumes
                 .iter()

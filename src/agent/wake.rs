@@ -8,36 +8,37 @@ use super::candidate::{self, OverseerState, Verdict};
 use super::claims;
 use super::decide;
 use super::message::{self, WakeItem};
-use crate::kinds::agent::{Agent, AgentPhase, AgentStatus, Delivery, InFlightDelivery};
+use crate::kinds::agent::{Agent, AgentPhase, AgentSpec, AgentStatus, Delivery, InFlightDelivery};
 
 /// One wake of an overseer.
 pub struct WakeBatch<'a> {
     /// What is typed into the overseer.
     pub text: String,
-    /// Each member, with the claim recorded on it before the text is typed.
-    pub members: Vec<(&'a Agent, InFlightDelivery)>,
+    /// Each member with its effective spec, and the claim recorded on it before the
+    /// text is typed.
+    pub members: Vec<(&'a Agent, &'a AgentSpec, InFlightDelivery)>,
 }
 
 /// The batch that wakes `overseer` of `namespace` on behalf of `asking`: every Running
-/// agent of `agents` (on its effective spec) that names it and whose verdict is to
+/// agent of `agents` (each with its effective spec, on which it is judged) that names it and whose verdict is to
 /// wake it. None when `asking` is not in the batch (no longer a candidate: a batch sent
 /// meanwhile has started its cooldown).
 pub fn wake_batch<'a>(
     namespace: &str,
     overseer: &str,
     asking: &str,
-    agents: &'a [Agent],
+    agents: &'a [(Agent, AgentSpec)],
     now: jiff::Timestamp,
 ) -> Option<WakeBatch<'a>> {
-    let batch: Vec<(&Agent, AgentStatus, candidate::CandidateInput)> = agents
+    let batch: Vec<(&Agent, &AgentSpec, AgentStatus, candidate::CandidateInput)> = agents
         .iter()
-        .filter(|a| a.spec.overseer.as_deref() == Some(overseer))
-        .filter_map(|a| {
+        .filter(|(a, _)| a.spec.overseer.as_deref() == Some(overseer))
+        .filter_map(|(a, spec)| {
             let status = a.status.clone().unwrap_or_default();
-            let input = candidate::candidate_input(&a.spec, &status, OverseerState::Ready, now);
+            let input = candidate::candidate_input(spec, &status, OverseerState::Ready, now);
             let running = status.phase == Some(AgentPhase::Running);
             (running && candidate::candidate(&input) == Verdict::WakeOverseer)
-                .then_some((a, status, input))
+                .then_some((a, spec, status, input))
         })
         .collect();
     if !batch.iter().any(|(a, ..)| a.name_any() == asking) {
@@ -45,7 +46,7 @@ pub fn wake_batch<'a>(
     }
     let items: Vec<WakeItem> = batch
         .iter()
-        .map(|(a, status, input)| {
+        .map(|(a, _, status, input)| {
             let (idle_for, idle_after, limit) = input.stopped_for();
             WakeItem {
                 agent: a.name_any(),
@@ -70,7 +71,7 @@ pub fn wake_batch<'a>(
     // retried before it was recorded is confirmed without being typed twice.
     let members = batch
         .iter()
-        .map(|(a, status, input)| {
+        .map(|(a, spec, status, input)| {
             let claim = InFlightDelivery {
                 kind: Delivery::Wake,
                 id: claims::delivery_id(&a.name_any(), status, Delivery::Wake),
@@ -80,7 +81,7 @@ pub fn wake_batch<'a>(
                     candidate::stop_reason(input)
                 ),
             };
-            (*a, claim)
+            (*a, *spec, claim)
         })
         .collect();
     Some(WakeBatch {
@@ -100,14 +101,17 @@ mod tests {
         jiff::Timestamp::from_second(1_800_000_000 + seconds).unwrap()
     }
 
-    /// An agent overseen by `overseer`, Running, `state` since `since`.
-    fn agent(name: &str, overseer: &str, state: ActivityState, since: i64) -> Agent {
+    /// An agent overseen by `overseer`, Running, `state` since `since`, whose own spec
+    /// leaves its loop off; beside it its effective spec, where its swarm's defaults
+    /// turned the loop on with `idleAfter: 60s`.
+    fn agent(name: &str, overseer: &str, state: ActivityState, since: i64) -> (Agent, AgentSpec) {
         let mut agent: Agent = serde_saphyr::from_str(&format!(
             "apiVersion: overseer.dev/v1alpha1\nkind: Agent\nmetadata: {{name: {name}, namespace: team}}\n\
-             spec: {{runtime: {{name: claude, image: example.com/claude:1}}, overseer: {overseer}, \
-             loop: {{enabled: true, idleAfter: 60s}}}}\n"
+             spec: {{runtime: {{name: claude, image: example.com/claude:1}}, overseer: {overseer}}}\n"
         ))
         .unwrap();
+        let mut effective = agent.spec.clone();
+        effective.loop_ = serde_saphyr::from_str("{enabled: true, idleAfter: 60s}").unwrap();
         agent.status = Some(AgentStatus {
             attempt: Some(1),
             phase: Some(AgentPhase::Running),
@@ -124,7 +128,7 @@ mod tests {
             }),
             ..Default::default()
         });
-        agent
+        (agent, effective)
     }
 
     #[test]
@@ -137,15 +141,15 @@ mod tests {
             agent("other", "chief", ActivityState::Idle, 0),
         ];
         let batch = wake_batch("team", "boss", "a", &agents, at(120)).expect("a batch");
-        let names: Vec<String> = batch.members.iter().map(|(a, _)| a.name_any()).collect();
+        let names: Vec<String> = batch.members.iter().map(|(a, ..)| a.name_any()).collect();
         assert_eq!(names, ["a", "b"], "idle and exited past idleAfter, of boss");
-        for (member, claim) in &batch.members {
+        for (member, _, claim) in &batch.members {
             assert_eq!(claim.kind, Delivery::Wake);
             assert_eq!(claim.target, "boss");
             assert!(claim.id.contains(&member.name_any()), "{}", claim.id);
         }
         assert_ne!(
-            batch.members[0].1.id, batch.members[1].1.id,
+            batch.members[0].2.id, batch.members[1].2.id,
             "one id per member"
         );
         assert!(batch.text.contains("2 agent(s)"), "{}", batch.text);
@@ -161,5 +165,17 @@ mod tests {
         assert!(wake_batch("team", "boss", "fresh", &agents, at(120)).is_none());
         assert!(wake_batch("team", "boss", "gone", &agents, at(120)).is_none());
         assert!(wake_batch("team", "chief", "a", &agents, at(120)).is_none());
+    }
+
+    #[test]
+    fn members_are_judged_on_their_effective_spec_not_their_own() {
+        let effective = [agent("a", "boss", ActivityState::Idle, 0)];
+        assert!(wake_batch("team", "boss", "a", &effective, at(120)).is_some());
+        // The same agent judged on its own spec (loop off) wakes nobody.
+        let own: Vec<(Agent, AgentSpec)> = effective
+            .iter()
+            .map(|(a, _)| (a.clone(), a.spec.clone()))
+            .collect();
+        assert!(wake_batch("team", "boss", "a", &own, at(120)).is_none());
     }
 }

@@ -12,22 +12,21 @@ use crate::agent::{instructions, pod, pr_watches};
 use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, apply_owned, label_value, ours_or_absent,
 };
-use crate::kinds::agent::Agent;
+use crate::kinds::agent::{Agent, AgentSpec};
 use crate::labels;
 use crate::prwatch::PRWatch;
 use crate::reasons;
-use crate::swarm::Swarm;
 
-use super::context::AgentContext;
+use super::context::{AgentContext, Effective};
 
 /// The uid its children's controller owner reference carries.
 fn agent_uid(agent: &Agent) -> String {
     agent.uid().unwrap_or_default()
 }
 
-/// The file the agent's runtime reads its instructions from.
-pub(super) fn instruction_file(agent: &Agent) -> &'static str {
-    let name = agent.spec.runtime.name.unwrap_or(RuntimeName::Custom);
+/// The file the agent's runtime (of its effective `spec`) reads its instructions from.
+pub(super) fn instruction_file(spec: &AgentSpec) -> &'static str {
+    let name = spec.runtime.name.unwrap_or(RuntimeName::Custom);
     crate::runtimes::lookup(name).instruction_file
 }
 
@@ -82,16 +81,17 @@ pub(super) async fn sync_pr_watches(ac: &AgentContext, agent: &Agent) -> Result<
 pub(super) async fn sync_instructions(
     ac: &AgentContext,
     agent: &Agent,
-    swarm: Option<&Swarm>,
+    effective: &Effective,
     overseer: bool,
 ) -> Result<()> {
+    let swarm = effective.swarm.as_deref();
     const KIND: &str = "ConfigMap";
     let namespace = agent.namespace().unwrap_or_default();
     let name = pod::instructions_name(&agent.name_any());
-    let file = instruction_file(agent);
+    let file = instruction_file(&effective.spec);
     let text = instructions::compose(&instructions::Layers {
         agent: &agent.name_any(),
-        spec: &agent.spec,
+        spec: &effective.spec,
         swarm,
         overseer,
     });

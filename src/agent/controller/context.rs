@@ -19,7 +19,7 @@ use crate::api::{self, CONTROLLER_MANAGER};
 use crate::controller::Context;
 use crate::fresh::{Applied, Deleting, Versions};
 use crate::index::Index;
-use crate::kinds::agent::{Agent, AgentStatus};
+use crate::kinds::agent::{Agent, AgentSpec, AgentStatus};
 use crate::kinds::swarm::Swarm;
 use crate::reasons;
 
@@ -65,20 +65,26 @@ pub(super) fn owning_swarm(swarms: &Store<Guarded<Swarm>>, agent: &Agent) -> Opt
     cached.0.as_ref().ok().map(|swarm| Box::new(swarm.clone()))
 }
 
-/// An agent as it can run, or why it cannot.
-pub(super) enum Resolved {
-    /// Its effective spec is in place; the swarm it belongs to, if any.
-    Ready(Option<Box<Swarm>>),
-    Unusable {
-        reason: &'static str,
-        message: String,
-    },
+/// What an agent runs with, kept beside the Agent as the API server has it (whose spec
+/// stays the user's): its effective spec, and the swarm it belongs to, if any.
+pub(super) struct Effective {
+    pub(super) spec: AgentSpec,
+    pub(super) swarm: Option<Box<Swarm>>,
 }
 
-/// Replaces the agent's spec (in memory only) by its effective spec: what it
-/// leaves unset comes from its swarm (as cached: a change of it brings its agents
-/// back), and a person's loop switch wins. A missing swarm or image makes it unusable.
-pub(super) fn resolve(swarms: &Store<Guarded<Swarm>>, agent: &mut Agent) -> Resolved {
+/// Why an agent cannot run: the reason and message its `Ready` condition gets.
+pub(super) struct Unusable {
+    pub(super) reason: &'static str,
+    pub(super) message: String,
+}
+
+/// The agent's effective spec: what it leaves unset comes from its swarm (as cached:
+/// a change of it brings its agents back), and a person's loop switch wins. A missing
+/// swarm or image makes it unusable.
+pub(super) fn resolve(
+    swarms: &Store<Guarded<Swarm>>,
+    agent: &Agent,
+) -> std::result::Result<Effective, Unusable> {
     let namespace = agent.namespace().unwrap_or_default();
     let swarm = match &agent.spec.swarm {
         Some(name) => {
@@ -86,10 +92,10 @@ pub(super) fn resolve(swarms: &Store<Guarded<Swarm>>, agent: &mut Agent) -> Reso
             match cached.as_deref().and_then(|s| s.0.as_ref().ok()) {
                 Some(swarm) => Some(Box::new(swarm.clone())),
                 None => {
-                    return Resolved::Unusable {
+                    return Err(Unusable {
                         reason: reasons::SWARM_NOT_FOUND,
                         message: format!("spec.swarm: there is no swarm {name} in this namespace"),
-                    };
+                    });
                 }
             }
         }
@@ -99,21 +105,21 @@ pub(super) fn resolve(swarms: &Store<Guarded<Swarm>>, agent: &mut Agent) -> Reso
         .owner_references()
         .iter()
         .any(|o| o.kind == "Swarm" && o.controller == Some(true));
-    agent.spec = crate::roles::effective_spec(&agent.spec, swarm.as_deref(), member);
-    agent.spec.loop_.enabled = decide::loop_enabled(
+    let mut spec = crate::roles::effective_spec(&agent.spec, swarm.as_deref(), member);
+    spec.loop_.enabled = decide::loop_enabled(
         agent
             .annotations()
             .get(decide::LOOP_ANNOTATION)
             .map(String::as_str),
-        agent.spec.loop_.enabled,
+        spec.loop_.enabled,
     );
-    if agent.spec.runtime.image.is_none() {
-        return Resolved::Unusable {
+    if spec.runtime.image.is_none() {
+        return Err(Unusable {
             reason: reasons::NO_IMAGE,
             message: "no image: set spec.runtime.image, or the swarm's defaults.runtime or roles.<role>.runtime".into(),
-        };
+        });
     }
-    Resolved::Ready(swarm)
+    Ok(Effective { spec, swarm })
 }
 
 /// Whether `overseer` can take a wake: a ready pod, whose CLI asks no person anything.

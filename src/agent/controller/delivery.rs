@@ -21,7 +21,8 @@ use crate::agent::wake::wake_batch;
 use crate::api::{self, CONTROLLER_MANAGER};
 use crate::controller::Context;
 use crate::kinds::agent::{
-    Agent, AgentStatus, Delivery, InFlightDelivery, InboxMessage, LastMessage, LoopStatus,
+    Agent, AgentSpec, AgentStatus, Delivery, InFlightDelivery, InboxMessage, LastMessage,
+    LoopStatus,
 };
 use crate::metrics::DeliveryLabels;
 use crate::reasons;
@@ -29,7 +30,7 @@ use crate::{Error, Result};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::context::{
-    AgentContext, Resolved, apply_status, operator_fields, overseer_state, owning_swarm, resolve,
+    AgentContext, apply_status, operator_fields, overseer_state, owning_swarm, resolve,
 };
 
 /// What types into an agent's pod for the Agent reconciler: its inbox, the nudges
@@ -160,17 +161,20 @@ impl Courier<'_> {
             };
         info!(id = %claimed.id, confirmed = confirmed.is_ok(), "settled a delivery claimed before a stop");
         let now = jiff::Timestamp::now();
-        record(&ac.ctx, agents, &fresh, &claimed, &confirmed, now).await?;
+        // Judged on its effective spec; one that can no longer run on its own.
+        let spec = resolve(&ac.swarms, &fresh).map_or_else(|_| fresh.spec.clone(), |e| e.spec);
+        record(&ac.ctx, agents, (&fresh, &spec), &claimed, &confirmed, now).await?;
         Ok(())
     }
 
-    /// Sends the canned nudge into the agent's own pod; true once delivered.
-    pub(super) async fn nudge(&self, agent: &Agent) -> Result<bool> {
+    /// Sends the canned nudge into the agent's own pod, judged on its effective `spec`;
+    /// true once delivered.
+    pub(super) async fn nudge(&self, agent: &Agent, spec: &AgentSpec) -> Result<bool> {
         let (ctx, agents, pods) = (&self.ac.ctx, self.agents, self.pods);
         let now = jiff::Timestamp::now();
         let name = agent.name_any();
         let status = agent.status.clone().unwrap_or_default();
-        let input = candidate::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
+        let input = candidate::candidate_input(spec, &status, OverseerState::Unset, now);
         let (stopped_for, ..) = input.stopped_for();
         let text = message::nudge(input.stop(), stopped_for);
         let Some(pod) = crate::agent::input::target(pods, agent).await? else {
@@ -188,7 +192,7 @@ impl Courier<'_> {
         if outcome.is_ok() {
             apply_last_message(agents, &name, OPERATOR_SENDER, &text).await?;
         }
-        record(ctx, agents, agent, &nudge, &outcome, now).await
+        record(ctx, agents, (agent, spec), &nudge, &outcome, now).await
     }
 
     /// Wakes the overseer once for every candidate it oversees (the batch), under a lock
@@ -212,14 +216,14 @@ impl Courier<'_> {
             return Ok(false);
         };
         // Judged on their effective specs, as their own reconciles judge them.
-        let oversees: Vec<Agent> = agents
+        let oversees: Vec<(Agent, AgentSpec)> = agents
             .list(&ListParams::default())
             .await?
             .into_iter()
             .filter(|a| oversight::accepts(&overseer, a, owning_swarm(&ac.swarms, a).as_deref()))
-            .filter_map(|mut a| match resolve(&ac.swarms, &mut a) {
-                Resolved::Ready(_) => Some(a),
-                _ => None,
+            .filter_map(|a| {
+                let spec = resolve(&ac.swarms, &a).ok()?.spec;
+                Some((a, spec))
             })
             .collect();
         let Some(batch) = wake_batch(
@@ -231,17 +235,17 @@ impl Courier<'_> {
         ) else {
             return Ok(true);
         };
-        for (member, wake) in &batch.members {
+        for (member, _, wake) in &batch.members {
             claim(agents, &member.name_any(), wake).await?;
         }
-        let ids: Vec<String> = batch.members.iter().map(|(_, w)| w.id.clone()).collect();
+        let ids: Vec<String> = batch.members.iter().map(|(.., w)| w.id.clone()).collect();
         let outcome = type_input(ctx, pods, &overseer, &batch.text, &ids).await?;
         if outcome.is_ok() {
             apply_last_message(agents, &overseer_name, OPERATOR_SENDER, &batch.text).await?;
         }
         let mut delivered = true;
-        for (member, wake) in &batch.members {
-            delivered &= record(ctx, agents, member, wake, &outcome, now).await?;
+        for (member, spec, wake) in &batch.members {
+            delivered &= record(ctx, agents, (member, spec), wake, &outcome, now).await?;
         }
         Ok(delivered)
     }
@@ -372,21 +376,22 @@ pub(super) fn in_flight(agent: &Agent) -> Option<InFlightDelivery> {
         .and_then(|l| l.in_flight.clone())
 }
 
-/// Time from the agent crossing `idleAfter` (or `reportEvery`) to now (the delivery).
-fn since_threshold(agent: &Agent, now: jiff::Timestamp) -> f64 {
+/// Time from the agent crossing `idleAfter` (or `reportEvery`) of its effective `spec`
+/// to now (the delivery).
+fn since_threshold(agent: &Agent, spec: &AgentSpec, now: jiff::Timestamp) -> f64 {
     let status = agent.status.clone().unwrap_or_default();
-    let input = candidate::candidate_input(&agent.spec, &status, OverseerState::Unset, now);
+    let input = candidate::candidate_input(spec, &status, OverseerState::Unset, now);
     let (stopped_for, limit, _) = input.stopped_for();
     stopped_for.saturating_sub(limit).as_secs_f64()
 }
 
-/// Settles one claimed delivery on `agent`: the loop status (counted when delivered,
-/// the claim released either way), an Event and the metrics. Returns whether it was
-/// delivered.
+/// Settles one claimed delivery on `agent` (with its effective spec): the loop status
+/// (counted when delivered, the claim released either way), an Event and the metrics.
+/// Returns whether it was delivered.
 async fn record(
     ctx: &Context,
     agents: &Api<Agent>,
-    agent: &Agent,
+    (agent, spec): (&Agent, &AgentSpec),
     claimed: &InFlightDelivery,
     outcome: &Result<(), String>,
     now: jiff::Timestamp,
@@ -408,7 +413,7 @@ async fn record(
                     kind: kind_label,
                     outcome: "delivered",
                 })
-                .observe(since_threshold(agent, now));
+                .observe(since_threshold(agent, spec, now));
             let event = match claimed.kind {
                 Delivery::Wake => reasons::OVERSEER_WOKEN,
                 Delivery::Nudge => reasons::NUDGED,
