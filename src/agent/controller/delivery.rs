@@ -161,7 +161,8 @@ impl Courier<'_> {
             };
         info!(id = %claimed.id, confirmed = confirmed.is_ok(), "settled a delivery claimed before a stop");
         let now = jiff::Timestamp::now();
-        // Judged on its effective spec; one that can no longer run on its own.
+        // Timed on its effective spec; an agent that can no longer run (its swarm or
+        // image gone) on its own spec.
         let spec = resolve(&ac.swarms, &fresh).map_or_else(|_| fresh.spec.clone(), |e| e.spec);
         record(&ac.ctx, agents, (&fresh, &spec), &claimed, &confirmed, now).await?;
         Ok(())
