@@ -28,28 +28,49 @@ pub fn termination_log() -> PathBuf {
 
 /// Writes the step's instructions (`OVERSEER_STEP_INSTRUCTIONS`) to
 /// `OVERSEER_INSTRUCTIONS` and links them into the working directory (the workspace)
-/// under the runtime's file name, unless the workspace has its own such file or is
-/// read-only; the step then runs on its action alone.
-fn place_instructions() -> std::io::Result<()> {
+/// under the runtime's file name. Returns the instructions when they could not be
+/// linked there (the workspace has its own such file, or is read-only): the operator's
+/// instructions are never dropped for the repository's, so the caller puts them first
+/// in the prompt instead.
+fn place_instructions() -> std::io::Result<Option<String>> {
     let (Some(text), Some(path)) = (
         std::env::var_os("OVERSEER_STEP_INSTRUCTIONS"),
         std::env::var_os("OVERSEER_INSTRUCTIONS").map(PathBuf::from),
     ) else {
-        return Ok(());
+        return Ok(None);
     };
+    let text = text.to_string_lossy().into_owned();
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(&path, text.as_encoded_bytes())?;
-    crate::shim::link_instructions(&path);
-    Ok(())
+    std::fs::write(&path, &text)?;
+    Ok((!crate::shim::link_instructions(&path)).then_some(text))
+}
+
+/// `command` with `instructions` put before the step's `action` in its prompt argument
+/// (the argument that is the action itself); unchanged when there is none to place.
+fn with_instructions_first(
+    command: &[String],
+    action: Option<&str>,
+    instructions: Option<&str>,
+) -> Vec<String> {
+    let mut command = command.to_vec();
+    if let (Some(action), Some(instructions)) = (action, instructions)
+        && let Some(prompt) = command.iter_mut().rev().find(|arg| arg.as_str() == action)
+    {
+        *prompt = crate::shim::first_prompt(Some(instructions), Some(action)).unwrap_or_default();
+    }
+    command
 }
 
 /// Runs `command`, mirroring its output, and returns its exit code after writing the result.
 pub async fn run(command: &[String]) -> std::io::Result<i32> {
-    if let Err(error) = place_instructions() {
+    let unplaced = place_instructions().unwrap_or_else(|error| {
         eprintln!("overseer: the step's instructions were not placed: {error}");
-    }
+        std::env::var("OVERSEER_STEP_INSTRUCTIONS").ok()
+    });
+    let action = std::env::var("OVERSEER_ACTION").ok();
+    let command = with_instructions_first(command, action.as_deref(), unplaced.as_deref());
     let (program, args) = command
         .split_first()
         .ok_or_else(|| std::io::Error::other("no command given"))?;

@@ -1,5 +1,6 @@
 //! `overseer step` with a real child process: the step's instructions are placed in
-//! its workspace under the runtime's file name, unless the repository has its own.
+//! its workspace under the runtime's file name; where the repository has its own, they
+//! come first in the prompt instead, and are never dropped for the repository's.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,10 +13,22 @@ fn fresh(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs a step whose agent prints the instruction file of its workspace; its result.
+const ACTION: &str = "Review the billing module";
+
+/// Runs a step whose agent prints its prompt (the argument after `sh -c SCRIPT arg0`),
+/// then the instruction file of its workspace; its result.
 fn step_reading_its_instructions(dir: &Path) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_overseer"))
-        .args(["step", "--", "sh", "-c", "cat CLAUDE.md"])
+        .args([
+            "step",
+            "--",
+            "sh",
+            "-c",
+            "printf '%s\\n---\\n' \"$1\"; cat CLAUDE.md",
+            "agent",
+            ACTION,
+        ])
+        .env("OVERSEER_ACTION", ACTION)
         .current_dir(dir.join("workspace"))
         .env(
             "OVERSEER_STEP_INSTRUCTIONS",
@@ -41,17 +54,32 @@ fn step_reading_its_instructions(dir: &Path) -> String {
 fn a_step_reads_its_role_instructions_from_its_workspace() {
     let dir = fresh("placed");
     let result = step_reading_its_instructions(&dir);
+    let (prompt, file) = result.split_once("---\n").unwrap();
+    assert_eq!(
+        prompt.trim(),
+        ACTION,
+        "linked: the prompt is the action alone"
+    );
     assert!(
-        result.contains("Report every problem as path:line."),
+        file.contains("Report every problem as path:line."),
         "{result}"
     );
 
     let own = fresh("own");
     std::fs::write(own.join("workspace/CLAUDE.md"), "the repository's own\n").unwrap();
     let result = step_reading_its_instructions(&own);
+    let (prompt, file) = result.split_once("---\n").unwrap();
     assert_eq!(
-        result.trim(),
+        file.trim(),
         "the repository's own",
         "a repository's own file is left alone"
+    );
+    assert!(
+        prompt.starts_with("## Role: reviewer\n\nReport every problem as path:line."),
+        "the operator's instructions come first: {prompt}"
+    );
+    assert!(
+        prompt.trim_end().ends_with(ACTION),
+        "then the action: {prompt}"
     );
 }

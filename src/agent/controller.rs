@@ -175,31 +175,60 @@ fn overseen_by(
 }
 
 /// The agents `overseer` oversees (sorted): those that name it, as cached, and that it
-/// agreed to oversee (`oversight::accepts`), each with the pod of its current attempt.
-fn accepted_overseen(
-    store: &Store<Guarded<Agent>>,
-    overseen: &Index,
-    swarms: &Store<Guarded<Swarm>>,
+/// agreed to oversee (`oversight::accepts`), each with the pod the operator made for its
+/// current attempt. The pod is one the operator verified as its own (controller owner
+/// uid and labels), never a name taken from the attempt alone: the agent writes its
+/// own status, and a forged attempt would name another workload's pod in the
+/// overseer's Role.
+async fn accepted_overseen(
+    ac: &AgentContext,
+    pods: &Api<Pod>,
     overseer: &Agent,
-) -> Vec<pod::Overseen> {
+) -> Result<Vec<pod::Overseen>> {
     let namespace = overseer.namespace().unwrap_or_default();
-    overseen_by(store, overseen, &namespace, &overseer.name_any())
-        .into_iter()
-        .filter_map(|name| {
-            let cached = store.get(&ObjectRef::new(&name).within(&namespace))?;
-            let agent = cached.0.as_ref().ok()?;
-            let swarm = owning_swarm(swarms, agent);
-            oversight::accepts(overseer, agent, swarm.as_deref()).then(|| pod::Overseen {
-                pod: agent
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.attempt)
-                    .filter(|attempt| *attempt > 0)
-                    .map(|attempt| decide::pod_name(&name, attempt)),
-                agent: name,
-            })
-        })
-        .collect()
+    let mut accepted = Vec::new();
+    for name in overseen_by(&ac.store, &ac.overseen, &namespace, &overseer.name_any()) {
+        let Some(cached) = ac.store.get(&ObjectRef::new(&name).within(&namespace)) else {
+            continue;
+        };
+        let Ok(agent) = cached.0.as_ref() else {
+            continue;
+        };
+        let swarm = owning_swarm(&ac.swarms, agent);
+        if !oversight::accepts(overseer, agent, swarm.as_deref()) {
+            continue;
+        }
+        accepted.push(pod::Overseen {
+            pod: verified_pod(ac, pods, agent).await?,
+            agent: name,
+        });
+    }
+    Ok(accepted)
+}
+
+/// The pod of `agent`'s recorded attempt, when it is the operator's pod of that agent
+/// (`pod::own_pod`: its controller owner is the Agent's uid, its labels the operator's):
+/// from the cache, or read fresh when the cache has not seen it yet.
+async fn verified_pod(ac: &AgentContext, pods: &Api<Pod>, agent: &Agent) -> Result<Option<String>> {
+    let Some(attempt) = agent
+        .status
+        .as_ref()
+        .and_then(|s| s.attempt)
+        .filter(|attempt| *attempt > 0)
+    else {
+        return Ok(None);
+    };
+    let name = decide::pod_name(&agent.name_any(), attempt);
+    let namespace = agent.namespace().unwrap_or_default();
+    let found = match ac.pods.get(&ObjectRef::new(&name).within(&namespace)) {
+        Some(cached) => Some((*cached).clone()),
+        None => pods.get_opt(&name).await?,
+    };
+    Ok(found
+        .as_ref()
+        .and_then(|p| pod::own_pod(agent, p))
+        .filter(|p| p.attempt == attempt)
+        .map(|p| p.name))
 }
 
 #[instrument(skip_all, fields(agent = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
@@ -359,7 +388,7 @@ async fn observe(shell: &Shell<'_>, agent: &Agent) -> Result<Result<Observed, Un
         Ok(effective) => effective,
         Err(unusable) => return Ok(Err(unusable)),
     };
-    let overseen = accepted_overseen(&ac.store, &ac.overseen, &ac.swarms, agent);
+    let overseen = accepted_overseen(ac, &shell.pods, agent).await?;
     Ok(Ok(Observed {
         pods: observe_pods(ac, &shell.pods, agent).await?,
         acts_as_overseer: pod::acts_as_overseer(agent, &overseen),

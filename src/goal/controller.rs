@@ -327,8 +327,12 @@ async fn apply(
                     instructions,
                     overseer_image: &ctx.overseer_image,
                 };
-                if !create_step_pod(gc, goal, &plan.status, &params).await? {
-                    return Ok(Action::await_change());
+                match create_step_pod(gc, goal, &plan.status, &params).await? {
+                    StepPodCreated::Yes => {}
+                    // The refused pod would be refused again: the goal waits for a change.
+                    StepPodCreated::Refused => return Ok(Action::await_change()),
+                    // Looked at again with the plan's backoff, or at the step's timeout.
+                    StepPodCreated::NameTaken => return Ok(duration::requeue(plan.requeue_after)),
                 }
                 if recorded_success {
                     ctx.metrics
@@ -477,16 +481,24 @@ async fn report_not_progressing(
     Ok(())
 }
 
-/// Creates a step pod (its results ConfigMap is applied already); false when the API
-/// server refused the pod as built from the user's template, which is then a
-/// condition and a Warning, and the goal waits for its next change.
+/// What became of a step pod's create.
+enum StepPodCreated {
+    Yes,
+    /// The API server refused the pod as built from the user's template.
+    Refused,
+    /// A pod of its name is another owner's, and never counts as the step's.
+    NameTaken,
+}
+
+/// Creates a step pod (its results ConfigMap is applied already). A refusal or a
+/// name taken is a condition and a Warning, written once while it lasts.
 #[instrument(skip_all)]
 async fn create_step_pod(
     gc: &GoalContext,
     goal: &Goal,
     status: &GoalStatus,
     params: &StepPodParams<'_>,
-) -> Result<bool> {
+) -> Result<StepPodCreated> {
     let ctx = &gc.ctx;
     let namespace = goal.namespace().unwrap_or_default();
     let pod = pod::step_pod(params);
@@ -527,7 +539,7 @@ async fn create_step_pod(
             if params.attempt > 1 {
                 ctx.metrics.step_retries.inc();
             }
-            Ok(true)
+            Ok(StepPodCreated::Yes)
         }
         Err(error) => {
             gc.creating.ended(&namespace, &goal.name_any());
@@ -539,12 +551,12 @@ async fn create_step_pod(
             let Some(message) = message else {
                 return Err(error);
             };
-            let reason = match error {
-                crate::Error::NameTaken { .. } => reasons::NAME_TAKEN,
-                _ => reasons::POD_REFUSED,
+            let (reason, created) = match error {
+                crate::Error::NameTaken { .. } => (reasons::NAME_TAKEN, StepPodCreated::NameTaken),
+                _ => (reasons::POD_REFUSED, StepPodCreated::Refused),
             };
             report_not_progressing(ctx, goal, status, reason, &message).await?;
-            Ok(false)
+            Ok(created)
         }
     }
 }

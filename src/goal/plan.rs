@@ -457,8 +457,20 @@ impl Planner<'_> {
         match (phase, pod) {
             (StepPhase::Running, Some(pod)) => return self.follow_pod(i, step, pod),
             (StepPhase::Running, None) => {
-                // Our own create is not visible yet, or the pod was lost: create it
-                // again under the same deterministic name (a twin is impossible).
+                // Our own create is not visible yet, the pod was lost, or its name is
+                // another owner's: create it again under the same deterministic name
+                // (a twin is impossible) until the attempt's timeout, which holds
+                // whether or not its pod ever ran.
+                let started = self.status.steps[i].started_at.as_ref().map(|t| t.0);
+                let deadline = started.map(|s| duration::later(s, self.timeout(step)));
+                if deadline.is_some_and(|d| self.input.now >= d) {
+                    let message = format!(
+                        "attempt {attempt} ran past its {} timeout without a pod of its own",
+                        humanize(self.timeout(step))
+                    );
+                    self.fail_step(i, StepPhase::TimedOut, message);
+                    return ControlFlow::Break(());
+                }
                 self.start_attempt(i, attempt);
             }
             (StepPhase::Failed | StepPhase::TimedOut, _) => {

@@ -414,6 +414,53 @@ fn a_recorded_attempt_without_its_pod_is_created_under_the_same_name() {
     assert_eq!(creates(&plan), [(0, 1)]);
 }
 
+/// Another owner's pod holds the step pod's name: the refusal the controller wrote
+/// stays the one condition (no StepRunning to flip it back), the create is tried again
+/// after as long as the refusal has lasted, and the attempt's timeout still holds.
+#[test]
+fn a_step_pod_name_taken_is_one_condition_and_the_timeout_still_holds() {
+    let mut status = running_first(1, 8);
+    crate::conditions::set(
+        &mut status.conditions,
+        crate::conditions::PROGRESSING,
+        false,
+        crate::reasons::NAME_TAKEN,
+        "pod ship-s0-a1 is another owner's",
+        Some(1),
+        &ago(4),
+    );
+    let plan = Case::new(THREE_STEPS).status(status.clone()).plan();
+    assert_eq!(creates(&plan), [(0, 1)], "tried again");
+    assert_eq!(
+        plan.status, status,
+        "nothing to write while the name is taken"
+    );
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(4)), "backoff");
+
+    // A refusal that lasted longer waits longer, up to a minute.
+    let mut long = status.clone();
+    for c in &mut long.conditions {
+        c.last_transition_time = ago(600);
+    }
+    let plan = Case::new(THREE_STEPS).status(long).plan();
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(60)));
+
+    // Past the step's timeout (an hour), the attempt times out though it never had a
+    // pod of its own, and the retry's pod has a name of its own.
+    let mut late = status;
+    late.steps[0].started_at = Some(ago(3601));
+    let plan = Case::new(THREE_STEPS).status(late).plan();
+    assert!(creates(&plan).is_empty());
+    assert_eq!(plan.status.steps[0].phase, StepPhase::TimedOut);
+    assert!(
+        deletes(&plan).is_empty(),
+        "the other owner's pod is never deleted"
+    );
+    let retried = then(Case::new(THREE_STEPS), &plan).plan();
+    let retry_at = retried.requeue_after;
+    assert!(retry_at.is_some(), "the retry is timed");
+}
+
 #[test]
 fn a_notify_step_is_recorded_only_once_the_operator_has_sent_it() {
     let spec = "defaults: {runtime: {name: codex, image: \"example.com/codex:1\"}}\nsteps: [{name: tell, action: Notify the team}, {name: b, action: Implement it}]";

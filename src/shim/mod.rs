@@ -214,7 +214,10 @@ pub(crate) fn link_instructions(source: &std::path::Path) -> bool {
 
 /// The first prompt given to the CLI: the instructions that could not be placed
 /// where it reads them, then the agent's own prompt.
-fn first_prompt(unplaced_instructions: Option<&str>, prompt: Option<&str>) -> Option<String> {
+pub(crate) fn first_prompt(
+    unplaced_instructions: Option<&str>,
+    prompt: Option<&str>,
+) -> Option<String> {
     let parts: Vec<&str> = [unplaced_instructions, prompt]
         .into_iter()
         .flatten()

@@ -341,6 +341,81 @@ async fn retries_run_out_the_goal_pauses_and_resumes_from_the_checkpoint() {
     );
 }
 
+/// A pod made under the step pod's name before the operator's: the Goal says so in one
+/// condition, written once (its status does not flip between NameTaken and StepRunning),
+/// and the step's timeout and retries still hold: the retry's pod has a name of its own.
+/// The squatter's pod is never counted, changed or deleted.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_squatted_step_pod_name_is_one_refusal_and_the_step_still_times_out() {
+    use futures::StreamExt;
+    let f = Fixture::new("goal-squat").await;
+    let squatter: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "squat-s0-a1"},
+        "spec": {"containers": [{"name": "app", "image": "example.com/squatter:1"}]}
+    }))
+    .unwrap();
+    f.pods
+        .create(&PostParams::default(), &squatter)
+        .await
+        .unwrap();
+    // Every status the goal goes through, from before it exists.
+    let goals = f.goals.clone();
+    let statuses = tokio::spawn(async move {
+        let config = kube::runtime::watcher::Config::default().fields("metadata.name=squat");
+        let mut seen: Vec<(String, String)> = Vec::new();
+        use kube::runtime::WatchStreamExt;
+        let stream = kube::runtime::watcher(goals, config).default_backoff();
+        let mut stream = std::pin::pin!(stream.applied_objects());
+        let until = tokio::time::Instant::now() + Duration::from_secs(4);
+        while let Ok(Some(Ok(goal))) = tokio::time::timeout_at(until, stream.next()).await {
+            let progressing = goal
+                .status
+                .iter()
+                .flat_map(|s| &s.conditions)
+                .find(|c| c.type_ == "Progressing")
+                .map(|c| c.reason.clone())
+                .unwrap_or_default();
+            seen.push((
+                goal.metadata.resource_version.unwrap_or_default(),
+                progressing,
+            ));
+        }
+        seen
+    });
+    let defaults = json!({"runtime": runtime(), "maxRetries": 1, "timeout": "6s", "backoff": {"initial": "1s"}});
+    f.create(
+        "squat",
+        json!({"defaults": defaults, "steps": steps(&["build"])}),
+    )
+    .await;
+    let seen = statuses.await.unwrap();
+    let taken = seen.iter().filter(|(_, r)| r == "NameTaken").count();
+    let running = seen.iter().filter(|(_, r)| r == "StepRunning").count();
+    assert!(taken >= 1, "the refusal is said: {seen:?}");
+    assert!(
+        running <= 1 && seen.len() <= 5,
+        "the status flips instead of holding one refusal: {seen:?}"
+    );
+    // The attempt times out without a pod of its own, and the retry runs.
+    f.finish("squat-s0-a2", "Succeeded", "built").await;
+    let done = f
+        .status_where("squat", "Succeeded", |s| {
+            s.phase == Some(GoalPhase::Succeeded)
+        })
+        .await;
+    assert_eq!(done.steps[0].attempts, 2);
+    let kept = f.pods.get("squat-s0-a1").await.unwrap();
+    assert!(
+        kept.metadata.deletion_timestamp.is_none(),
+        "the squatter's pod is left alone"
+    );
+    assert!(
+        kept.metadata.owner_references.is_none(),
+        "and never adopted"
+    );
+}
+
 #[tokio::test]
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn a_step_past_its_timeout_is_stopped_and_retried() {

@@ -403,3 +403,84 @@ async fn objects_of_another_owner_are_never_taken_over() {
             .is_none()
     );
 }
+
+/// An overseen agent forges its own `status.attempt` so that its pod's name would be
+/// another workload's (`payroll-2`, a StatefulSet's pod, secrets and all). The
+/// overseer's Role only ever names pods the operator made for the agent (controller
+/// owner uid and labels), so the forged name never opens that pod to the overseer.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_forged_attempt_never_opens_another_workloads_pod_to_the_overseer() {
+    use crate::support::cluster::{agent_account, can_i, kubectl};
+
+    let ns = setup("hostile-attempt").await;
+    let _operator = operator(&ns);
+    let foreign: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "payroll-2"},
+        "spec": {"containers": [{"name": "app", "image": "example.com/payroll:1"}]}
+    }))
+    .unwrap();
+    ns.api::<Pod>()
+        .create(&PostParams::default(), &foreign)
+        .await
+        .unwrap();
+    create_agent(
+        &ns,
+        "lead",
+        json!({"role": "overseer", "oversees": ["payroll"]}),
+    )
+    .await;
+    create_agent(&ns, "payroll", json!({"overseer": "lead"})).await;
+    let lead = agent_account(&ns, "lead");
+    let reads = |pod: &str| can_i(&ns, &lead, "get", &format!("pods/{pod}"), Some("log"));
+    wait_in(&ns, "the lead may read payroll-1's log", WAIT, || async {
+        (reads("payroll-1") == "yes").then_some(())
+    })
+    .await;
+    // The agent's own account may write its status: it forges the attempt.
+    let forged = kubectl(
+        &[
+            "patch",
+            "agents.overseer.dev",
+            "payroll",
+            "-n",
+            &ns.name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"attempt":2}}"#,
+            "--as",
+            &agent_account(&ns, "payroll"),
+        ],
+        "",
+    );
+    assert!(
+        forged.status.success(),
+        "the agent may write its status: {}",
+        String::from_utf8_lossy(&forged.stderr)
+    );
+    // The lead's Role is written again (payroll-1 is no longer the recorded attempt's
+    // pod); at no point before or after does it open payroll-2.
+    wait_in(
+        &ns,
+        "the lead's Role rewritten after the forgery",
+        WAIT,
+        || async {
+            assert_eq!(
+                reads("payroll-2"),
+                "no",
+                "the forged attempt opened payroll-2"
+            );
+            (reads("payroll-1") == "no").then_some(())
+        },
+    )
+    .await;
+    for _ in 0..10 {
+        assert_eq!(
+            reads("payroll-2"),
+            "no",
+            "the forged attempt opened payroll-2"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}

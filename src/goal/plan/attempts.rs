@@ -72,8 +72,43 @@ impl Planner<'_> {
                 format!("step {} attempt {attempt} started", step.name),
             );
         }
-        self.requeue_at(duration::later(self.input.now, timeout));
-        self.running(i);
+        let started = self.status.steps[i]
+            .started_at
+            .as_ref()
+            .map_or(self.input.now, |t| t.0);
+        self.requeue_at(duration::later(started, timeout));
+        // The same attempt's pod again while its name is another owner's: the refusal
+        // stays the one condition (the controller looks again with backoff), not a
+        // StepRunning that the next refusal overwrites, many times a second.
+        if new_attempt {
+            self.running(i);
+        } else if let Some(at) = self.name_taken_recheck() {
+            self.requeue_at(at);
+        } else {
+            self.running(i);
+        }
+    }
+
+    /// While `Progressing` says the step pod's name is taken, when to try its create
+    /// again: as long after now as the refusal has lasted (so each try waits about
+    /// twice as long as the one before), from 1 s to a minute.
+    fn name_taken_recheck(&self) -> Option<jiff::Timestamp> {
+        const FIRST: std::time::Duration = std::time::Duration::from_secs(1);
+        const LONGEST: std::time::Duration = std::time::Duration::from_secs(60);
+        let refused = self.status.conditions.iter().find(|c| {
+            c.type_ == conditions::PROGRESSING
+                && c.status == "False"
+                && c.reason == reasons::NAME_TAKEN
+        })?;
+        let lasted = self
+            .input
+            .now
+            .duration_since(refused.last_transition_time.0)
+            .unsigned_abs();
+        Some(duration::later(
+            self.input.now,
+            lasted.clamp(FIRST, LONGEST),
+        ))
     }
 
     pub(super) fn running(&mut self, i: usize) {
