@@ -23,6 +23,19 @@ use crate::{Error, Result};
 
 /// Field manager of senders' inbox writes.
 const SEND_MANAGER: &str = "overseer-send";
+/// How many times a list in an agent's status is read and written again when another
+/// writer changed the agent in between (optimistic concurrency).
+const WRITE_TRIES: usize = 32;
+
+/// A short, spread pause before trying a conflicting write again, so that many
+/// concurrent writers do not meet again at once.
+fn retry_pause() -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    Duration::from_millis(10 + u64::from(nanos % 90))
+}
+
 /// Inbox messages waiting at once, at most (the schema's limit).
 const INBOX_LIMIT: usize = 16;
 
@@ -165,7 +178,7 @@ pub async fn send(
 ) -> Result<()> {
     let api = agents(namespace).await?;
     let mut seq = None;
-    for _ in 0..8 {
+    for _ in 0..WRITE_TRIES {
         let current = get(&api, "send to", agent).await?;
         let inbox = enqueue(&current, from, text, Timestamp::now())?;
         let patch = json!({
@@ -184,7 +197,9 @@ pub async fn send(
                 seq = inbox.last().map(|m| m.seq);
                 break;
             }
-            Err(kube::Error::Api(status)) if status.code == 409 => continue,
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                tokio::time::sleep(retry_pause()).await;
+            }
             Err(error) => return Err(refused("send to", agent, error)),
         }
     }
@@ -304,21 +319,46 @@ pub async fn watch_pr(namespace: Option<&str>, agent: &str, url: &str, stop: boo
         )));
     }
     let api = agents(namespace).await?;
-    // Its own status is all an agent may read (its Role: agents/status, by name).
-    let current = api
-        .get_status(agent)
+    // The list is written onto the version it was read from (409 when another request
+    // landed meanwhile, then read again), so concurrent requests are all kept.
+    let mut written = false;
+    for _ in 0..WRITE_TRIES {
+        // Its own status is all an agent may read (its Role: agents/status, by name).
+        let current = api
+            .get_status(agent)
+            .await
+            .map_err(|e| refused("ask a pull request watch for", agent, e))?;
+        let version = current
+            .metadata
+            .resource_version
+            .clone()
+            .unwrap_or_default();
+        let status = current.status.unwrap_or_default();
+        let requests = crate::agent::pr_watches::requested(&status.watch_requests, url, stop)?;
+        match crate::api::apply_status_at(
+            &api,
+            agent,
+            WATCH_PR_MANAGER,
+            &version,
+            &json!({"watchRequests": requests}),
+        )
         .await
-        .map_err(|e| refused("ask a pull request watch for", agent, e))?;
-    let status = current.status.unwrap_or_default();
-    let requests = crate::agent::pr_watches::requested(&status.watch_requests, url, stop)?;
-    crate::api::apply_status(
-        &api,
-        agent,
-        WATCH_PR_MANAGER,
-        &json!({"watchRequests": requests}),
-    )
-    .await
-    .map_err(|e| refused("ask a pull request watch for", agent, e))?;
+        {
+            Ok(()) => {
+                written = true;
+                break;
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                tokio::time::sleep(retry_pause()).await;
+            }
+            Err(error) => return Err(refused("ask a pull request watch for", agent, error)),
+        }
+    }
+    if !written {
+        return Err(Error::Invalid(format!(
+            "{agent} changed too often to record the request; try again"
+        )));
+    }
     match stop {
         true => println!("{agent}: asked to stop watching {url}"),
         false => println!(

@@ -846,3 +846,57 @@ async fn a_headless_agents_token_usage_reaches_its_status() {
         (1_050, Some("0.0125"))
     );
 }
+
+/// Sixteen `overseer watch-pr` at once (the most an agent may ask for): every request
+/// is kept, none overwritten by a concurrent one.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn concurrent_pull_request_watch_requests_are_all_kept() {
+    let ns = setup("agent-watch-pr-many").await;
+    let _operator = operator(&ns);
+    create_agent(&ns, "builder", json!({})).await;
+    wait_condition(&ns, "builder", "a pod made", |a| {
+        a.status.as_ref().and_then(|s| s.attempt).is_some()
+    })
+    .await;
+    let urls: Vec<String> = (1..=16)
+        .map(|n| format!("https://github.com/acme/widgets/pull/{n}"))
+        .collect();
+    let asks: Vec<_> = urls
+        .iter()
+        .map(|url| {
+            let (ns, url) = (ns.name.clone(), url.clone());
+            std::thread::spawn(move || {
+                std::process::Command::new(env!("CARGO_BIN_EXE_overseer"))
+                    .args(["watch-pr", &url])
+                    .env("KUBECONFIG", crate::support::cluster::kubeconfig_path())
+                    .env(
+                        "KUBE_RS_DEBUG_IMPERSONATE_USER",
+                        format!("system:serviceaccount:{ns}:overseer-agent-builder"),
+                    )
+                    .env("OVERSEER_NAMESPACE", &ns)
+                    .env("OVERSEER_AGENT", "builder")
+                    .output()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for ask in asks {
+        let out = ask.join().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let status = agent(&ns, "builder").await.status.unwrap();
+    let mut kept: Vec<String> = status
+        .watch_requests
+        .iter()
+        .map(|r| r.url.clone())
+        .collect();
+    kept.sort();
+    let mut asked = urls.clone();
+    asked.sort();
+    assert_eq!(kept, asked, "every concurrent request is kept");
+}
