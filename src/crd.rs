@@ -11,6 +11,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         .into_iter()
         .map(|crd| rewrite_schema(crd, bound_timestamps))
         .map(|crd| rewrite_schema(crd, brief_embedded_types))
+        .map(|crd| rewrite_schema(crd, bound_mount_paths))
         .collect()
 }
 
@@ -31,6 +32,31 @@ fn bound_timestamps(schema: &mut serde_json::Value) {
             map.values_mut().for_each(bound_timestamps);
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(bound_timestamps),
+        _ => {}
+    }
+}
+
+/// The longest `mountPath` of a pod template's mounts. Kubernetes sets none; the CEL
+/// rule that keeps mounts off `/overseer` needs one, or the API server estimates its
+/// cost over a string of any length and refuses the CRD.
+pub const MOUNT_PATH_MAX: u64 = 512;
+
+fn bound_mount_paths(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if let Some(path) = map
+                .get_mut("properties")
+                .and_then(|p| p.get_mut("volumeMounts"))
+                .and_then(|m| m.get_mut("items"))
+                .and_then(|i| i.get_mut("properties"))
+                .and_then(|p| p.get_mut("mountPath"))
+                .and_then(|p| p.as_object_mut())
+            {
+                path.insert("maxLength".into(), MOUNT_PATH_MAX.into());
+            }
+            map.values_mut().for_each(bound_mount_paths);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(bound_mount_paths),
         _ => {}
     }
 }

@@ -8,11 +8,25 @@
 //! as client-go's broadcaster does, an Event that finds its publisher's queue full is
 //! dropped and counted (`overseer_events_dropped_total`), never waited for, and one
 //! still queued when the process ends is lost.
+//!
+//! The publisher is this module's own, not kube's `Recorder`, for two reasons seen on a
+//! real API server: the Recorder folds Events that differ only in their note into one
+//! series, keeping the first note (a Swarm's second `AgentCreated` lost its member's
+//! name), and it names an Event after its object, so an object with a long name (a
+//! Goal of 253 characters) had every Event refused. Here an Event repeats into a series
+//! only when its note is the same, and its name always fits.
 
 use std::hash::{Hash, Hasher};
 
+use std::collections::HashMap;
+
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, Recorder};
+use k8s_openapi::api::events::v1::{Event as K8sEvent, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, Client, ResourceExt};
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::mpsc;
 use tracing::warn;
@@ -38,11 +52,16 @@ pub struct EventQueue {
 impl EventQueue {
     /// Starts the publishers on the current runtime; they stop when the queue is
     /// dropped. Events dropped for a full queue are counted in `dropped`.
-    pub fn start(recorder: Recorder, dropped: Counter) -> Self {
+    pub fn start(client: Client, controller: &str, dropped: Counter) -> Self {
         let publishers = (0..PUBLISHERS)
             .map(|_| {
                 let (sender, receiver) = mpsc::channel(QUEUE);
-                tokio::spawn(publish_all(recorder.clone(), receiver));
+                let publisher = Publisher {
+                    client: client.clone(),
+                    controller: controller.to_string(),
+                    recent: HashMap::new(),
+                };
+                tokio::spawn(publish_all(publisher, receiver));
                 sender
             })
             .collect();
@@ -77,9 +96,139 @@ fn publisher_of(regarding: &ObjectReference, publishers: usize) -> usize {
     (hasher.finish() % publishers as u64) as usize
 }
 
-async fn publish_all(recorder: Recorder, mut receiver: mpsc::Receiver<Queued>) {
+/// How long an Event stays one that a repeat adds to (as client-go's and kube's).
+const SERIES_WINDOW: jiff::SignedDuration = jiff::SignedDuration::from_mins(6);
+
+/// What makes two Events one series: everything they say, note included.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct SeriesKey {
+    warning: bool,
+    reason: String,
+    action: String,
+    note: Option<String>,
+    regarding: (
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    ),
+    related: Option<(Option<String>, Option<String>)>,
+}
+
+impl SeriesKey {
+    fn of(event: &Event, regarding: &ObjectReference) -> Self {
+        SeriesKey {
+            warning: event.type_ == EventType::Warning,
+            reason: event.reason.clone(),
+            action: event.action.clone(),
+            note: event.note.clone(),
+            regarding: (
+                regarding.kind.clone(),
+                regarding.namespace.clone(),
+                regarding.name.clone(),
+                regarding.uid.clone(),
+            ),
+            related: event
+                .secondary
+                .as_ref()
+                .map(|r| (r.kind.clone(), r.name.clone())),
+        }
+    }
+}
+
+/// Sends Events, one at a time, and the repeats of an Event as its series.
+struct Publisher {
+    client: Client,
+    controller: String,
+    /// The Events sent within the series window, by what they say.
+    recent: HashMap<SeriesKey, K8sEvent>,
+}
+
+impl Publisher {
+    async fn publish(&mut self, event: &Event, regarding: &ObjectReference) -> kube::Result<()> {
+        let now = Timestamp::now();
+        self.recent
+            .retain(|_, sent| last_seen(sent).is_some_and(|t| t + SERIES_WINDOW > now));
+        let key = SeriesKey::of(event, regarding);
+        let namespace = regarding.namespace.as_deref().unwrap_or("default");
+        let events: Api<K8sEvent> = Api::namespaced(self.client.clone(), namespace);
+        let sent = match self.recent.get(&key) {
+            Some(earlier) => {
+                let mut repeat = earlier.clone();
+                repeat.series = Some(EventSeries {
+                    count: earlier
+                        .series
+                        .as_ref()
+                        .map_or(2, |s| s.count.saturating_add(1)),
+                    last_observed_time: MicroTime(now),
+                });
+                let patch = serde_json::json!({"series": repeat.series});
+                events
+                    .patch(
+                        &repeat.name_any(),
+                        &PatchParams::default(),
+                        &Patch::Merge(&patch),
+                    )
+                    .await?;
+                repeat
+            }
+            None => {
+                let new = new_event(&self.controller, event, regarding, now);
+                events.create(&PostParams::default(), &new).await?
+            }
+        };
+        self.recent.insert(key, sent);
+        Ok(())
+    }
+}
+
+fn last_seen(event: &K8sEvent) -> Option<Timestamp> {
+    match &event.series {
+        Some(series) => Some(series.last_observed_time.0),
+        None => event.event_time.as_ref().map(|t| t.0),
+    }
+}
+
+/// The longest object name: an Event's name is the object's, a dot and 16 hex digits.
+const NAME_LIMIT: usize = 253 - 17;
+
+/// A new Event about `regarding`, named so that the name fits whatever the object's.
+fn new_event(
+    controller: &str,
+    event: &Event,
+    regarding: &ObjectReference,
+    now: Timestamp,
+) -> K8sEvent {
+    let object = regarding.name.as_deref().unwrap_or(controller);
+    K8sEvent {
+        metadata: ObjectMeta {
+            name: Some(format!(
+                "{}.{:x}",
+                crate::api::fit_name(object, NAME_LIMIT),
+                now.as_nanosecond()
+            )),
+            namespace: regarding.namespace.clone(),
+            ..Default::default()
+        },
+        action: Some(event.action.clone()),
+        reason: Some(event.reason.clone()),
+        note: event.note.clone(),
+        event_time: Some(MicroTime(now)),
+        regarding: Some(regarding.clone()),
+        related: event.secondary.clone(),
+        reporting_controller: Some(controller.to_string()),
+        reporting_instance: Some(controller.to_string()),
+        type_: Some(match event.type_ {
+            EventType::Normal => "Normal".into(),
+            EventType::Warning => "Warning".into(),
+        }),
+        ..Default::default()
+    }
+}
+
+async fn publish_all(mut publisher: Publisher, mut receiver: mpsc::Receiver<Queued>) {
     while let Some(queued) = receiver.recv().await {
-        if let Err(error) = recorder.publish(&queued.event, &queued.regarding).await {
+        if let Err(error) = publisher.publish(&queued.event, &queued.regarding).await {
             warn!(%error, reason = queued.event.reason, "publishing an event failed");
         }
     }
@@ -109,5 +258,55 @@ mod tests {
             .map(|i| publisher_of(&reference("Goal", "team", &format!("g{i}")), PUBLISHERS))
             .collect();
         assert_eq!(used.len(), PUBLISHERS, "200 goals use every publisher");
+    }
+
+    fn event(reason: &str, note: &str) -> Event {
+        Event {
+            type_: EventType::Normal,
+            reason: reason.into(),
+            note: Some(note.into()),
+            action: "Reconcile".into(),
+            secondary: None,
+        }
+    }
+
+    #[test]
+    fn events_that_say_different_things_are_never_one_series() {
+        let swarm = reference("Swarm", "team", "crew");
+        let first = SeriesKey::of(&event("AgentCreated", "created member crew-a"), &swarm);
+        let second = SeriesKey::of(&event("AgentCreated", "created member crew-b"), &swarm);
+        let again = SeriesKey::of(&event("AgentCreated", "created member crew-a"), &swarm);
+        assert!(
+            first != second,
+            "each member's creation is an Event of its own"
+        );
+        assert!(first == again, "a repeat is the same series");
+    }
+
+    #[test]
+    fn an_event_name_fits_whatever_the_objects_name() {
+        let long = "g".repeat(253);
+        let goal = reference("Goal", "team", &long);
+        let now = Timestamp::from_second(i64::from(i32::MAX)).unwrap();
+        let made = new_event(
+            "overseer-controller",
+            &event("StepStarted", "x"),
+            &goal,
+            now,
+        );
+        let name = made.metadata.name.unwrap();
+        assert!(name.len() <= 253, "{} characters", name.len());
+        let other = reference("Goal", "team", &format!("{}h", "g".repeat(252)));
+        let theirs = new_event(
+            "overseer-controller",
+            &event("StepStarted", "x"),
+            &other,
+            now,
+        );
+        assert_ne!(
+            theirs.metadata.name.unwrap(),
+            name,
+            "cut names keep a hash of the whole"
+        );
     }
 }

@@ -13,7 +13,6 @@ use clap::Args;
 use futures::FutureExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::core::DeserializeGuard as Guarded;
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, api::ListParams};
 use serde::de::DeserializeOwned;
@@ -291,7 +290,8 @@ async fn operator_client(metrics: &Metrics, fence: &Fence) -> Result<Client> {
 pub(crate) fn context(args: &RunArgs, client: Client, metrics: Arc<Metrics>) -> Arc<Context> {
     Arc::new(Context {
         events: crate::events::EventQueue::start(
-            Recorder::new(client.clone(), Reporter::from("overseer-controller")),
+            client.clone(),
+            "overseer-controller",
             metrics.events_dropped.clone(),
         ),
         client,

@@ -50,8 +50,10 @@ pub struct PodTemplate {
     #[x_kube(validation = Rule::new("self.all(v, has(v.configMap) || has(v.csi) || has(v.downwardAPI) || has(v.emptyDir) || has(v.ephemeral) || has(v.persistentVolumeClaim) || has(v.projected) || has(v.secret))").message("volumes may be only of the types the restricted Pod Security Standard allows: configMap, csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected, secret"))]
     #[schemars(length(max = 32))]
     pub volumes: Vec<Volume>,
-    /// Volume mounts added to the agent container.
+    /// Volume mounts added to the agent container; never at or under `/overseer`, where
+    /// the operator's binary and the shim's socket are.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(validation = Rule::new("self.all(m, !m.mountPath.matches('^[/.]*overseer(/|$)') && !m.mountPath.matches('(^|/)[.][.](/|$)'))").message("mountPath may not be /overseer or under it (the operator's binary and socket), nor contain '..'"))]
     #[schemars(length(max = 32))]
     pub volume_mounts: Vec<VolumeMount>,
     /// Node selector of the pod.

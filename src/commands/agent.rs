@@ -79,11 +79,62 @@ pub async fn peek(namespace: Option<&str>, agent: &str, lines: i64) -> Result<()
         .logs(&pod, &params)
         .await
         .map_err(|e| refused("read the log of", agent, e))?;
-    print!("{log}");
-    if !log.is_empty() && !log.ends_with('\n') {
-        println!();
-    }
+    print!("{}", screen_lines(&log));
     Ok(())
+}
+
+/// The CLI's screen as the shim mirrored it into the container log, without the
+/// shim's own log lines (its tracing output, which shares the log) and without any
+/// terminal escape sequence: what the overseer's model reads is the agent's screen only.
+pub fn screen_lines(log: &str) -> String {
+    let mut screen = String::new();
+    for line in log.lines() {
+        let plain = without_escapes(line);
+        if is_shim_log_line(&plain) {
+            continue;
+        }
+        screen.push_str(&plain);
+        screen.push('\n');
+    }
+    screen
+}
+
+/// A line of the shim's own tracing output: an RFC 3339 time, a level, then the
+/// `overseer` module that logged it.
+fn is_shim_log_line(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    let time = words.next().unwrap_or_default();
+    let level = words.next().unwrap_or_default();
+    let target = words.next().unwrap_or_default();
+    time.parse::<jiff::Timestamp>().is_ok()
+        && matches!(level, "TRACE" | "DEBUG" | "INFO" | "WARN" | "ERROR")
+        && target.starts_with("overseer")
+}
+
+/// `line` without ANSI escape sequences (CSI such as colours, and any other ESC pair)
+/// and other control characters but tab.
+fn without_escapes(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            // CSI: parameters and intermediates up to a final byte in @..~; any other
+            // escape is ESC and the one character after it.
+            '\u{1b}' => {
+                if chars.next() == Some('[') {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+            }
+            '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Agent `agent`, the pods of its namespace and the name of its current pod.
@@ -425,6 +476,21 @@ mod tests {
             text: "go".into(),
             sent_time: Time(Timestamp::UNIX_EPOCH),
         }
+    }
+
+    #[test]
+    fn peek_shows_the_screen_without_the_shims_log_lines_or_colours() {
+        let log = concat!(
+            "\u{1b}[2m2026-12-05T20:16:19.730272Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m \u{1b}[2moverseer::shim\u{1b}[0m\u{1b}[2m:\u{1b}[0m shim started\n",
+            "2026-12-05T20:16:20.1Z  WARN overseer::shim::tmux: a dialog was answered\n",
+            "> implementing proration\n",
+            "\u{1b}[1mtests pass\u{1b}[0m\n",
+            "2026-12-05 is the date in the plan\n",
+        );
+        assert_eq!(
+            screen_lines(log),
+            "> implementing proration\ntests pass\n2026-12-05 is the date in the plan\n"
+        );
     }
 
     #[test]

@@ -27,7 +27,12 @@ pub struct Telemetry {
 pub fn init(format: LogFormat, level: &str) -> Telemetry {
     let filter = EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info"));
     let logs: Box<dyn Layer<Registry> + Send + Sync> = match format {
-        LogFormat::Text => fmt::layer().with_writer(std::io::stderr).boxed(),
+        // Colour codes only for a person's terminal: in a pod the log is read by
+        // `kubectl logs`, `overseer peek` and log collectors, never by a terminal.
+        LogFormat::Text => fmt::layer()
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_writer(std::io::stderr)
+            .boxed(),
         LogFormat::Json => fmt::layer().json().with_writer(std::io::stderr).boxed(),
     };
     #[cfg(feature = "otlp")]

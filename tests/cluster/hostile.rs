@@ -484,3 +484,55 @@ async fn a_forged_attempt_never_opens_another_workloads_pod_to_the_overseer() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
+
+/// Every member's creation is an Event that names it (the Events of one swarm were
+/// folded into one series that kept the first member's name), and an object whose name
+/// is as long as the API server allows still gets its Events (their names were refused).
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn every_event_is_kept_by_what_it_says_whatever_the_objects_name() {
+    use crate::agent::wait_events;
+    use crate::support::cluster::create_object;
+    use overseer::swarm::Swarm;
+
+    let ns = setup("hostile-events").await;
+    let _operator = operator(&ns);
+    create_object::<Swarm>(
+        &ns,
+        json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "metadata": {"name": "crew"},
+            "spec": {
+                "defaults": {"runtime": {"name": "claude", "image": "example.com/claude:1"}},
+                "agents": [{"name": "first", "role": "builder"}, {"name": "second", "role": "scout"}]
+            }
+        }),
+    )
+    .await;
+    let notes = wait_in(&ns, "an AgentCreated Event per member", WAIT, || async {
+        let found = wait_events(&ns, "crew", "AgentCreated").await;
+        let mut notes: Vec<String> = found.into_iter().filter_map(|e| e.message).collect();
+        notes.sort();
+        (notes.len() == 3).then_some(notes)
+    })
+    .await;
+    for member in ["crew-first", "crew-overseer", "crew-second"] {
+        assert_eq!(
+            notes
+                .iter()
+                .filter(|n| n.contains(&format!("agent {member} ")))
+                .count(),
+            1,
+            "{member}: {notes:?}"
+        );
+    }
+
+    let long = "g".repeat(253);
+    create_simple_goal(&ns, &long, &["build"]).await;
+    let started = wait_events(&ns, &long, "StepStarted").await;
+    assert!(
+        started
+            .iter()
+            .all(|e| e.metadata.name.as_ref().is_some_and(|n| n.len() <= 253)),
+        "{started:?}"
+    );
+}
