@@ -44,6 +44,8 @@ pub struct Context {
     pub failures: Failures,
     /// The exec slots of the operator and of each namespace.
     pub deliveries: Arc<crate::deliveries::Deliveries>,
+    /// The egress sandbox of agent and step pods (src/egress.rs).
+    pub sandbox: crate::egress::Sandbox,
 }
 
 impl Context {

@@ -1,21 +1,29 @@
 //! Where the operator's execs into pods run, so that no tenant can starve the others:
 //! an agent whose exec hangs (its shim's socket answers nothing) holds an exec for its
-//! deadline. Each namespace may have `PER_NAMESPACE` execs at once, and all namespaces
-//! together `concurrency`. Deliveries that need no answer in the reconcile (a Goal's
-//! step outcome told to its overseer) run here, out of it; those a reconcile settles
-//! in status (nudges, wakes, sends, PR wakes) take a slot or, when their namespace has
-//! none free, are looked at again a moment later, never waiting in a controller's slot.
+//! deadline. Every exec runs in a task of its own, out of the reconciles (the Agent
+//! controller's delivery tasks, a Goal's step outcome told to its overseer), once its
+//! namespace has one of its `PER_NAMESPACE` slots and the operator one of its
+//! `IN_ALL`: a namespace whose execs hang waits on its own slots and holds none of the
+//! others', and no controller's reconcile slot waits for any exec.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use futures::channel::mpsc::UnboundedSender;
+use kube::Resource;
+use kube::runtime::reflector::ObjectRef;
+use tokio::sync::Semaphore;
 use tracing::warn;
 
 /// Execs one namespace may have in flight at once.
 pub const PER_NAMESPACE: usize = 2;
+
+/// Execs the operator has in flight at once, of all namespaces: a task and a
+/// connection each, so many; this bounds what a hundred namespaces whose execs all
+/// hang can hold.
+pub const IN_ALL: usize = 512;
 
 /// When a reconcile that found no free slot for its namespace looks again.
 pub const RETRY: Duration = Duration::from_secs(2);
@@ -35,16 +43,10 @@ struct Namespace {
     waiting: Arc<()>,
 }
 
-/// A slot held: one exec of its namespace may run until this is dropped.
-pub struct Slot {
-    _namespace: OwnedSemaphorePermit,
-    _all: OwnedSemaphorePermit,
-}
-
 impl Deliveries {
-    pub fn new(concurrency: usize) -> Self {
+    pub fn new(in_all: usize) -> Self {
         Deliveries {
-            all: Arc::new(Semaphore::new(concurrency.max(1))),
+            all: Arc::new(Semaphore::new(in_all.max(1))),
             namespaces: Mutex::default(),
         }
     }
@@ -58,17 +60,6 @@ impl Deliveries {
                 waiting: Arc::new(()),
             });
         (entry.slots.clone(), entry.waiting.clone())
-    }
-
-    /// A slot for `namespace` now, or None while its own are taken (or every one is).
-    pub fn try_slot(&self, namespace: &str) -> Option<Slot> {
-        let (slots, _) = self.namespace(namespace);
-        let own = slots.try_acquire_owned().ok()?;
-        let all = self.all.clone().try_acquire_owned().ok()?;
-        Some(Slot {
-            _namespace: own,
-            _all: all,
-        })
     }
 
     /// Runs `delivery` in the background once `namespace` has a slot (its own first:
@@ -103,6 +94,82 @@ impl Deliveries {
     }
 }
 
+/// The objects of one kind with a delivery task (at most one each), and the way back
+/// into their controller: while an object's task runs its reconciles wait (they would
+/// write the status the task writes), and when the task ends the object is reconciled
+/// again.
+pub struct Running<K: Resource<DynamicType = ()> + Send + 'static> {
+    running: Mutex<HashSet<(String, String)>>,
+    again: UnboundedSender<ObjectRef<K>>,
+}
+
+impl<K: Resource<DynamicType = ()> + Send + 'static> Running<K> {
+    /// `again` takes the objects whose tasks ended: the controller's `reconcile_on`.
+    pub fn new(again: UnboundedSender<ObjectRef<K>>) -> Arc<Self> {
+        Arc::new(Running {
+            running: Mutex::default(),
+            again,
+        })
+    }
+
+    /// Whether `name` of `namespace` has a task.
+    pub fn running(&self, namespace: &str, name: &str) -> bool {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        running.contains(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// Marks `name` as having a task; its guard unmarks it and asks for it again when
+    /// dropped, however the task ends. None when it has a task already.
+    pub fn begin(self: &Arc<Self>, namespace: &str, name: &str) -> Option<Task<K>> {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        running
+            .insert((namespace.to_string(), name.to_string()))
+            .then(|| Task {
+                running: self.clone(),
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                after: Some(RETRY),
+            })
+    }
+}
+
+/// An object's task, held while it runs.
+pub struct Task<K: Resource<DynamicType = ()> + Send + 'static> {
+    running: Arc<Running<K>>,
+    namespace: String,
+    name: String,
+    /// When the object is reconciled again once the task ends (None: at once). A task
+    /// that ends early, or never starts, leaves the default: a moment later.
+    pub after: Option<Duration>,
+}
+
+impl<K: Resource<DynamicType = ()> + Send + 'static> Drop for Task<K> {
+    fn drop(&mut self) {
+        let mut running = self
+            .running
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        running.remove(&(self.namespace.clone(), self.name.clone()));
+        let reference = ObjectRef::<K>::new(&self.name).within(&self.namespace);
+        let again = self.running.again.clone();
+        match self.after {
+            None => {
+                let _ = again.unbounded_send(reference);
+            }
+            Some(after) => {
+                // Dropped outside a runtime only when the process ends.
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        tokio::time::sleep(after).await;
+                        let _ = again.unbounded_send(reference);
+                    });
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,13 +188,9 @@ mod tests {
         }
         let noisy: Vec<_> = [starts.recv().await, starts.recv().await].into();
         assert_eq!(noisy, [Some("noisy"); 2], "two run, the rest wait");
-        assert!(
-            deliveries.try_slot("noisy").is_none(),
-            "its own slots are taken"
-        );
-        // Another namespace gets a slot at once, in the reconcile and in the background.
-        let slot = deliveries.try_slot("quiet");
-        assert!(slot.is_some(), "the quiet namespace waits for nobody");
+        let third = tokio::time::timeout(Duration::from_millis(200), starts.recv()).await;
+        assert!(third.is_err(), "its own slots are taken: {third:?}");
+        // Another namespace's delivery runs at once.
         let started_quiet = started.clone();
         assert!(deliveries.spawn("quiet", async move {
             let _ = started_quiet.send("quiet");
@@ -140,5 +203,29 @@ mod tests {
             .filter(|spawned| !spawned)
             .count();
         assert!(refused > 0, "a namespace cannot queue without bound");
+    }
+
+    #[tokio::test]
+    async fn one_task_per_object_and_the_object_comes_back_when_it_ends() {
+        use futures::StreamExt;
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let (again, mut back) = futures::channel::mpsc::unbounded();
+        let running = Running::<ConfigMap>::new(again);
+        let mut task = running.begin("team", "a").expect("the first task");
+        assert!(running.running("team", "a"));
+        assert!(running.begin("team", "a").is_none(), "one at a time");
+        assert!(running.begin("team", "b").is_some(), "others are free");
+        task.after = None;
+        drop(task);
+        assert!(!running.running("team", "a"));
+        let mut names = Vec::new();
+        for _ in 0..2 {
+            let reference = tokio::time::timeout(Duration::from_secs(5), back.next())
+                .await
+                .unwrap()
+                .unwrap();
+            names.push(reference.name);
+        }
+        assert_eq!(names, ["a", "b"], "at once, then after the default pause");
     }
 }

@@ -15,6 +15,7 @@ pub mod controller;
 pub mod crd;
 pub mod deliveries;
 pub mod duration;
+pub mod egress;
 pub mod events;
 pub mod exec;
 pub mod fresh;

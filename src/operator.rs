@@ -16,7 +16,7 @@ use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, api::ListParams};
 use serde::de::DeserializeOwned;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use crate::caches::SharedWatch;
 use crate::controller::{Context, Failures, Shutdown, scoped_api};
@@ -97,6 +97,33 @@ pub struct RunArgs {
         value_delimiter = ','
     )]
     pub notify_refused_cidrs: Vec<ipnet::IpNet>,
+    /// Give every agent and step pod an egress NetworkPolicy (owned by its Agent or
+    /// Goal) that allows DNS, the API server and the public internet, and refuses the
+    /// cluster's other pods, services, nodes and the cloud metadata addresses. Needs a
+    /// network plugin that enforces NetworkPolicy to take effect.
+    #[arg(
+        long = "sandbox-egress",
+        env = "OVERSEER_SANDBOX_EGRESS",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub sandbox_egress: bool,
+    /// More destinations every agent and step pod may reach, as CIDRs (repeat, or
+    /// comma-separate): an internal git host or model proxy.
+    #[arg(
+        long = "sandbox-allow-cidr",
+        env = "OVERSEER_SANDBOX_ALLOW_CIDRS",
+        value_delimiter = ','
+    )]
+    pub sandbox_allow_cidrs: Vec<ipnet::IpNet>,
+    /// The API server's addresses, which the sandbox allows (the shim reports there).
+    /// Unset: read from the `kubernetes` Service's endpoints in `default` at start.
+    #[arg(
+        long = "api-server-cidr",
+        env = "OVERSEER_API_SERVER_CIDRS",
+        value_delimiter = ','
+    )]
+    pub api_server_cidrs: Vec<ipnet::IpNet>,
     /// Log format.
     #[arg(long, value_enum, env = "OVERSEER_LOG_FORMAT", default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -241,7 +268,17 @@ pub async fn run(args: RunArgs) -> Result<()> {
     };
     metrics.leader.set(1);
 
-    let ctx = context(&args, client, metrics.clone());
+    let found = if args.sandbox_egress && args.api_server_cidrs.is_empty() {
+        discover_api_server(&client).await
+    } else {
+        Vec::new()
+    };
+    let ctx = context_with(
+        &args,
+        client,
+        metrics.clone(),
+        api_server_cidrs(&args, found),
+    );
     let work = {
         let shutdown = shutdown.clone();
         async move {
@@ -286,9 +323,64 @@ async fn operator_client(metrics: &Metrics, fence: &Fence) -> Result<Client> {
         .build())
 }
 
-/// What every controller shares, from the flags.
+/// What every controller shares, from the flags alone (the API server's addresses
+/// only from `--api-server-cidr`): for tests of a controller against a scripted client.
+#[cfg(test)]
 pub(crate) fn context(args: &RunArgs, client: Client, metrics: Arc<Metrics>) -> Arc<Context> {
+    context_with(args, client, metrics, api_server_cidrs(args, Vec::new()))
+}
+
+/// The API server's addresses: the flag's, else those read from the cluster.
+fn api_server_cidrs(args: &RunArgs, found: Vec<String>) -> Vec<String> {
+    if args.api_server_cidrs.is_empty() {
+        found
+    } else {
+        args.api_server_cidrs
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+}
+
+/// The addresses of the `kubernetes` Service's endpoints in `default`: the API
+/// server's own, which a sandboxed pod must reach. Empty, with a warning, when they
+/// cannot be read (the flag `--api-server-cidr` then says them).
+async fn discover_api_server(client: &Client) -> Vec<String> {
+    use k8s_openapi::api::core::v1::Endpoints;
+    let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), "default");
+    match endpoints.get("kubernetes").await {
+        Ok(found) => found
+            .subsets
+            .iter()
+            .flatten()
+            .flat_map(|s| s.addresses.iter().flatten())
+            .filter_map(|a| a.ip.parse::<std::net::IpAddr>().ok())
+            .map(|ip| ipnet::IpNet::from(ip).to_string())
+            .collect(),
+        Err(error) => {
+            warn!(%error, "the API server's addresses could not be read (set --api-server-cidr): sandboxed pods may not reach it under an enforcing network plugin");
+            Vec::new()
+        }
+    }
+}
+
+/// What every controller shares, from the flags and the API server's addresses.
+fn context_with(
+    args: &RunArgs,
+    client: Client,
+    metrics: Arc<Metrics>,
+    api_server: Vec<String>,
+) -> Arc<Context> {
     Arc::new(Context {
+        sandbox: crate::egress::Sandbox {
+            enabled: args.sandbox_egress,
+            api_server,
+            allow: args
+                .sandbox_allow_cidrs
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+        },
         events: crate::events::EventQueue::start(
             client.clone(),
             "overseer-controller",
@@ -308,9 +400,9 @@ pub(crate) fn context(args: &RunArgs, client: Client, metrics: Arc<Metrics>) -> 
             args.notify_refused_cidrs.clone(),
         )),
         failures: Failures::default(),
-        deliveries: Arc::new(crate::deliveries::Deliveries::new(usize::from(
-            args.concurrency,
-        ))),
+        deliveries: Arc::new(crate::deliveries::Deliveries::new(
+            crate::deliveries::IN_ALL,
+        )),
     })
 }
 

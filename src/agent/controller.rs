@@ -19,7 +19,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{info, instrument};
 
-use super::candidate::{LoopTimes, OverseerState};
+use super::candidate::OverseerState;
 use super::decide::{self, AgentPod, PodPhase};
 use super::inbox::{self, SendStep};
 use super::{oversight, pod};
@@ -34,17 +34,21 @@ use crate::kinds::swarm::Swarm;
 use crate::labels;
 use crate::reasons;
 use crate::{Result, conditions, duration};
-use children::{ensure_identity, instruction_file, sync_instructions, sync_pr_watches, sync_role};
+use children::{
+    ensure_identity, ensure_sandbox, instruction_file, sync_instructions, sync_pr_watches,
+    sync_role,
+};
 use context::{
     AgentContext, Effective, Unusable, apply_status, overseer_state, owning_swarm, resolve,
 };
-use delivery::{Courier, in_flight};
+use delivery::in_flight;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::DeserializeGuard as Guarded;
 
 mod children;
 mod context;
 mod delivery;
+mod dispatch;
 
 const CONTROLLER: &str = "agent";
 
@@ -99,9 +103,12 @@ pub async fn run(
     let swarm_cache = swarms.store.clone();
     let swarm_events = swarms.touched();
     let swarm_store = store.clone();
+    // A delivery task that ends asks for its agent again (src/agent/controller/dispatch.rs).
+    let (again, delivered) = futures::channel::mpsc::unbounded();
     let controller = Controller::for_stream(agent_events, store.clone())
         .owns_stream(pod_events)
         .reconcile_on(related_changes)
+        .reconcile_on(delivered)
         // A swarm's defaults, roles and prompt layers shape its agents.
         .watches_stream(swarm_events, move |swarm: Guarded<Swarm>| {
             swarm
@@ -122,6 +129,7 @@ pub async fn run(
         applied: Applied::default(),
         deleting: Deleting::default(),
         wake_locks: Mutex::default(),
+        dispatch: crate::deliveries::Running::new(again),
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
@@ -259,14 +267,30 @@ async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Ac
         return Ok(deferred(&ac.ctx, CONTROLLER));
     }
     let namespace = cached.namespace().unwrap_or_default();
+    // Its delivery task writes its status, and asks for it again when it ends.
+    if ac.dispatch.running(&namespace, &cached.name_any()) {
+        return Ok(Action::await_change());
+    }
     let shell = Shell {
         agents: Api::namespaced(ac.ctx.client.clone(), &namespace),
         pods: Api::namespaced(ac.ctx.client.clone(), &namespace),
         ac: &ac,
     };
-    let Some(mut agent) = current_agent(&shell, &cached).await? else {
+    let Some(agent) = current_agent(&shell, &cached).await? else {
         return Ok(Action::await_change());
     };
+    // A delivery an operator left claimed is settled first, out of the reconcile.
+    if in_flight(&agent).is_some() {
+        let work = dispatch::Work {
+            settle: true,
+            ..Default::default()
+        };
+        return Ok(match dispatch::start(&ac, agent, work) {
+            true => Action::await_change(),
+            false => Action::requeue(crate::deliveries::RETRY),
+        });
+    }
+    let mut agent = agent;
     let observed = match observe(&shell, &agent).await? {
         Ok(observed) => observed,
         Err(Unusable { reason, message }) => {
@@ -284,10 +308,23 @@ async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Ac
         pod_retention: ac.ctx.pod_retention,
         now: jiff::Timestamp::now(),
     });
-    let Some(mut requeue) = apply(&shell, &mut agent, &observed, &plan).await? else {
+    let Some((requeue, deliver)) = apply(&shell, &mut agent, &observed, &plan).await? else {
         return Ok(Action::await_change());
     };
-    // Then what runs in a ready pod: the overseer's Role, and the inbox.
+    let requeue = in_the_pod(&ac, agent, &observed, requeue, deliver).await?;
+    Ok(duration::requeue(requeue))
+}
+
+/// What runs in a ready pod once the status is written: the overseer's Role, then
+/// what is typed into a pod (a nudge or wake the plan asked for, the inbox), in a
+/// delivery task out of this reconcile. Returns when to look again.
+async fn in_the_pod(
+    ac: &Arc<AgentContext>,
+    agent: Agent,
+    observed: &Observed,
+    mut requeue: Option<Duration>,
+    deliver: Option<Delivery>,
+) -> Result<Option<Duration>> {
     let pod_ready = agent.status.as_ref().is_some_and(|s| {
         observed
             .pods
@@ -295,10 +332,9 @@ async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Ac
             .any(|p| Some(p.attempt) == s.attempt && p.ready && p.phase == PodPhase::Running)
     });
     if pod_ready {
-        sync_role(&ac, &agent, &observed.overseen).await?;
+        sync_role(ac, &agent, &observed.overseen).await?;
     }
-    // A message to type needs an exec slot of the namespace; without one free, the
-    // inbox is looked at again soon (expiring messages need none).
+    // A message that waits for a pod is looked at again then.
     let status = agent.status.clone().unwrap_or_default();
     let next = inbox::next_send(
         &status,
@@ -306,20 +342,22 @@ async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Ac
         ac.ctx.send_expiry,
         jiff::Timestamp::now(),
     );
-    let types = matches!(next, SendStep::Deliver(_) | SendStep::Redeliver(_));
-    let slot = types
-        .then(|| ac.ctx.deliveries.try_slot(&namespace))
-        .flatten();
-    let inbox = if types && slot.is_none() {
-        Some(crate::deliveries::RETRY)
-    } else {
-        shell.courier().inbox(&mut agent, pod_ready).await?
+    let mut work = dispatch::Work {
+        deliver: deliver.map(|kind| (kind, observed.effective.spec.clone())),
+        ..Default::default()
     };
-    drop(slot);
-    if let Some(retry) = inbox {
+    match next {
+        SendStep::Idle => {}
+        SendStep::Wait { retry_after } => {
+            requeue = Some(requeue.map_or(retry_after, |r| r.min(retry_after)));
+        }
+        _ => work.inbox = Some(pod_ready),
+    }
+    if !work.is_empty() && !dispatch::start(ac, agent, work) {
+        let retry = crate::deliveries::RETRY;
         requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
     }
-    Ok(duration::requeue(requeue))
+    Ok(requeue)
 }
 
 /// What one reconcile acts through: the controller's context and the APIs of the
@@ -328,16 +366,6 @@ struct Shell<'a> {
     ac: &'a AgentContext,
     agents: Api<Agent>,
     pods: Api<Pod>,
-}
-
-impl Shell<'_> {
-    fn courier(&self) -> Courier<'_> {
-        Courier {
-            ac: self.ac,
-            agents: &self.agents,
-            pods: &self.pods,
-        }
-    }
 }
 
 /// The agent to decide on, with any delivery a stopped operator left in flight
@@ -360,11 +388,7 @@ async fn current_agent(shell: &Shell<'_>, cached: &Agent) -> Result<Option<Agent
         ac.versions.forget(&namespace, &name);
         return Ok(None);
     }
-    if in_flight(&agent).is_none() {
-        return Ok(Some(agent));
-    }
-    shell.courier().settle(&agent).await?;
-    read_fresh(ac, &shell.agents, &name).await
+    Ok(Some(agent))
 }
 
 /// What the plan reads besides the agent, from caches and indexes.
@@ -407,7 +431,7 @@ async fn apply(
     agent: &mut Agent,
     observed: &Observed,
     plan: &decide::Plan,
-) -> Result<Option<Option<Duration>>> {
+) -> Result<Option<(Option<Duration>, Option<Delivery>)>> {
     let (ac, ctx) = (shell.ac, &shell.ac.ctx);
     // The children the pod reads come first: its instructions, and the PR watches it
     // asked for.
@@ -427,7 +451,8 @@ async fn apply(
         apply_status(&ac.versions, &shell.agents, &agent.name_any(), &plan.status).await?;
         agent.status = Some(plan.status.clone());
     }
-    let mut requeue = plan.requeue_after;
+    let requeue = plan.requeue_after;
+    let mut deliver = None;
     for action in &plan.actions {
         match action {
             decide::Action::CreatePod { .. } => {}
@@ -448,33 +473,11 @@ async fn apply(
                         .await;
                 }
             }
-            decide::Action::Deliver(kind) => {
-                // An exec slot of the agent's namespace, or a look again soon: never
-                // a wait in this controller's slot behind that namespace's execs.
-                let namespace = agent.namespace().unwrap_or_default();
-                let Some(_slot) = ctx.deliveries.try_slot(&namespace) else {
-                    let retry = crate::deliveries::RETRY;
-                    requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
-                    continue;
-                };
-                let delivered = match kind {
-                    Delivery::Nudge => {
-                        shell
-                            .courier()
-                            .nudge(agent, &observed.effective.spec)
-                            .await?
-                    }
-                    Delivery::Wake => shell.courier().wake(agent).await?,
-                };
-                if !delivered {
-                    // Retried at the next heartbeat; the cooldown has not started.
-                    let retry = LoopTimes::of(&observed.effective.spec.loop_).delivery_retry();
-                    requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
-                }
-            }
+            // Typed by a delivery task, once the status above is written.
+            decide::Action::Deliver(kind) => deliver = Some(*kind),
         }
     }
-    Ok(Some(requeue))
+    Ok(Some((requeue, deliver)))
 }
 
 /// What the webhook hears of an agent's end: names and the condition's reason, in
@@ -505,6 +508,7 @@ async fn create_pod(
     let ac = shell.ac;
     ensure_identity(ac, agent, &observed.overseen).await?;
     let Effective { spec, swarm } = &observed.effective;
+    ensure_sandbox(ac, agent, swarm.as_deref()).await?;
     let shape = pod::PodShape {
         overseer: pod::acts_as_overseer(agent, &observed.overseen),
         read_only: crate::roles::role(swarm.as_deref().map(|s| &s.spec), &spec.role).read_only,
@@ -755,6 +759,7 @@ mod tests {
             applied: Applied::default(),
             deleting: Deleting::default(),
             wake_locks: Mutex::default(),
+            dispatch: crate::deliveries::Running::new(futures::channel::mpsc::unbounded().0),
         }
     }
 
@@ -855,7 +860,7 @@ mod tests {
         let ac = agent_context(client.clone());
         let agents: Api<Agent> = Api::namespaced(client.clone(), "team");
         let pods: Api<Pod> = Api::namespaced(client, "team");
-        let courier = Courier {
+        let courier = super::delivery::Courier {
             ac: &ac,
             agents: &agents,
             pods: &pods,

@@ -86,6 +86,7 @@ pub async fn run(
         swarms: swarm_cache,
         versions: Versions::default(),
         creating,
+        applied: crate::fresh::Applied::default(),
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
@@ -100,6 +101,8 @@ struct GoalContext {
     versions: Versions,
     /// Each Goal's step pod created and not yet in `pods` (src/fresh.rs).
     creating: Arc<Creating<StepPod>>,
+    /// Each Goal's sandbox as this operator last applied it.
+    applied: crate::fresh::Applied,
 }
 
 fn dependents(store: &Store<Guarded<Goal>>, changed: &Goal) -> Vec<ObjectRef<Guarded<Goal>>> {
@@ -507,6 +510,10 @@ async fn create_step_pod(
             .started(&namespace, &goal.name_any(), &pod.name_any(), pending);
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    if let Err(error) = ensure_sandbox(gc, goal).await {
+        gc.creating.ended(&namespace, &goal.name_any());
+        return Err(error);
+    }
     let claim = goal.spec.workspace.as_ref().and_then(|w| {
         let owner = kube::api::ObjectMeta {
             namespace: Some(namespace.clone()),
@@ -559,6 +566,46 @@ async fn create_step_pod(
             Ok(created)
         }
     }
+}
+
+/// Applies the goal's egress sandbox (src/egress.rs) for its step pods, when it differs
+/// from what this operator last applied; left to the swarm's own policy when the
+/// goal's swarm limits egress (policies add up: a sandbox beside it would widen it).
+async fn ensure_sandbox(gc: &GoalContext, goal: &Goal) -> Result<()> {
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    let sandbox = &gc.ctx.sandbox;
+    let namespace = goal.namespace().unwrap_or_default();
+    let governed_by_swarm = goal.spec.swarm.as_ref().is_some_and(|swarm| {
+        gc.swarms
+            .get(&ObjectRef::new(swarm).within(&namespace))
+            .is_some_and(|s| {
+                s.0.as_ref()
+                    .is_ok_and(|s| s.spec.network_policy && s.spec.egress.is_some())
+            })
+    });
+    if !sandbox.enabled || governed_by_swarm {
+        return Ok(());
+    }
+    let name = crate::egress::sandbox_name("goal", &goal.name_any());
+    let selector = std::collections::BTreeMap::from([
+        (
+            crate::api::MANAGED_BY.0.to_string(),
+            crate::api::MANAGED_BY.1.to_string(),
+        ),
+        (
+            crate::labels::GOAL.to_string(),
+            crate::api::label_value(&goal.name_any()),
+        ),
+    ]);
+    let policy = crate::egress::sandbox_policy(goal, name.clone(), selector, sandbox, &[]);
+    const KIND: &str = "NetworkPolicy";
+    if gc.applied.holds(KIND, &namespace, &name, &policy.spec) {
+        return Ok(());
+    }
+    let policies: Api<NetworkPolicy> = Api::namespaced(gc.ctx.client.clone(), &namespace);
+    crate::api::apply_owned(&policies, &name, &goal.uid().unwrap_or_default(), &policy).await?;
+    gc.applied.record(KIND, &namespace, &name, &policy.spec);
+    Ok(())
 }
 
 /// `effort: high`: types the step's outcome into the goal's overseer through exec

@@ -15,6 +15,19 @@ use crate::template::PodTemplate;
 
 /// An agent CLI running in a pod; in the loop it must keep working until it
 /// declares itself done or blocked.
+/// What an agent's sandbox lets it reach besides its defaults.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentEgress {
+    /// Destinations as CIDRs (IPv4 or IPv6).
+    #[serde(rename = "allowCIDRs", default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 32),
+        inner(regex(pattern = r"^[0-9a-fA-F:.]+/[0-9]{1,3}$"))
+    )]
+    pub allow_cidrs: Vec<String>,
+}
+
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "overseer.dev",
@@ -96,6 +109,11 @@ pub struct AgentSpec {
     /// watch-pr URL`); without it, those requests are refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pull_requests: Option<PullRequestAccess>,
+    /// More destinations the agent's pod may connect to, besides DNS, the API server
+    /// and the public internet that its sandbox allows (docs/security.md): an internal
+    /// git host, a model proxy inside the cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<AgentEgress>,
     /// Where the agent works: a git source cloned into `/workspace`, and what holds it
     /// (its swarm's when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]

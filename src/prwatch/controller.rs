@@ -4,6 +4,8 @@
 //! input and releases the claim. A delivery that fails is taken back in status, so
 //! the next poll brings the same news again; a claim left by an operator that
 //! stopped is delivered again under its id, which the shim confirms without typing.
+//! Both deliveries run in a task out of the reconcile (src/deliveries.rs), so an agent
+//! whose exec hangs holds no reconcile slot of this controller.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,7 +15,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
-use tracing::{info, instrument};
+use tracing::{info, instrument, warn};
 
 use super::decide::{self, Poll};
 use super::github::{self, PollError, PullRequest};
@@ -43,6 +45,8 @@ pub async fn run(ctx: Arc<Context>, agents: Subscription<Guarded<Agent>>, shutdo
         .set(crate::metrics::phase_count(store.clone(), |w: &PRWatch| {
             w.status.as_ref().and_then(|s| s.phase)
         }));
+    // A wake's delivery task that ends asks for its watch again.
+    let (again, delivered) = futures::channel::mpsc::unbounded();
     let controller = controller
         // An agent coming online lets news held for it through at the next poll.
         .watches_stream(agents.touched(), move |agent: Guarded<Agent>| {
@@ -50,10 +54,12 @@ pub async fn run(ctx: Arc<Context>, agents: Subscription<Guarded<Agent>>, shutdo
                 .0
                 .map(|agent| watching(&store, &agent))
                 .unwrap_or_default()
-        });
+        })
+        .reconcile_on(delivered);
     let context = Arc::new(WatchContext {
         ctx,
         github: github::GitHub::new(),
+        delivering: crate::deliveries::Running::new(again),
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
@@ -62,6 +68,8 @@ struct WatchContext {
     ctx: Arc<Context>,
     /// One HTTPS client for every watch's polls.
     github: github::GitHub,
+    /// The watches whose wake is being delivered.
+    delivering: Arc<crate::deliveries::Running<Guarded<PRWatch>>>,
 }
 
 impl crate::controller::ControllerContext for WatchContext {
@@ -133,8 +141,12 @@ async fn reconcile(cached: Arc<PRWatch>, wc: Arc<WatchContext>) -> Result<Action
     let started = Instant::now();
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
+    // Its wake's delivery writes its status, and asks for it again when it ends.
+    if wc.delivering.running(&namespace, &name) {
+        return Ok(Action::await_change());
+    }
     let watches: Api<PRWatch> = Api::namespaced(ctx.client.clone(), &namespace);
-    let Some(watch) = current_watch(&ctx, &watches, &name).await? else {
+    let Some(watch) = current_watch(&wc, &watches, &name).await? else {
         return Ok(Action::await_change());
     };
     let now = jiff::Timestamp::now();
@@ -155,46 +167,75 @@ async fn reconcile(cached: Arc<PRWatch>, wc: Arc<WatchContext>) -> Result<Action
         agent_ready: agent_pod.is_some(),
         now,
     };
-    let mut plan = decide::plan(&input);
+    let plan = decide::plan(&input);
     if watch.status.as_ref() != Some(&plan.status) {
         apply_status(&watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
     }
-    if let (Some(text), Some(pod)) = (plan.wake.clone(), &agent_pod) {
-        let wake = Wake {
-            watches: &watches,
-            pods: &pods,
-            watch: &watch,
-            pod,
-            started,
-        };
-        plan = deliver_wake(&ctx, &wake, &input, plan, &text).await?;
-    }
-    for event in &plan.events {
-        ctx.publish_about(&watch, event.warning, event.reason, &event.message);
-    }
-    Ok(duration::requeue(plan.requeue_after))
+    let requeue = duration::requeue(plan.requeue_after);
+    let (Some(text), Some(pod)) = (plan.wake.clone(), agent_pod) else {
+        for event in &plan.events {
+            ctx.publish_about(&watch, event.warning, event.reason, &event.message);
+        }
+        return Ok(requeue);
+    };
+    // Typed in a task; its Events follow the delivery, which may keep the news.
+    let kept = decide::kept_for_next_poll(&input);
+    let Some(mut task) = wc.delivering.begin(&namespace, &name) else {
+        return Ok(Action::requeue(crate::deliveries::RETRY));
+    };
+    let wake = Wake {
+        watches,
+        pods,
+        watch,
+        pod,
+        started,
+    };
+    let spawned = ctx.deliveries.clone().spawn(&namespace, async move {
+        let task = &mut task;
+        match deliver_wake(&ctx, &wake, plan, kept, &text).await {
+            Ok(settled) => {
+                for event in &settled.events {
+                    ctx.publish_about(&wake.watch, event.warning, event.reason, &event.message);
+                }
+                task.after = None;
+            }
+            Err(error) => warn!(prwatch = %wake.watch.name_any(), %error, "settling a wake failed; looked at again shortly"),
+        }
+    });
+    Ok(match spawned {
+        true => Action::await_change(),
+        false => Action::requeue(crate::deliveries::RETRY),
+    })
 }
 
 /// The watch to decide on, read fresh (what was reported, never a stale cache), with a
 /// wake a stopped operator left claimed delivered first; None when it is gone, being
 /// deleted or ended.
 async fn current_watch(
-    ctx: &Context,
+    wc: &WatchContext,
     watches: &Api<PRWatch>,
     name: &str,
 ) -> Result<Option<PRWatch>> {
-    let Some(mut watch) = watches.get_opt(name).await? else {
+    let Some(watch) = watches.get_opt(name).await? else {
         return Ok(None);
     };
     if watch.meta().deletion_timestamp.is_some() {
         return Ok(None);
     }
     if let Some(claimed) = watch.status.as_ref().and_then(|s| s.wake_in_flight.clone()) {
-        deliver_claimed(ctx, watches, &watch, &claimed).await?;
-        let Some(settled) = watches.get_opt(name).await? else {
-            return Ok(None);
-        };
-        watch = settled;
+        // Settled in a task, which asks for the watch again when it is done.
+        let namespace = watch.namespace().unwrap_or_default();
+        if let Some(mut task) = wc.delivering.begin(&namespace, name) {
+            let (ctx, watches) = (wc.ctx.clone(), watches.clone());
+            wc.ctx.deliveries.clone().spawn(&namespace, async move {
+                let task = &mut task;
+                match deliver_claimed(&ctx, &watches, &watch, &claimed).await {
+                    Ok(()) => task.after = None,
+                    Err(error) => warn!(prwatch = %watch.name_any(), %error, "settling a claimed wake failed; looked at again shortly"),
+                }
+            });
+        }
+        return Ok(None);
     }
     if decide::ended(watch.status.as_ref().and_then(|s| s.phase)) {
         return Ok(None);
@@ -232,34 +273,34 @@ async fn poll_if_due(
 }
 
 /// Where a planned wake goes, and when the reconcile that plans it started.
-struct Wake<'a> {
-    watches: &'a Api<PRWatch>,
-    pods: &'a Api<Pod>,
-    watch: &'a PRWatch,
+struct Wake {
+    watches: Api<PRWatch>,
+    pods: Api<Pod>,
+    watch: PRWatch,
     /// The agent's ready pod, by name.
-    pod: &'a str,
+    pod: String,
     started: Instant,
 }
 
 /// Types the planned wake `text` into the agent's pod under the wake's number (counted
 /// in the status already written) and settles it; one not delivered keeps the news for
-/// the next poll, then says so. Returns the plan as settled.
+/// the next poll (`kept`, the plan for that), then says so. Returns the plan as settled.
 async fn deliver_wake(
     ctx: &Context,
-    wake: &Wake<'_>,
-    input: &decide::Input<'_>,
+    wake: &Wake,
     mut plan: decide::Plan,
+    kept: decide::Plan,
     text: &str,
 ) -> Result<decide::Plan> {
-    let (watch, name) = (wake.watch, wake.watch.name_any());
+    let (watch, name) = (&wake.watch, wake.watch.name_any());
     let ids = [decide::wake_id(&name, plan.status.wakes)];
-    let delivered = crate::agent::input::deliver(ctx, wake.pods, wake.pod, text, &ids).await;
+    let delivered = crate::agent::input::deliver(ctx, &wake.pods, &wake.pod, text, &ids).await;
     ctx.metrics.count_delivery("pr", &delivered);
     match delivered {
         Ok(()) => {
             info!(agent = %watch.spec.agent, "woke the agent");
             plan.status = decide::wake_settled(&plan.status);
-            apply_status(wake.watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
+            apply_status(&wake.watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
             if plan.status.reported.len() > watch.status.as_ref().map_or(0, |s| s.reported.len()) {
                 ctx.metrics
                     .pr_settle_to_wake
@@ -272,8 +313,8 @@ async fn deliver_wake(
                 watch.spec.agent
             );
             // Kept first, then told: whoever reads the Event finds the news kept.
-            plan = decide::kept_for_next_poll(input);
-            apply_status(wake.watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
+            plan = kept;
+            apply_status(&wake.watches, &name, CONTROLLER_MANAGER, &plan.status).await?;
             ctx.publish_about(watch, true, reasons::WAKE_FAILED, &message);
         }
     }

@@ -152,6 +152,7 @@ fn base_spec(swarm: &str, role: &str) -> AgentSpec {
         notify: None,
         workspace: None,
         pull_requests: None,
+        egress: None,
     }
 }
 
@@ -358,56 +359,22 @@ pub fn network_policy(swarm: &Swarm) -> k8s_openapi::api::networking::v1::Networ
     }
 }
 
-/// Ranges `publicInternet` leaves out: private, shared, link-local and unique-local,
-/// where the cluster's pods, services, nodes and metadata services live.
-const NOT_PUBLIC_V4: [&str; 5] = [
-    "10.0.0.0/8",
-    "100.64.0.0/10",
-    "169.254.0.0/16",
-    "172.16.0.0/12",
-    "192.168.0.0/16",
-];
-const NOT_PUBLIC_V6: [&str; 2] = ["fc00::/7", "fe80::/10"];
-
 /// The swarm's egress: DNS anywhere, its own pods, and what `egress` lists.
 fn egress_rules(
     egress: &crate::kinds::swarm::SwarmEgress,
     swarm_pods: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
 ) -> Vec<k8s_openapi::api::networking::v1::NetworkPolicyEgressRule> {
-    use k8s_openapi::api::networking::v1::{
-        IPBlock, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicyPort,
-    };
-    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-    let block = |cidr: &str, except: &[&str]| NetworkPolicyPeer {
-        ip_block: Some(IPBlock {
-            cidr: cidr.to_string(),
-            except: (!except.is_empty()).then(|| except.iter().map(|e| e.to_string()).collect()),
-        }),
-        ..Default::default()
-    };
-    let dns = NetworkPolicyEgressRule {
-        ports: Some(
-            ["UDP", "TCP"]
-                .map(|protocol| NetworkPolicyPort {
-                    protocol: Some(protocol.into()),
-                    port: Some(IntOrString::Int(53)),
-                    ..Default::default()
-                })
-                .to_vec(),
-        ),
-        to: None,
-    };
+    use k8s_openapi::api::networking::v1::{NetworkPolicyEgressRule, NetworkPolicyPeer};
     let mut peers = vec![NetworkPolicyPeer {
         pod_selector: Some(swarm_pods),
         ..Default::default()
     }];
     if egress.public_internet {
-        peers.push(block("0.0.0.0/0", &NOT_PUBLIC_V4));
-        peers.push(block("::/0", &NOT_PUBLIC_V6));
+        peers.extend(crate::egress::public_internet());
     }
-    peers.extend(egress.allow_cidrs.iter().map(|cidr| block(cidr, &[])));
+    peers.extend(crate::egress::cidrs(&egress.allow_cidrs));
     vec![
-        dns,
+        crate::egress::dns(),
         NetworkPolicyEgressRule {
             to: Some(peers),
             ports: None,

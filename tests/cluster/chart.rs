@@ -63,8 +63,10 @@ async fn the_chart_installs_and_its_rbac_is_enough_for_every_kind() {
         "{}",
         String::from_utf8_lossy(&rendered.stderr)
     );
+    // Every object names its namespace (the sandbox's Role that reads the API server's
+    // Endpoints is in `default`).
     kubectl_ok(
-        &["apply", "-n", &ns.name, "-f", "-"],
+        &["apply", "-f", "-"],
         Some(&String::from_utf8(rendered.stdout).unwrap()),
     );
 
@@ -127,6 +129,18 @@ async fn the_chart_installs_and_its_rbac_is_enough_for_every_kind() {
         },
     )
     .await;
+    // The goal's sandbox, made as the chart's account, allows the API server at the
+    // addresses that account read from the `kubernetes` Endpoints.
+    let policies: Api<k8s_openapi::api::networking::v1::NetworkPolicy> = ns.api();
+    let sandbox = policies.get("overseer-sandbox-goal-rbac").await.unwrap();
+    let endpoints: Api<k8s_openapi::api::core::v1::Endpoints> =
+        Api::namespaced(ns.client.clone(), "default");
+    let api_server = endpoints.get("kubernetes").await.unwrap();
+    let address = api_server.subsets.unwrap()[0].addresses.clone().unwrap()[0]
+        .ip
+        .clone();
+    let allowed = serde_json::to_string(&sandbox.spec).unwrap();
+    assert!(allowed.contains(&format!("{address}/32")), "{allowed}");
     let events: Api<Event> = ns.api();
     let reasons: Vec<String> = events
         .list(&ListParams::default())

@@ -536,3 +536,142 @@ async fn every_event_is_kept_by_what_it_says_whatever_the_objects_name() {
         "{started:?}"
     );
 }
+
+/// Every agent pod and step pod is a sandbox by default: an egress NetworkPolicy owned
+/// by its Agent or Goal, which the API server takes, that picks exactly its pods and
+/// allows DNS, the API server's own addresses, the public internet (never the private,
+/// link-local or metadata ranges) and the Agent's `spec.egress.allowCIDRs`. A member of
+/// a swarm that limits egress itself gets none beside the swarm's (policies add up).
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn every_agent_and_step_pod_is_a_sandbox_by_default() {
+    use crate::support::cluster::create_object;
+    use k8s_openapi::api::core::v1::Endpoints;
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    use kube::api::ListParams;
+    use overseer::swarm::Swarm;
+
+    let ns = setup("hostile-sandbox").await;
+    let _operator = operator(&ns);
+    create_agent(
+        &ns,
+        "builder",
+        json!({"egress": {"allowCIDRs": ["10.40.0.12/32"]}}),
+    )
+    .await;
+    create_simple_goal(&ns, "ship", &["build"]).await;
+    create_object::<Swarm>(
+        &ns,
+        json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "metadata": {"name": "closed"},
+            "spec": {
+                "networkPolicy": true, "egress": {"publicInternet": false},
+                "defaults": {"runtime": {"name": "claude", "image": "example.com/claude:1"}},
+                "agents": [{"name": "member", "role": "builder"}]
+            }
+        }),
+    )
+    .await;
+    let policies: Api<NetworkPolicy> = ns.api();
+    let endpoints: Api<Endpoints> = Api::namespaced(ns.client.clone(), "default");
+    let api_server: Vec<String> = endpoints
+        .get("kubernetes")
+        .await
+        .unwrap()
+        .subsets
+        .iter()
+        .flatten()
+        .flat_map(|s| s.addresses.iter().flatten())
+        .map(|a| format!("{}/32", a.ip))
+        .collect();
+    assert!(!api_server.is_empty(), "the API server's endpoints");
+    for (name, pod, owner) in [
+        ("overseer-sandbox-agent-builder", "builder-1", "builder"),
+        ("overseer-sandbox-goal-ship", "ship-s0-a1", "ship"),
+    ] {
+        let policy = wait_in(&ns, name, WAIT, || async {
+            policies.get_opt(name).await.ok().flatten()
+        })
+        .await;
+        assert_eq!(
+            policy.metadata.owner_references.as_ref().unwrap()[0].name,
+            owner
+        );
+        let spec = policy.spec.unwrap();
+        assert_eq!(spec.policy_types, Some(vec!["Egress".to_string()]));
+        // It picks the pod the operator made, found by the policy's own selector.
+        let labels = spec
+            .pod_selector
+            .as_ref()
+            .unwrap()
+            .match_labels
+            .clone()
+            .unwrap();
+        let selector: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let picked = wait_in(&ns, pod, WAIT, || async {
+            let found = ns
+                .api::<Pod>()
+                .list(&ListParams::default().labels(&selector.join(",")))
+                .await
+                .ok()?;
+            let names: Vec<String> = found
+                .items
+                .iter()
+                .map(|p| p.metadata.name.clone().unwrap())
+                .collect();
+            names.contains(&pod.to_string()).then_some(names)
+        })
+        .await;
+        assert!(picked.iter().all(|p| p.starts_with(owner)), "{picked:?}");
+        let egress = spec.egress.unwrap();
+        let peers = egress[1].to.clone().unwrap();
+        let cidrs: Vec<String> = peers
+            .iter()
+            .filter_map(|p| p.ip_block.as_ref().map(|b| b.cidr.clone()))
+            .collect();
+        let public = peers[0].ip_block.as_ref().unwrap();
+        assert_eq!(public.cidr, "0.0.0.0/0");
+        for closed in [
+            "10.0.0.0/8",
+            "169.254.0.0/16",
+            "172.16.0.0/12",
+            "192.168.0.0/16",
+        ] {
+            assert!(
+                public
+                    .except
+                    .as_ref()
+                    .unwrap()
+                    .contains(&closed.to_string()),
+                "{closed}"
+            );
+        }
+        for address in &api_server {
+            assert!(
+                cidrs.contains(address),
+                "the API server {address}: {cidrs:?}"
+            );
+        }
+        assert_eq!(
+            cidrs.contains(&"10.40.0.12/32".to_string()),
+            owner == "builder",
+            "the Agent's own allow-list: {cidrs:?}"
+        );
+    }
+    wait_in(&ns, "the member's pod", WAIT, || async {
+        ns.api::<Pod>()
+            .get_opt("closed-member-1")
+            .await
+            .ok()
+            .flatten()
+    })
+    .await;
+    assert!(
+        policies
+            .get_opt("overseer-sandbox-agent-closed-member")
+            .await
+            .unwrap()
+            .is_none(),
+        "a swarm that limits egress governs its members alone"
+    );
+}

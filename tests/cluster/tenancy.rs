@@ -149,3 +149,150 @@ async fn cluster_wide_a_hanging_agent_in_one_namespace_delays_no_goal_in_another
     })
     .await;
 }
+
+/// Agents in four namespaces whose execs all hang, each with a message to deliver
+/// (`OVERSEER_HANGING` of them in all, 8 by default: the controller's `--concurrency`);
+/// another tenant's send is delivered, and its goal's next step starts, within a few
+/// seconds while every one of those execs still hangs. When deliveries ran inside the
+/// Agent controller's reconciles, eight hanging execs held all eight of its slots and
+/// the other tenant waited for their 60 s deadline.
+#[tokio::test]
+#[ignore = "needs the test cluster: run alone by `make test` (an operator of every namespace)"]
+async fn cluster_wide_hanging_deliveries_in_four_namespaces_delay_no_other_tenant() {
+    use crate::support::shim::pod_shim;
+    const NAMESPACES: usize = 4;
+    let hanging: usize = std::env::var("OVERSEER_HANGING")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(8);
+    let per_namespace = hanging.div_ceil(NAMESPACES);
+    let mut noisy = Vec::new();
+    for i in 0..NAMESPACES {
+        noisy.push(setup(&format!("tenancy-hang{i}")).await);
+    }
+    let quiet = setup("tenancy-calm").await;
+    let _operator = Operator::start(&["--input-command", env!("CARGO_BIN_EXE_overseer")]);
+    let mut holds = Vec::new();
+    for ns in &noisy {
+        let (socket, held) = hanging_socket(&ns.name);
+        for a in 0..per_namespace {
+            route_exec_to(ns, &format!("a{a}-1"), &socket).await;
+            create_agent(ns, &format!("a{a}"), json!({})).await;
+        }
+        holds.push((socket, held));
+    }
+    for (ns, (socket, _)) in noisy.iter().zip(&holds) {
+        let agents: Api<overseer::agent::Agent> = ns.api();
+        for a in 0..per_namespace {
+            let name = format!("a{a}");
+            wait_in(ns, "the agent's pod ready", WAIT, || async {
+                agents.get(&name).await.ok()?.status?.ready_pod().map(drop)
+            })
+            .await;
+        }
+        wait_exec_routed(ns, "a0-1", socket).await;
+        for a in 0..per_namespace {
+            let sent = send(ns, &format!("a{a}"), "0");
+            assert!(
+                sent.status.success(),
+                "{}",
+                String::from_utf8_lossy(&sent.stderr)
+            );
+        }
+    }
+    wait_in(
+        &quiet,
+        "every noisy namespace's execs hanging",
+        WAIT,
+        || async {
+            holds
+                .iter()
+                .all(|(_, held)| held.load(Ordering::SeqCst) >= per_namespace.min(2))
+                .then_some(())
+        },
+    )
+    .await;
+    // The other tenant: a working agent and a goal.
+    let _calm = pod_shim(&quiet, "calm", 1, "pi", "tui-works-then-idles.sh").await;
+    let created = std::time::Instant::now();
+    create_agent(&quiet, "calm", json!({})).await;
+    let agents: Api<overseer::agent::Agent> = quiet.api();
+    wait_in(&quiet, "the calm agent's pod ready", WAIT, || async {
+        agents.get("calm").await.ok()?.status?.ready_pod().map(drop)
+    })
+    .await;
+    let pod_took = created.elapsed();
+    let started = std::time::Instant::now();
+    let sent = send(&quiet, "calm", "60");
+    let send_took = started.elapsed();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    create_object::<overseer::goal::Goal>(
+        &quiet,
+        json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": "steady"},
+            "spec": {"defaults": {"runtime": {"name": "pi", "image": "example.com/pi:1"}},
+                "steps": [{"name": "a", "action": "Do a"}, {"name": "b", "action": "Do b"}]}}),
+    )
+    .await;
+    finish(&quiet, "steady-s0-a1").await;
+    let finished = std::time::Instant::now();
+    let pods: Api<Pod> = quiet.api();
+    wait_in(&quiet, "the goal's next step", WAIT, || async {
+        pods.get_opt("steady-s1-a1").await.ok().flatten()
+    })
+    .await;
+    let step_took = finished.elapsed();
+    let still: usize = holds.iter().map(|(_, h)| h.load(Ordering::SeqCst)).sum();
+    println!(
+        "hanging deliveries {hanging} ({per_namespace} in each of {NAMESPACES} namespaces, {still} execs held): \
+         another tenant's agent had a ready pod {pod_took:?} after it was created, its send was delivered in \
+         {send_took:?}, its next step created {step_took:?} after the step ended"
+    );
+    // Every one of those execs still hangs: none gave up before the other tenant went on.
+    for ns in &noisy {
+        let failed = ns
+            .api::<Event>()
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some("SendFailed"))
+            .count();
+        assert_eq!(
+            failed, 0,
+            "a hanging exec ended before the other tenant went on"
+        );
+    }
+    for (_, held) in &holds {
+        let held = held.load(Ordering::SeqCst);
+        assert!(
+            held <= overseer::deliveries::PER_NAMESPACE,
+            "{held} execs into one namespace at once"
+        );
+    }
+    let few = Duration::from_secs(10);
+    assert!(pod_took < few, "the other tenant's pod waited {pod_took:?}");
+    assert!(
+        send_took < few,
+        "the other tenant's send took {send_took:?}"
+    );
+    assert!(
+        step_took < few,
+        "the other tenant's step waited {step_took:?}"
+    );
+}
+
+/// `overseer send AGENT` as the test's admin, waiting up to `wait` for its delivery.
+fn send(ns: &TestNamespace, agent: &str, wait: &str) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_overseer"))
+        .args(["send", agent, "keep going", "--wait", wait])
+        .env("KUBECONFIG", crate::support::cluster::kubeconfig_path())
+        .env("OVERSEER_NAMESPACE", &ns.name)
+        .env_remove("OVERSEER_AGENT")
+        .output()
+        .unwrap()
+}

@@ -45,6 +45,9 @@ pub(super) struct AgentContext {
     pub(super) deleting: Deleting,
     /// One wake at a time per overseer, so a batch is never sent twice.
     pub(super) wake_locks: WakeLocks,
+    /// The agents whose deliveries run out of the reconcile now
+    /// (src/agent/controller/dispatch.rs).
+    pub(super) dispatch: Arc<crate::deliveries::Running<Guarded<Agent>>>,
 }
 
 impl AgentContext {
@@ -117,6 +120,17 @@ pub(super) fn resolve(
         return Err(Unusable {
             reason: reasons::NO_IMAGE,
             message: "no image: set spec.runtime.image, or the swarm's defaults.runtime or roles.<role>.runtime".into(),
+        });
+    }
+    // The schema takes CIDR-shaped text; its sandbox needs CIDRs the API server takes.
+    let allowed = agent.spec.egress.iter().flat_map(|e| &e.allow_cidrs);
+    if let Some(bad) = allowed
+        .into_iter()
+        .find(|c| c.parse::<ipnet::IpNet>().is_err())
+    {
+        return Err(Unusable {
+            reason: reasons::INVALID_SPEC,
+            message: format!("spec.egress.allowCIDRs: {bad:?} is not a CIDR"),
         });
     }
     Ok(Effective { spec, swarm })
