@@ -14,9 +14,13 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::Resource;
+use kube::api::Api;
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
 
-use crate::api::{MANAGED_BY, fit_name};
+use crate::api::{MANAGED_BY, apply_owned, fit_name, label_value};
+use crate::fresh::Applied;
+use crate::kinds::swarm::SwarmSpec;
 
 /// Ranges the public internet leaves out: private, shared, link-local (the cloud
 /// metadata services, 169.254.169.254) and unique-local, where the cluster's pods,
@@ -85,7 +89,7 @@ pub fn cidrs<'a>(cidrs: impl IntoIterator<Item = &'a String>) -> Vec<NetworkPoli
 /// The sandbox of the pods `selector` picks (an Agent's or a Goal's), owned by `owner`:
 /// egress to DNS, the API server, the public internet, and `allow` besides the
 /// operator's own list. Ingress is left as the namespace has it.
-pub fn sandbox_policy<K: Resource<DynamicType = ()>>(
+fn sandbox_policy<K: Resource<DynamicType = ()>>(
     owner: &K,
     name: String,
     selector: BTreeMap<String, String>,
@@ -132,9 +136,76 @@ pub fn sandbox_policy<K: Resource<DynamicType = ()>>(
 }
 
 /// The name of the sandbox policy of the `kind` (`agent`, `goal`) object `name`.
-pub fn sandbox_name(kind: &str, name: &str) -> String {
+fn sandbox_name(kind: &str, name: &str) -> String {
     let prefix = format!("overseer-sandbox-{kind}-");
     format!("{prefix}{}", fit_name(name, 253 - prefix.len()))
+}
+
+/// Whose pods a sandbox picks: an Agent's or a Goal's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SandboxOf {
+    Agent,
+    Goal,
+}
+
+impl SandboxOf {
+    /// The word in the policy's name.
+    fn word(self) -> &'static str {
+        match self {
+            SandboxOf::Agent => "agent",
+            SandboxOf::Goal => "goal",
+        }
+    }
+
+    /// The label the operator sets on the owner's pods, its value the owner's name.
+    fn label(self) -> &'static str {
+        match self {
+            SandboxOf::Agent => crate::labels::AGENT,
+            SandboxOf::Goal => crate::labels::GOAL,
+        }
+    }
+}
+
+/// Whether a swarm's own NetworkPolicy limits its pods' egress (`networkPolicy` with
+/// `egress`): then it alone governs them, since NetworkPolicies add up and a sandbox
+/// beside it would only widen what the swarm allows.
+pub fn swarm_governs(swarm: &SwarmSpec) -> bool {
+    swarm.network_policy && swarm.egress.is_some()
+}
+
+/// Applies the sandbox of `owner`'s pods (`allow`: its own extra destinations) before
+/// they are made, when it differs from what this operator last applied (`applied`).
+/// Nothing when sandboxes are off, or when the owner's swarm governs its egress.
+pub async fn ensure<K>(
+    client: &Client,
+    sandbox: &Sandbox,
+    applied: &Applied,
+    owner: &K,
+    of: SandboxOf,
+    swarm: Option<&SwarmSpec>,
+    allow: &[String],
+) -> crate::Result<()>
+where
+    K: Resource<DynamicType = ()> + Serialize,
+{
+    const KIND: &str = "NetworkPolicy";
+    if !sandbox.enabled || swarm.is_some_and(swarm_governs) {
+        return Ok(());
+    }
+    let namespace = owner.namespace().unwrap_or_default();
+    let name = sandbox_name(of.word(), &owner.name_any());
+    let selector = BTreeMap::from([
+        (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
+        (of.label().to_string(), label_value(&owner.name_any())),
+    ]);
+    let policy = sandbox_policy(owner, name.clone(), selector, sandbox, allow);
+    if applied.holds(KIND, &namespace, &name, &policy.spec) {
+        return Ok(());
+    }
+    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), &namespace);
+    apply_owned(&policies, &name, &owner.uid().unwrap_or_default(), &policy).await?;
+    applied.record(KIND, &namespace, &name, &policy.spec);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -215,27 +215,15 @@ async fn accepted_overseen(
 }
 
 /// The pod of `agent`'s recorded attempt, when it is the operator's pod of that agent
-/// (`pod::own_pod`: its controller owner is the Agent's uid, its labels the operator's):
-/// from the cache, or read fresh when the cache has not seen it yet.
+/// (`observe_pods`: its controller owner is the Agent's uid, its labels the operator's).
 async fn verified_pod(ac: &AgentContext, pods: &Api<Pod>, agent: &Agent) -> Result<Option<String>> {
-    let Some(attempt) = agent
-        .status
-        .as_ref()
-        .and_then(|s| s.attempt)
-        .filter(|attempt| *attempt > 0)
-    else {
+    let Some(attempt) = agent.status.as_ref().and_then(|s| s.attempt) else {
         return Ok(None);
     };
-    let name = decide::pod_name(&agent.name_any(), attempt);
-    let namespace = agent.namespace().unwrap_or_default();
-    let found = match ac.pods.get(&ObjectRef::new(&name).within(&namespace)) {
-        Some(cached) => Some((*cached).clone()),
-        None => pods.get_opt(&name).await?,
-    };
-    Ok(found
-        .as_ref()
-        .and_then(|p| pod::own_pod(agent, p))
-        .filter(|p| p.attempt == attempt)
+    Ok(observe_pods(ac, pods, agent)
+        .await?
+        .into_iter()
+        .find(|p| p.attempt == attempt)
         .map(|p| p.name))
 }
 
@@ -368,8 +356,8 @@ struct Shell<'a> {
     pods: Api<Pod>,
 }
 
-/// The agent to decide on, with any delivery a stopped operator left in flight
-/// settled first; None when it is gone or being deleted.
+/// The agent to decide on: the cached one when it holds this operator's last write,
+/// else read fresh; None when it is gone or being deleted.
 async fn current_agent(shell: &Shell<'_>, cached: &Agent) -> Result<Option<Agent>> {
     let ac = shell.ac;
     let (namespace, name) = (cached.namespace().unwrap_or_default(), cached.name_any());

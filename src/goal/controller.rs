@@ -568,44 +568,25 @@ async fn create_step_pod(
     }
 }
 
-/// Applies the goal's egress sandbox (src/egress.rs) for its step pods, when it differs
-/// from what this operator last applied; left to the swarm's own policy when the
-/// goal's swarm limits egress (policies add up: a sandbox beside it would widen it).
+/// Applies the goal's egress sandbox (src/egress.rs) for its step pods.
 async fn ensure_sandbox(gc: &GoalContext, goal: &Goal) -> Result<()> {
-    use k8s_openapi::api::networking::v1::NetworkPolicy;
-    let sandbox = &gc.ctx.sandbox;
     let namespace = goal.namespace().unwrap_or_default();
-    let governed_by_swarm = goal.spec.swarm.as_ref().is_some_and(|swarm| {
-        gc.swarms
-            .get(&ObjectRef::new(swarm).within(&namespace))
-            .is_some_and(|s| {
-                s.0.as_ref()
-                    .is_ok_and(|s| s.spec.network_policy && s.spec.egress.is_some())
-            })
-    });
-    if !sandbox.enabled || governed_by_swarm {
-        return Ok(());
-    }
-    let name = crate::egress::sandbox_name("goal", &goal.name_any());
-    let selector = std::collections::BTreeMap::from([
-        (
-            crate::api::MANAGED_BY.0.to_string(),
-            crate::api::MANAGED_BY.1.to_string(),
-        ),
-        (
-            crate::labels::GOAL.to_string(),
-            crate::api::label_value(&goal.name_any()),
-        ),
-    ]);
-    let policy = crate::egress::sandbox_policy(goal, name.clone(), selector, sandbox, &[]);
-    const KIND: &str = "NetworkPolicy";
-    if gc.applied.holds(KIND, &namespace, &name, &policy.spec) {
-        return Ok(());
-    }
-    let policies: Api<NetworkPolicy> = Api::namespaced(gc.ctx.client.clone(), &namespace);
-    crate::api::apply_owned(&policies, &name, &goal.uid().unwrap_or_default(), &policy).await?;
-    gc.applied.record(KIND, &namespace, &name, &policy.spec);
-    Ok(())
+    let swarm = goal
+        .spec
+        .swarm
+        .as_ref()
+        .and_then(|swarm| gc.swarms.get(&ObjectRef::new(swarm).within(&namespace)));
+    let swarm = swarm.as_deref().and_then(|s| s.0.as_ref().ok());
+    crate::egress::ensure(
+        &gc.ctx.client,
+        &gc.ctx.sandbox,
+        &gc.applied,
+        goal,
+        crate::egress::SandboxOf::Goal,
+        swarm.map(|s| &s.spec),
+        &[],
+    )
+    .await
 }
 
 /// `effort: high`: types the step's outcome into the goal's overseer through exec

@@ -3,7 +3,6 @@
 //! instructions.
 
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
-use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
@@ -193,40 +192,26 @@ pub(super) async fn ensure_identity(
     Ok(())
 }
 
-const SANDBOX: &str = "NetworkPolicy";
-
-/// Applies the agent's egress sandbox (src/egress.rs) before its pod is made, when
-/// it differs from what this operator last applied. A member of a swarm whose own
-/// NetworkPolicy limits egress (`spec.egress`) is left to that policy: NetworkPolicies
-/// add up, so a sandbox beside it would only widen what the swarm allows.
+/// Applies the agent's egress sandbox (src/egress.rs) before its pod is made.
 pub(super) async fn ensure_sandbox(
     ac: &AgentContext,
     agent: &Agent,
     swarm: Option<&Swarm>,
 ) -> Result<()> {
-    let sandbox = &ac.ctx.sandbox;
-    let governed_by_swarm = swarm.is_some_and(|s| s.spec.network_policy && s.spec.egress.is_some());
-    if !sandbox.enabled || governed_by_swarm {
-        return Ok(());
-    }
-    let namespace = agent.namespace().unwrap_or_default();
-    let name = crate::egress::sandbox_name("agent", &agent.name_any());
-    let selector = std::collections::BTreeMap::from([
-        (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-        (labels::AGENT.to_string(), label_value(&agent.name_any())),
-    ]);
     let allow = agent
         .spec
         .egress
         .as_ref()
         .map(|e| e.allow_cidrs.as_slice())
         .unwrap_or_default();
-    let policy = crate::egress::sandbox_policy(agent, name.clone(), selector, sandbox, allow);
-    if ac.applied.holds(SANDBOX, &namespace, &name, &policy.spec) {
-        return Ok(());
-    }
-    let policies = Api::<NetworkPolicy>::namespaced(ac.ctx.client.clone(), &namespace);
-    apply_owned(&policies, &name, &agent_uid(agent), &policy).await?;
-    ac.applied.record(SANDBOX, &namespace, &name, &policy.spec);
-    Ok(())
+    crate::egress::ensure(
+        &ac.ctx.client,
+        &ac.ctx.sandbox,
+        &ac.applied,
+        agent,
+        crate::egress::SandboxOf::Agent,
+        swarm.map(|s| &s.spec),
+        allow,
+    )
+    .await
 }
