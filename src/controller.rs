@@ -43,7 +43,7 @@ pub struct Context {
     /// Each object's run of reconcile failures, for its error backoff.
     pub failures: Failures,
     /// The exec slots of the operator and of each namespace.
-    pub deliveries: Arc<crate::deliveries::Deliveries>,
+    pub deliveries: Arc<crate::delivery::slots::Deliveries>,
     /// The egress sandbox of agent and step pods (src/egress.rs).
     pub sandbox: crate::egress::Sandbox,
 }

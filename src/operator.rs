@@ -400,8 +400,8 @@ fn context_with(
             args.notify_refused_cidrs.clone(),
         )),
         failures: Failures::default(),
-        deliveries: Arc::new(crate::deliveries::Deliveries::new(
-            crate::deliveries::IN_ALL,
+        deliveries: Arc::new(crate::delivery::slots::Deliveries::new(
+            crate::delivery::slots::IN_ALL,
         )),
     })
 }

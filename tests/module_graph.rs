@@ -266,6 +266,7 @@ fn folders_import_each_other_one_way_only() {
         "template",
         "workspace",
         "pods",
+        "labels",
     ];
     let kinds = &folders["kinds"];
     assert!(
@@ -273,12 +274,12 @@ fn folders_import_each_other_one_way_only() {
         "the kinds layer imports {kinds:?}"
     );
     // Each kind's folder reads the others' types through the kinds layer, and no other
-    // kind's folder but the Agent's (its delivery and instructions).
+    // kind's folder but the Agent's (a goal's instructions and overseer are agents').
     for (kind, allowed) in [
         ("agent", &[][..]),
         ("swarm", &[][..]),
         ("goal", &["agent"][..]),
-        ("prwatch", &["agent"][..]),
+        ("prwatch", &[][..]),
     ] {
         let others: Vec<&String> = folders[kind]
             .iter()
@@ -287,6 +288,19 @@ fn folders_import_each_other_one_way_only() {
             .collect();
         assert!(others.is_empty(), "{kind} imports the folders {others:?}");
     }
+    // Delivery sits below every kind's folder: each types into agents through it, and
+    // it reads only the kinds layer and the shared modules.
+    let delivery = &folders["delivery"];
+    let upward: Vec<&String> = delivery
+        .iter()
+        .filter(|f| {
+            [
+                "agent", "goal", "prwatch", "swarm", "operator", "commands", "cli",
+            ]
+            .contains(&f.as_str())
+        })
+        .collect();
+    assert!(upward.is_empty(), "delivery imports {upward:?}");
     // The commands layer is the CLI's: no controller or the operator reads it.
     let readers: Vec<&String> = folders
         .iter()

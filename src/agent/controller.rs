@@ -20,16 +20,17 @@ use kube::{Api, Resource, ResourceExt};
 use tracing::{info, instrument};
 
 use super::candidate::OverseerState;
-use super::decide::{self, AgentPod, PodPhase};
-use super::inbox::{self, SendStep};
+use super::decide;
 use super::{oversight, pod};
 use crate::api::{MANAGED_BY, label_value};
 use crate::caches::Subscription;
 use crate::controller::naming_swarm;
 use crate::controller::{Context, Shutdown, deferred, listed, related_trigger, run_controller};
+use crate::delivery::inbox::{self, SendStep};
 use crate::fresh::{Applied, Deleting, Versions};
 use crate::index::Index;
 use crate::kinds::agent::{Agent, AgentPhase, Delivery};
+use crate::kinds::agent_pod::{self, AgentPod, PodPhase};
 use crate::kinds::swarm::Swarm;
 use crate::labels;
 use crate::reasons;
@@ -129,7 +130,7 @@ pub async fn run(
         applied: Applied::default(),
         deleting: Deleting::default(),
         wake_locks: Mutex::default(),
-        dispatch: crate::deliveries::Running::new(again),
+        dispatch: crate::delivery::slots::Running::new(again),
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
@@ -275,7 +276,7 @@ async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Ac
         };
         return Ok(match dispatch::start(&ac, agent, work) {
             true => Action::await_change(),
-            false => Action::requeue(crate::deliveries::RETRY),
+            false => Action::requeue(crate::delivery::slots::RETRY),
         });
     }
     let mut agent = agent;
@@ -342,7 +343,7 @@ async fn in_the_pod(
         _ => work.inbox = Some(pod_ready),
     }
     if !work.is_empty() && !dispatch::start(ac, agent, work) {
-        let retry = crate::deliveries::RETRY;
+        let retry = crate::delivery::slots::RETRY;
         requeue = Some(requeue.map_or(retry, |r| r.min(retry)));
     }
     Ok(requeue)
@@ -598,15 +599,15 @@ async fn observe_pods(ac: &AgentContext, pods: &Api<Pod>, agent: &Agent) -> Resu
         .iter()
         .filter_map(|name| ac.pods.get(&ObjectRef::new(name).within(&namespace)))
         .filter(|p| !ac.deleting.hides(&**p))
-        .filter_map(|p| pod::own_pod(agent, &p))
+        .filter_map(|p| agent_pod::own_pod(agent, &p))
         .collect();
     let attempt = agent.status.as_ref().and_then(|s| s.attempt).unwrap_or(0);
     if attempt > 0 && !observed.iter().any(|p| p.attempt == attempt) {
-        let name = decide::pod_name(&agent.name_any(), attempt);
+        let name = agent_pod::pod_name(&agent.name_any(), attempt);
         if let Some(fresh) = pods.get_opt(&name).await?
             && !ac.deleting.hides(&fresh)
         {
-            observed.extend(pod::own_pod(agent, &fresh));
+            observed.extend(agent_pod::own_pod(agent, &fresh));
         }
     }
     Ok(observed)
@@ -747,7 +748,7 @@ mod tests {
             applied: Applied::default(),
             deleting: Deleting::default(),
             wake_locks: Mutex::default(),
-            dispatch: crate::deliveries::Running::new(futures::channel::mpsc::unbounded().0),
+            dispatch: crate::delivery::slots::Running::new(futures::channel::mpsc::unbounded().0),
         }
     }
 

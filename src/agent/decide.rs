@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::candidate::*;
 use crate::kinds::agent::*;
+use crate::kinds::agent_pod::{AgentPod, PodPhase, pod_name};
 use crate::reasons;
 use crate::{conditions, duration};
 
@@ -33,39 +34,10 @@ pub fn loop_enabled(annotation: Option<&str>, spec_enabled: bool) -> bool {
 /// The longest wait before a lost pod is replaced.
 const MAX_REPLACE_BACKOFF: Duration = Duration::from_secs(300);
 
-/// The agent's pod as the plan sees it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentPod {
-    pub name: String,
-    pub attempt: i64,
-    pub phase: PodPhase,
-    /// The pod's Ready condition is True.
-    pub ready: bool,
-    /// A container of the pod waits on its image (the kubelet cannot pull it).
-    pub image_wait: Option<ImageWait>,
-}
-
-/// A pod whose container the kubelet cannot start for want of its image.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ImageWait {
-    /// The kubelet's reason: ErrImagePull, ImagePullBackOff, InvalidImageName, ...
-    pub reason: String,
-    /// When the pod was created: the wait is counted from there.
-    pub since: Timestamp,
-}
-
 /// How long a pod may wait on its image before the agent reports `ImageNotPulled`
 /// (Degraded in Argo CD): long enough for a large image's first pull and a registry's
 /// brief outage, short enough that a wrong image name is seen before anyone asks.
 pub const IMAGE_PATIENCE: Duration = Duration::from_secs(180);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PodPhase {
-    Pending,
-    Running,
-    /// Succeeded or Failed: the shim is gone.
-    Ended,
-}
 
 pub struct Input<'a> {
     pub name: &'a str,
@@ -807,13 +779,6 @@ fn stall(b: &mut Builder, pod: &str) {
         &b.now_time.clone(),
         replace_backoff(b.status.attempt.unwrap_or(1)),
     ));
-}
-
-/// The deterministic pod name of an attempt (at most 63 characters, the hostname limit).
-pub fn pod_name(agent: &str, attempt: i64) -> String {
-    let suffix = format!("-{attempt}");
-    let agent = crate::api::fit_name(agent, 63 - suffix.len());
-    format!("{agent}{suffix}")
 }
 
 #[cfg(test)]

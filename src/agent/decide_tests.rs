@@ -4,8 +4,9 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::*;
-use crate::agent::claims::*;
-use crate::agent::inbox::*;
+use crate::delivery::claims::*;
+use crate::delivery::inbox::*;
+use crate::kinds::agent_pod::ImageWait;
 
 fn base() -> CandidateInput {
     CandidateInput {

@@ -1,11 +1,8 @@
 //! The `Agent` kind: types, pure decisions, the pod it runs in, and its reconciler.
 
 pub mod candidate;
-pub mod claims;
 pub mod controller;
 pub mod decide;
-pub mod inbox;
-pub mod input;
 pub mod instructions;
 pub mod message;
 pub mod oversight;

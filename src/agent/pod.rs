@@ -12,74 +12,13 @@ use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject
 use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
-use super::decide::{AgentPod, ImageWait, PodPhase, pod_name};
 use super::preamble;
 use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, fit_name, label_value};
-use crate::conditions;
 use crate::kinds::agent::{Agent, AgentSpec};
+use crate::kinds::agent_pod::{CONTAINER, image_wait_reason, pod_name};
 use crate::labels;
 use crate::pods::env;
 use crate::{pods, runtimes, workspace};
-
-/// The container the agent CLI (under the shim) runs in; exec targets it.
-pub const CONTAINER: &str = "agent";
-
-/// One of this agent's own pods: the operator made it for this Agent (its controller
-/// owner reference carries the Agent's uid), it is not being deleted, and it is
-/// labelled with its attempt.
-pub fn own_pod(agent: &Agent, pod: &Pod) -> Option<AgentPod> {
-    if !crate::api::controlled_by(pod, &agent.uid()?)
-        || pod.metadata.deletion_timestamp.is_some()
-        || pod.labels().get(labels::AGENT) != Some(&label_value(&agent.name_any()))
-    {
-        return None;
-    }
-    let attempt = pod.labels().get(labels::ATTEMPT)?.parse().ok()?;
-    let status = pod.status.as_ref();
-    let phase = match status.and_then(|s| s.phase.as_deref()) {
-        Some("Running") => PodPhase::Running,
-        Some("Succeeded" | "Failed") => PodPhase::Ended,
-        _ => PodPhase::Pending,
-    };
-    let ready = status
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c.type_ == conditions::READY && c.status == "True")
-        });
-    let image_wait = image_wait_reason(pod).map(|reason| ImageWait {
-        reason,
-        since: pod
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map_or(jiff::Timestamp::UNIX_EPOCH, |t| t.0),
-    });
-    Some(AgentPod {
-        name: pod.name_any(),
-        attempt,
-        phase,
-        ready,
-        image_wait,
-    })
-}
-
-/// The kubelet's reasons for a container that waits because its image cannot be had.
-const IMAGE_WAIT_REASONS: [&str; 4] = [
-    "ErrImagePull",
-    "ImagePullBackOff",
-    "InvalidImageName",
-    "ErrImageNeverPull",
-];
-
-/// The reason a container of the pod waits on its image, if one does.
-fn image_wait_reason(pod: &Pod) -> Option<String> {
-    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
-    statuses
-        .iter()
-        .filter_map(|c| c.state.as_ref()?.waiting.as_ref()?.reason.clone())
-        .find(|reason| IMAGE_WAIT_REASONS.contains(&reason.as_str()))
-}
 
 /// What the operator's cache keeps of an agent pod: what `own_pod` reads (its name,
 /// labels, owner references, deletion, phase, conditions and a container's wait on its
@@ -447,6 +386,7 @@ fn storage(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::agent_pod::own_pod;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     /// An Agent whose pod template tries to set the labels the operator owns.
@@ -643,7 +583,7 @@ spec:
         let overseen = [
             Overseen {
                 agent: "builder-b".into(),
-                pod: Some(crate::agent::decide::pod_name("builder-b", 2)),
+                pod: Some(crate::kinds::agent_pod::pod_name("builder-b", 2)),
             },
             Overseen {
                 agent: "builder-a".into(),

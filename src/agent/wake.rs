@@ -5,9 +5,8 @@
 use kube::ResourceExt;
 
 use super::candidate::{self, OverseerState, Verdict};
-use super::claims;
-use super::decide;
 use super::message::{self, WakeItem};
+use crate::delivery::claims;
 use crate::kinds::agent::{Agent, AgentPhase, AgentSpec, AgentStatus, Delivery, InFlightDelivery};
 
 /// One wake of an overseer.
@@ -61,7 +60,7 @@ pub fn wake_batch<'a>(
                 // Named from what the operator knows, never from status text.
                 pod: status
                     .attempt
-                    .map(|attempt| decide::pod_name(&a.name_any(), attempt))
+                    .map(|attempt| crate::kinds::agent_pod::pod_name(&a.name_any(), attempt))
                     .unwrap_or_default(),
             }
         })

@@ -13,12 +13,12 @@ use kube::api::{LogParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 use serde_json::json;
 
-use crate::agent::inbox;
-use crate::agent::pod::CONTAINER;
 use crate::api::{LOOP_MANAGER, WATCH_PR_MANAGER};
+use crate::delivery::inbox;
 use crate::kinds::agent::{
     Agent, AgentExit, ExitOutcome, InboxMessage, MAX_SEND_BYTES, SendOutcome, SendResult,
 };
+use crate::kinds::agent_pod::CONTAINER;
 use crate::{Error, Result};
 
 /// Field manager of senders' inbox writes.
@@ -149,7 +149,7 @@ pub(crate) async fn current_pod(
         .status
         .as_ref()
         .and_then(|s| s.attempt)
-        .map(|attempt| crate::agent::decide::pod_name(agent, attempt))
+        .map(|attempt| crate::kinds::agent_pod::pod_name(agent, attempt))
         .ok_or_else(|| Error::Invalid(format!("agent {agent} has no pod yet")))?;
     let pods: Api<Pod> = Api::namespaced(api.clone().into_client(), &namespace_of(&api, namespace));
     // Only the pod the operator made for this agent: one of that name made by someone
@@ -159,7 +159,7 @@ pub(crate) async fn current_pod(
         .await
         .map_err(|e| refused("read the pod of", agent, e))?
         .ok_or_else(|| Error::Invalid(format!("agent {agent} has no pod {pod}")))?;
-    if crate::agent::pod::own_pod(&found, &current).is_none() {
+    if crate::kinds::agent_pod::own_pod(&found, &current).is_none() {
         return Err(Error::Invalid(format!(
             "pod {pod} is not the operator's pod of agent {agent}: refused"
         )));

@@ -7,8 +7,8 @@ use kube::ResourceExt;
 use kube::api::LogParams;
 
 use super::agent::current_pod;
-use crate::agent::pod::CONTAINER;
 use crate::api::RuntimeMode;
+use crate::kinds::agent_pod::CONTAINER;
 use crate::{Error, Result};
 
 /// `overseer logs AGENT`: the log of its current pod, the last `tail` lines or all,

@@ -604,7 +604,7 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &StepOutcome) -> Res
         Some(agent) if !crate::agent::oversight::accepts_goal(agent, goal) => Err(format!(
             "overseer {overseer} has not agreed to oversee this goal (its spec.oversees does not list it)"
         )),
-        Some(agent) => Ok(crate::agent::input::target(&pods, agent).await?),
+        Some(agent) => Ok(crate::delivery::input::target(&pods, agent).await?),
         None => Ok(None),
     };
     let delivered = match target {
@@ -619,7 +619,7 @@ async fn wake_overseer(ctx: &Context, goal: &Goal, outcome: &StepOutcome) -> Res
                 outcome.step,
                 outcome.attempt
             )];
-            crate::agent::input::deliver(ctx, &pods, &pod, &text, &ids).await
+            crate::delivery::input::deliver(&ctx.input_command, &pods, &pod, &text, &ids).await
         }
     };
     ctx.metrics.count_delivery("goal", &delivered);

@@ -5,6 +5,7 @@
 //! workspace, conditions); tests/module_graph.rs keeps it that way.
 
 pub mod agent;
+pub mod agent_pod;
 pub mod goal;
 pub mod prwatch;
 pub mod swarm;

@@ -4,7 +4,7 @@
 //! input and releases the claim. A delivery that fails is taken back in status, so
 //! the next poll brings the same news again; a claim left by an operator that
 //! stopped is delivered again under its id, which the shim confirms without typing.
-//! Both deliveries run in a task out of the reconcile (src/deliveries.rs), so an agent
+//! Both deliveries run in a task out of the reconcile (src/delivery/slots.rs), so an agent
 //! whose exec hangs holds no reconcile slot of this controller.
 
 use std::sync::Arc;
@@ -59,7 +59,7 @@ pub async fn run(ctx: Arc<Context>, agents: Subscription<Guarded<Agent>>, shutdo
     let context = Arc::new(WatchContext {
         ctx,
         github: github::GitHub::new(),
-        delivering: crate::deliveries::Running::new(again),
+        delivering: crate::delivery::slots::Running::new(again),
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
@@ -69,7 +69,7 @@ struct WatchContext {
     /// One HTTPS client for every watch's polls.
     github: github::GitHub,
     /// The watches whose wake is being delivered.
-    delivering: Arc<crate::deliveries::Running<Guarded<PRWatch>>>,
+    delivering: Arc<crate::delivery::slots::Running<Guarded<PRWatch>>>,
 }
 
 impl crate::controller::ControllerContext for WatchContext {
@@ -153,7 +153,7 @@ async fn reconcile(cached: Arc<PRWatch>, wc: Arc<WatchContext>) -> Result<Action
     let outcome = poll_if_due(&wc, &watch, now).await;
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let agent_pod = crate::agent::input::target_named(&agents, &pods, &watch.spec.agent).await?;
+    let agent_pod = crate::delivery::input::target_named(&agents, &pods, &watch.spec.agent).await?;
     let input = decide::Input {
         name: &name,
         generation: watch.metadata.generation,
@@ -181,7 +181,7 @@ async fn reconcile(cached: Arc<PRWatch>, wc: Arc<WatchContext>) -> Result<Action
     // Typed in a task; its Events follow the delivery, which may keep the news.
     let kept = decide::kept_for_next_poll(&input);
     let Some(mut task) = wc.delivering.begin(&namespace, &name) else {
-        return Ok(Action::requeue(crate::deliveries::RETRY));
+        return Ok(Action::requeue(crate::delivery::slots::RETRY));
     };
     let wake = Wake {
         watches,
@@ -204,7 +204,7 @@ async fn reconcile(cached: Arc<PRWatch>, wc: Arc<WatchContext>) -> Result<Action
     });
     Ok(match spawned {
         true => Action::await_change(),
-        false => Action::requeue(crate::deliveries::RETRY),
+        false => Action::requeue(crate::delivery::slots::RETRY),
     })
 }
 
@@ -294,7 +294,9 @@ async fn deliver_wake(
 ) -> Result<decide::Plan> {
     let (watch, name) = (&wake.watch, wake.watch.name_any());
     let ids = [decide::wake_id(&name, plan.status.wakes)];
-    let delivered = crate::agent::input::deliver(ctx, &wake.pods, &wake.pod, text, &ids).await;
+    let delivered =
+        crate::delivery::input::deliver(&ctx.input_command, &wake.pods, &wake.pod, text, &ids)
+            .await;
     ctx.metrics.count_delivery("pr", &delivered);
     match delivered {
         Ok(()) => {
@@ -335,10 +337,13 @@ async fn deliver_claimed(
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let ids = [claimed.id.clone()];
-    let delivered = match crate::agent::input::target_named(&agents, &pods, &watch.spec.agent)
+    let delivered = match crate::delivery::input::target_named(&agents, &pods, &watch.spec.agent)
         .await?
     {
-        Some(pod) => crate::agent::input::deliver(ctx, &pods, &pod, &claimed.message, &ids).await,
+        Some(pod) => {
+            crate::delivery::input::deliver(&ctx.input_command, &pods, &pod, &claimed.message, &ids)
+                .await
+        }
         None => Err(format!(
             "agent {} has no pod that takes input",
             watch.spec.agent

@@ -128,7 +128,7 @@ async fn cluster_wide_a_hanging_agent_in_one_namespace_delays_no_goal_in_another
     );
     let hanging = held.load(Ordering::SeqCst);
     assert!(
-        hanging <= overseer::deliveries::PER_NAMESPACE,
+        hanging <= overseer::delivery::slots::PER_NAMESPACE,
         "{hanging} execs into one namespace at once"
     );
     // The noisy namespace's own goals go on too: their next steps start, whatever
@@ -275,7 +275,7 @@ async fn cluster_wide_hanging_deliveries_in_four_namespaces_delay_no_other_tenan
     for (_, held) in &holds {
         let held = held.load(Ordering::SeqCst);
         assert!(
-            held <= overseer::deliveries::PER_NAMESPACE,
+            held <= overseer::delivery::slots::PER_NAMESPACE,
             "{held} execs into one namespace at once"
         );
     }

@@ -47,7 +47,7 @@ pub(super) struct AgentContext {
     pub(super) wake_locks: WakeLocks,
     /// The agents whose deliveries run out of the reconcile now
     /// (src/agent/controller/dispatch.rs).
-    pub(super) dispatch: Arc<crate::deliveries::Running<Guarded<Agent>>>,
+    pub(super) dispatch: Arc<crate::delivery::slots::Running<Guarded<Agent>>>,
 }
 
 impl AgentContext {
@@ -140,7 +140,7 @@ pub(super) fn resolve(
 pub(super) fn overseer_state(overseer: &Agent) -> OverseerState {
     match &overseer.status {
         Some(status) if status.ready_pod().is_some() => {
-            if crate::agent::inbox::waits_on_a_person(status) {
+            if crate::delivery::inbox::waits_on_a_person(status) {
                 OverseerState::WaitingOnPerson
             } else {
                 OverseerState::Ready

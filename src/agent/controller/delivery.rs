@@ -13,13 +13,13 @@ use serde_json::json;
 use tracing::info;
 
 use crate::agent::candidate::{self, OverseerState};
-use crate::agent::claims;
-use crate::agent::inbox::{self, SendStep};
 use crate::agent::message;
 use crate::agent::oversight;
 use crate::agent::wake::wake_batch;
 use crate::api::{self, CONTROLLER_MANAGER};
 use crate::controller::Context;
+use crate::delivery::claims;
+use crate::delivery::inbox::{self, SendStep};
 use crate::kinds::agent::{
     Agent, AgentSpec, AgentStatus, Delivery, InFlightDelivery, InboxMessage, LastMessage,
     LoopStatus,
@@ -149,10 +149,10 @@ impl Courier<'_> {
             return Ok(());
         }
         let confirmed =
-            match crate::agent::input::target_named(agents, pods, &claimed.target).await? {
+            match crate::delivery::input::target_named(agents, pods, &claimed.target).await? {
                 Some(pod) => {
                     let ids = [claimed.id.clone()];
-                    crate::agent::input::confirm(&ac.ctx, pods, &pod, &ids).await
+                    crate::delivery::input::confirm(&ac.ctx.input_command, pods, &pod, &ids).await
                 }
                 None => Err(format!(
                     "{} has no ready pod made by the operator",
@@ -178,7 +178,7 @@ impl Courier<'_> {
         let input = candidate::candidate_input(spec, &status, OverseerState::Unset, now);
         let (stopped_for, ..) = input.stopped_for();
         let text = message::nudge(input.stop(), stopped_for);
-        let Some(pod) = crate::agent::input::target(pods, agent).await? else {
+        let Some(pod) = crate::delivery::input::target(pods, agent).await? else {
             return Ok(false);
         };
         let nudge = InFlightDelivery {
@@ -189,7 +189,8 @@ impl Courier<'_> {
         };
         claim(agents, &name, &nudge).await?;
         let ids = [nudge.id.clone()];
-        let outcome = crate::agent::input::deliver(ctx, pods, &pod, &text, &ids).await;
+        let outcome =
+            crate::delivery::input::deliver(&ctx.input_command, pods, &pod, &text, &ids).await;
         if outcome.is_ok() {
             apply_last_message(agents, &name, OPERATOR_SENDER, &text).await?;
         }
@@ -325,8 +326,10 @@ async fn type_input(
     text: &str,
     ids: &[String],
 ) -> Result<std::result::Result<(), String>> {
-    Ok(match crate::agent::input::target(pods, agent).await? {
-        Some(pod) => crate::agent::input::deliver(ctx, pods, &pod, text, ids).await,
+    Ok(match crate::delivery::input::target(pods, agent).await? {
+        Some(pod) => {
+            crate::delivery::input::deliver(&ctx.input_command, pods, &pod, text, ids).await
+        }
         None => Err("the agent has no ready pod made by the operator".into()),
     })
 }

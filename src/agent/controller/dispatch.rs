@@ -1,7 +1,7 @@
 //! Deliveries run out of the reconcile. A reconcile that finds something to type
 //! (a nudge or wake its plan asks for, the inbox, a claim an operator left in flight)
 //! hands it to a task of its own and returns: an exec that hangs holds that task, a
-//! slot of its namespace (src/deliveries.rs) and the agent it is for, never one of the
+//! slot of its namespace (src/delivery/slots.rs) and the agent it is for, never one of the
 //! controller's reconcile slots. So no number of hanging pods in one namespace delays
 //! another namespace's pods, steps or sends.
 //!
@@ -64,7 +64,7 @@ pub(super) fn start(ac: &Arc<AgentContext>, agent: Agent, work: Work) -> bool {
             Ok(Ok(after)) => after,
             Ok(Err(error)) => {
                 warn!(%namespace, agent = %name, %error, "a delivery failed; looked at again shortly");
-                Some(crate::deliveries::RETRY)
+                Some(crate::delivery::slots::RETRY)
             }
             Err(_) => {
                 warn!(%namespace, agent = %name, "a delivery ran past its deadline; its claim is settled next");

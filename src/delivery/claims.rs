@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use crate::kinds::agent::*;
 
 /// The loop status after a confirmed delivery: only then does the cooldown start.
-pub(super) fn record_delivery(
+pub(crate) fn record_delivery(
     status: &AgentStatus,
     kind: Delivery,
     reason: &str,

@@ -6,10 +6,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, ResourceExt};
 
 use crate::Result;
-use crate::agent::Agent;
-use crate::agent::decide::{PodPhase, pod_name};
-use crate::agent::pod::{CONTAINER, own_pod};
-use crate::controller::Context;
+use crate::kinds::agent::Agent;
+use crate::kinds::agent_pod::{CONTAINER, PodPhase, own_pod, pod_name};
 
 /// The only pod input is ever typed into for `agent`: the one the operator made for
 /// its current attempt, Running and Ready. Never `status.podName`, which the agent
@@ -40,21 +38,21 @@ pub async fn target_named(
 
 /// Types `text` into `pod`'s agent container, delivering `ids`; Err says why not.
 pub async fn deliver(
-    ctx: &Context,
+    command: &str,
     pods: &Api<Pod>,
     pod: &str,
     text: &str,
     ids: &[String],
 ) -> std::result::Result<(), String> {
-    crate::exec::deliver(pods, pod, CONTAINER, &ctx.input_command, text, ids).await
+    crate::delivery::exec::deliver(pods, pod, CONTAINER, command, text, ids).await
 }
 
 /// Asks `pod`'s shim whether it delivered every one of `ids`, typing nothing.
 pub async fn confirm(
-    ctx: &Context,
+    command: &str,
     pods: &Api<Pod>,
     pod: &str,
     ids: &[String],
 ) -> std::result::Result<(), String> {
-    crate::exec::confirm(pods, pod, CONTAINER, &ctx.input_command, ids).await
+    crate::delivery::exec::confirm(pods, pod, CONTAINER, command, ids).await
 }
