@@ -123,6 +123,37 @@ pub enum Command {
         #[arg(long, env = "OVERSEER_AGENT")]
         agent: String,
     },
+    /// In an agent pod: ask your overseer (and, unanswered, a person) for help. The
+    /// reason is read with `overseer escalations`, never typed into anyone.
+    #[command(hide = true)]
+    Escalate {
+        #[arg(long, default_value = "warning", value_parser = crate::commands::escalation::parse_severity)]
+        severity: crate::kinds::agent::Severity,
+        /// What you need; `-` reads it from stdin.
+        #[arg(long)]
+        reason: String,
+        /// The agent asking (in an agent pod: itself).
+        #[arg(long, env = "OVERSEER_AGENT")]
+        agent: String,
+        /// Seconds to wait for the operator to open it.
+        #[arg(long, default_value_t = 10)]
+        wait: u64,
+    },
+    /// List the escalations of AGENT (or of every agent here), with their reasons.
+    Escalations {
+        #[arg(add = ArgValueCandidates::new(crate::completion::agent_names))]
+        agent: Option<String>,
+    },
+    /// Acknowledge AGENT's open escalations (all, or up to --id).
+    Ack {
+        #[arg(add = ArgValueCandidates::new(crate::completion::agent_names))]
+        agent: String,
+        #[arg(long)]
+        id: Option<i64>,
+        /// Recorded as who acknowledged (in an agent pod: that agent).
+        #[arg(long, env = "OVERSEER_AGENT", default_value = "user")]
+        from: String,
+    },
     /// Show what AGENT last did: the tail of its pod's log.
     Peek {
         #[arg(add = ArgValueCandidates::new(crate::completion::agent_names))]
@@ -277,7 +308,8 @@ pub async fn dispatch(cli: Cli) -> i32 {
         | Command::Workspace { .. }
         | Command::Input { .. }
         | Command::Loop { .. }
-        | Command::WatchPr { .. }) => in_pod_command(in_pod, namespace.as_deref())
+        | Command::WatchPr { .. }
+        | Command::Escalate { .. }) => in_pod_command(in_pod, namespace.as_deref())
             .await
             .map(|()| 0),
         person => person_command(person, namespace.as_deref())
@@ -320,6 +352,19 @@ async fn in_pod_command(command: Command, namespace: Option<&str>) -> crate::Res
         Command::Loop { command, socket } => loop_command(command, &socket, namespace).await,
         Command::WatchPr { url, stop, agent } => {
             crate::commands::agent::watch_pr(namespace, &agent, &url, stop).await
+        }
+        Command::Escalate {
+            severity,
+            reason,
+            agent,
+            wait,
+        } => {
+            let reason = match reason.as_str() {
+                "-" => read_message(Vec::new()).await?,
+                _ => reason,
+            };
+            let wait = Duration::from_secs(wait);
+            crate::commands::escalation::escalate(namespace, &agent, severity, &reason, wait).await
         }
         other => unreachable!("not an in-pod command: {other:?}"),
     }
@@ -367,6 +412,14 @@ async fn person_command(command: Command, namespace: Option<&str>) -> crate::Res
             agent::send(namespace, &name, &from, &text, Duration::from_secs(wait)).await
         }
         Command::Peek { agent: name, lines } => agent::peek(namespace, &name, lines).await,
+        Command::Escalations { agent: name } => {
+            crate::commands::escalation::list(namespace, name.as_deref()).await
+        }
+        Command::Ack {
+            agent: name,
+            id,
+            from,
+        } => crate::commands::escalation::ack(namespace, &name, id, &from).await,
         Command::Ps { list, watch } => crate::commands::ps::run(namespace, &list, watch).await,
         Command::Goals { list } => output::list::<crate::goal::Goal>(namespace, &list).await,
         Command::Swarms { list } => output::list::<crate::swarm::Swarm>(namespace, &list).await,

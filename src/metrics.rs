@@ -106,6 +106,19 @@ pub struct ByPhase {
     pub goals: OnceLock<PhaseCount>,
     pub prwatches: OnceLock<PhaseCount>,
     pub swarms: OnceLock<PhaseCount>,
+    /// Open escalations by severity (a count of the agents' status, not of objects).
+    pub escalations: OnceLock<PhaseCount>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SeverityLabels {
+    pub severity: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EscalationLabels {
+    pub kind: &'static str,
+    pub severity: &'static str,
 }
 
 impl std::fmt::Debug for ByPhase {
@@ -148,6 +161,20 @@ impl Collector for ByPhase {
             }
             family.encode(encoder.encode_descriptor(name, help, None, family.metric_type())?)?;
         }
+        if let Some(count) = self.escalations.get() {
+            let family = Family::<SeverityLabels, Gauge>::default();
+            for (severity, n) in count() {
+                family.get_or_create(&SeverityLabels { severity }).set(n);
+            }
+            let help = "Open escalations of agents by severity, from the operator's cache";
+            let descriptor = encoder.encode_descriptor(
+                "agent_escalations_open",
+                help,
+                None,
+                family.metric_type(),
+            )?;
+            family.encode(descriptor)?;
+        }
         Ok(())
     }
 }
@@ -173,6 +200,10 @@ pub struct Metrics {
     pub premature_stops: Counter,
     /// From an agent crossing `idleAfter` to the delivered nudge or wake.
     pub stop_to_delivery: Family<DeliveryLabels, Histogram>,
+    /// Escalations opened, by kind and severity.
+    pub escalations_opened: Family<EscalationLabels, Counter>,
+    /// From an escalation opening to its line typed into the overseer.
+    pub escalation_to_told: Histogram,
     /// PR watch polls by result.
     pub pr_polls: Family<PollLabels, Counter>,
     /// From the poll that saw CI settle to the delivered wake.
@@ -214,6 +245,8 @@ impl Default for Metrics {
             stop_to_delivery: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.05, 2.0, 14))
             }),
+            escalations_opened: Family::default(),
+            escalation_to_told: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
             pr_polls: Family::default(),
             pr_settle_to_wake: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
             api_writes: Family::default(),
@@ -297,6 +330,16 @@ impl Metrics {
             "agent_stop_to_delivery_seconds",
             "From an agent crossing idleAfter to the delivered nudge or wake",
             self.stop_to_delivery.clone(),
+        );
+        r.register(
+            "agent_escalations_opened",
+            "Escalations of agents to their overseer opened, by kind and severity",
+            self.escalations_opened.clone(),
+        );
+        r.register(
+            "agent_escalation_to_told_seconds",
+            "From an escalation opening to its line typed into the overseer",
+            self.escalation_to_told.clone(),
         );
         r.register(
             "goal_steps",

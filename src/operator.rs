@@ -223,6 +223,21 @@ fn count_by_phase(
         .set(crate::metrics::phase_count(goals.store(), |g: &Goal| {
             g.status.as_ref().and_then(|s| s.phase)
         }));
+    let store = agents.store();
+    let _ = metrics.by_phase.escalations.set(Box::new(move || {
+        let mut open = std::collections::BTreeMap::new();
+        for severity in ["info", "warning", "critical"] {
+            open.insert(severity.to_string(), 0);
+        }
+        for agent in store.state() {
+            let Ok(agent) = &agent.0 else { continue };
+            let escalations = agent.status.iter().flat_map(|s| &s.escalations);
+            for e in escalations.filter(|e| e.state == crate::kinds::agent::EscalationState::Open) {
+                *open.entry(e.severity.label().to_string()).or_insert(0) += 1;
+            }
+        }
+        open
+    }));
 }
 
 /// Runs the operator until SIGTERM (Ok) or until leadership is lost (Err).

@@ -18,6 +18,10 @@ pub const AGENT_REMOVED: &str = "AgentRemoved";
 pub const AGENT_WOKEN: &str = "AgentWoken";
 /// Agent.
 pub const BLOCKED: &str = "Blocked";
+/// Agent: an escalation to its overseer opened.
+pub const ESCALATED: &str = "Escalated";
+/// Agent: its overseer was told of its escalations.
+pub const ESCALATION_TOLD: &str = "EscalationTold";
 /// PRWatch.
 pub const CLOSED: &str = "Closed";
 /// Goal.

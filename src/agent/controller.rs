@@ -26,6 +26,7 @@ use crate::api::{MANAGED_BY, label_value};
 use crate::caches::Subscription;
 use crate::controller::naming_swarm;
 use crate::controller::{Context, Shutdown, deferred, listed, related_trigger, run_controller};
+use crate::delivery::escalation;
 use crate::delivery::inbox::{self, SendStep};
 use crate::fresh::{Applied, Deleting, Versions};
 use crate::index::Index;
@@ -333,6 +334,8 @@ async fn in_the_pod(
     );
     let mut work = dispatch::Work {
         deliver: deliver.map(|kind| (kind, observed.effective.spec.clone())),
+        // Its overseer hears of its escalations once it can take input.
+        tell: observed.overseer == OverseerState::Ready && !escalation::untold(&status).is_empty(),
         ..Default::default()
     };
     match next {
@@ -462,6 +465,24 @@ async fn apply(
                         .await;
                 }
             }
+            decide::Action::EscalationOpened(opened) => {
+                let labels = crate::metrics::EscalationLabels {
+                    kind: opened.kind.label(),
+                    severity: opened.severity.label(),
+                };
+                ctx.metrics.escalations_opened.get_or_create(&labels).inc();
+                let message = format!(
+                    "escalation #{} opened: {}, severity {}",
+                    opened.id, labels.kind, labels.severity
+                );
+                ctx.publish_about(agent, true, reasons::ESCALATED, &message);
+            }
+            decide::Action::NotifyEscalation(escalation) => {
+                if let Some(notify) = &observed.effective.spec.notify {
+                    let payload = escalation_payload(agent, escalation);
+                    crate::notify::send(ctx, agent, notify, &payload).await;
+                }
+            }
             // Typed by a delivery task, once the status above is written.
             decide::Action::Deliver(kind) => deliver = Some(*kind),
         }
@@ -482,6 +503,30 @@ fn notify_payload(agent: &Agent, event: &str, reason: &str) -> serde_json::Value
         "reason": reason,
         "swarm": agent.spec.swarm,
         "message": format!("agent {name} in namespace {namespace} is {event} ({reason}); kubectl -n {namespace} describe agent {name}"),
+    })
+}
+
+/// What the webhook hears of an escalation: names, kind, severity and id, in fixed
+/// words; the agent's reason stays in its status (`overseer escalations`).
+fn escalation_payload(
+    agent: &Agent,
+    escalation: &crate::kinds::agent::Escalation,
+) -> serde_json::Value {
+    let name = agent.name_any();
+    let namespace = agent.namespace().unwrap_or_default();
+    let (id, kind, severity) = (
+        escalation.id,
+        escalation.kind.label(),
+        escalation.severity.label(),
+    );
+    serde_json::json!({
+        "kind": "Agent",
+        "namespace": namespace,
+        "name": name,
+        "event": "Escalated",
+        "escalation": {"id": id, "kind": kind, "severity": severity, "attempt": escalation.attempt},
+        "swarm": agent.spec.swarm,
+        "message": format!("agent {name} in namespace {namespace} escalated (#{id}, {kind}, severity {severity}), not acknowledged yet; overseer escalations {name} -n {namespace}"),
     })
 }
 

@@ -9,6 +9,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::candidate::*;
+use crate::delivery::escalation;
 use crate::kinds::agent::*;
 use crate::kinds::agent_pod::{AgentPod, PodPhase, pod_name};
 use crate::reasons;
@@ -84,6 +85,10 @@ pub enum Action {
         reason: &'static str,
         message: String,
     },
+    /// An escalation opened: a Warning Event `Escalated` and its count.
+    EscalationOpened(Escalation),
+    /// Tell the webhook of an escalation (its `notifiedTime` is in the new status).
+    NotifyEscalation(Escalation),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -237,6 +242,7 @@ pub fn plan(input: &Input) -> Plan {
     };
     b.status.observed_generation = input.generation;
     decide(&mut b);
+    escalations(&mut b);
     let now = input.now;
     let times = LoopTimes::of(&input.spec.loop_);
     let wait =
@@ -256,6 +262,21 @@ pub fn plan(input: &Input) -> Plan {
         status: b.status,
         actions: b.actions,
         requeue_after,
+    }
+}
+
+/// Opens, settles and reports the agent's escalations on the status just decided.
+fn escalations(b: &mut Builder) {
+    let limits = escalation::Limits::of(b.input.spec);
+    let outcome = escalation::step(&mut b.status, &limits, b.input.now);
+    for opened in outcome.opened {
+        b.actions.push(Action::EscalationOpened(opened));
+    }
+    for due in outcome.notify {
+        b.actions.push(Action::NotifyEscalation(due));
+    }
+    if let Some(at) = outcome.next_at {
+        b.fire_at(at);
     }
 }
 

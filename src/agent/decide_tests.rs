@@ -746,12 +746,20 @@ fn exhausted_nudges_block_the_agent() {
     assert_eq!(plan.status.phase, Some(AgentPhase::Blocked));
     assert!(matches!(
         plan.actions.as_slice(),
-        [Action::Event {
-            reason: "NudgesExhausted",
-            warning: true,
-            ..
-        }]
+        [
+            Action::Event {
+                reason: "NudgesExhausted",
+                warning: true,
+                ..
+            },
+            // Nothing more will happen without someone: its overseer hears (critical).
+            Action::EscalationOpened(_)
+        ]
     ));
+    assert_eq!(
+        plan.status.escalations[0].kind,
+        EscalationKind::NudgesExhausted
+    );
     assert!(!conditions::is_true(&plan.status.conditions, "InLoop"));
 }
 
@@ -1102,7 +1110,14 @@ fn a_waiting_agent_is_never_nudged() {
         OverseerState::Ready,
         10_000,
     );
-    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    // Never nudged: its prompt is a person's, and past `waitingEscalatesAfter` the
+    // overseer hears of it as an escalation instead.
+    assert!(
+        matches!(plan.actions.as_slice(), [Action::EscalationOpened(_)]),
+        "{:?}",
+        plan.actions
+    );
+    assert_eq!(plan.status.escalations[0].kind, EscalationKind::Waiting);
 }
 
 #[test]
@@ -1168,10 +1183,13 @@ fn a_stall_replaces_the_pod_up_to_the_limit_then_blocks() {
     assert_eq!(blocked.status.phase, Some(AgentPhase::Blocked));
     assert!(matches!(
         blocked.actions.as_slice(),
-        [Action::Event {
-            reason: "StallLimit",
-            ..
-        }]
+        [
+            Action::Event {
+                reason: "StallLimit",
+                ..
+            },
+            Action::EscalationOpened(_)
+        ]
     ));
 }
 

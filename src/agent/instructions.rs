@@ -93,6 +93,7 @@ fn loop_section(spec: &AgentSpec) -> String {
          - Report what you are doing now{every}, in one line: `{BIN_DIR}/overseer loop progress \"<what you are doing>\"`.\n\
          - When the task is genuinely finished: `{BIN_DIR}/overseer loop done --reason \"<what you did>\"`.\n\
          - When you cannot go on without help: `{BIN_DIR}/overseer loop block --reason \"<why>\"`.\n\
+         - To ask your overseer for help and keep working: `{BIN_DIR}/overseer escalate --severity info|warning|critical --reason \"<what you need>\"`.\n\
          Stopping without one of the last two counts as stopping too early: you will be asked to continue."
     )
 }
@@ -177,6 +178,7 @@ spec:
         - Report what you are doing now at least every 10m, in one line: `/overseer/bin/overseer loop progress "<what you are doing>"`.
         - When the task is genuinely finished: `/overseer/bin/overseer loop done --reason "<what you did>"`.
         - When you cannot go on without help: `/overseer/bin/overseer loop block --reason "<why>"`.
+        - To ask your overseer for help and keep working: `/overseer/bin/overseer escalate --severity info|warning|critical --reason "<what you need>"`.
         Stopping without one of the last two counts as stopping too early: you will be asked to continue.
 
         ## Your task

@@ -605,7 +605,7 @@ spec:
             .unwrap();
         let prompt = env.iter().find(|e| e.name == "OVERSEER_PROMPT").unwrap();
         let prompt = prompt.value.as_deref().unwrap();
-        assert!(prompt.starts_with("# Overseer standing instructions (v1)"));
+        assert!(prompt.starts_with("# Overseer standing instructions (v2)"));
         assert!(prompt.ends_with("Keep the builders going.\n"));
     }
 

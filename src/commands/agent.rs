@@ -25,11 +25,11 @@ use crate::{Error, Result};
 const SEND_MANAGER: &str = "overseer-send";
 /// How many times a list in an agent's status is read and written again when another
 /// writer changed the agent in between (optimistic concurrency).
-const WRITE_TRIES: usize = 32;
+pub(super) const WRITE_TRIES: usize = 32;
 
 /// A short, spread pause before trying a conflicting write again, so that many
 /// concurrent writers do not meet again at once.
-fn retry_pause() -> Duration {
+pub(super) fn retry_pause() -> Duration {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -39,7 +39,7 @@ fn retry_pause() -> Duration {
 /// Inbox messages waiting at once, at most (the schema's limit).
 const INBOX_LIMIT: usize = 16;
 
-async fn agents(namespace: Option<&str>) -> Result<Api<Agent>> {
+pub(super) async fn agents(namespace: Option<&str>) -> Result<Api<Agent>> {
     let client = crate::timeouts::client(crate::timeouts::ANSWER_DEADLINE).await?;
     Ok(match namespace {
         Some(ns) => Api::namespaced(client, ns),
@@ -48,7 +48,7 @@ async fn agents(namespace: Option<&str>) -> Result<Api<Agent>> {
 }
 
 /// A refusal by the API server, in words that say what to do about it.
-fn refused(action: &str, agent: &str, error: kube::Error) -> Error {
+pub(super) fn refused(action: &str, agent: &str, error: kube::Error) -> Error {
     match error {
         kube::Error::Api(status) if status.code == 403 => Error::Invalid(format!(
             "not allowed to {action} {agent}: only its overseer (or a person with access to agents/status) may; {}",
@@ -62,7 +62,7 @@ fn refused(action: &str, agent: &str, error: kube::Error) -> Error {
     }
 }
 
-async fn get(api: &Api<Agent>, action: &str, agent: &str) -> Result<Agent> {
+pub(super) async fn get(api: &Api<Agent>, action: &str, agent: &str) -> Result<Agent> {
     api.get(agent).await.map_err(|e| refused(action, agent, e))
 }
 
@@ -232,9 +232,15 @@ pub async fn send(
     for _ in 0..WRITE_TRIES {
         let current = get(&api, "send to", agent).await?;
         let inbox = enqueue(&current, from, text, Timestamp::now())?;
+        // A message answers the agent's open escalations.
+        let mut status = super::escalation::answer_fields(
+            current.status.as_ref().unwrap_or(&Default::default()),
+            from,
+        );
+        status["inbox"] = json!(inbox);
         let patch = json!({
             "metadata": {"resourceVersion": current.metadata.resource_version},
-            "status": {"inbox": inbox},
+            "status": status,
         });
         let params = PatchParams {
             field_manager: Some(SEND_MANAGER.into()),
@@ -352,7 +358,9 @@ pub async fn release(namespace: Option<&str>, agent: &str, reason: &str) -> Resu
         time: Some(Time(Timestamp::now())),
         attempt,
     };
-    let patch = json!({"status": {"exit": exit}});
+    let mut fields = super::escalation::answer_fields(&status, &answerer());
+    fields["exit"] = json!(exit);
+    let patch = json!({"status": fields});
     api.patch_status(agent, &loop_params(), &Patch::Merge(&patch))
         .await
         .map_err(|e| refused("release", agent, e))?;
@@ -419,6 +427,11 @@ pub async fn watch_pr(namespace: Option<&str>, agent: &str, url: &str, stop: boo
     Ok(())
 }
 
+/// Who answers an agent: the agent whose pod this runs in, else a person.
+fn answerer() -> String {
+    std::env::var("OVERSEER_AGENT").unwrap_or_else(|_| "user".into())
+}
+
 fn loop_params() -> PatchParams {
     PatchParams {
         field_manager: Some(LOOP_MANAGER.into()),
@@ -439,6 +452,18 @@ pub async fn set_loop(namespace: Option<&str>, agent: &str, enabled: bool) -> Re
         .await
         .map_err(|e| refused("change the loop of", agent, e))?;
     let status = current.status.unwrap_or_default();
+    if enabled {
+        let answer = super::escalation::answer_fields(&status, &answerer());
+        if answer.as_object().is_some_and(|a| !a.is_empty()) {
+            api.patch_status(
+                agent,
+                &loop_params(),
+                &Patch::Merge(&json!({"status": answer})),
+            )
+            .await
+            .map_err(|e| refused("acknowledge the escalations of", agent, e))?;
+        }
+    }
     if enabled && status.current_exit().is_some() {
         let patch = json!({"status": {"exit": null}});
         api.patch_status(agent, &loop_params(), &Patch::Merge(&patch))

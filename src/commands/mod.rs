@@ -3,6 +3,7 @@
 //! hold the types and decisions these read; nothing here is the operator's.
 
 pub mod agent;
+pub mod escalation;
 pub mod goal;
 pub mod goals;
 pub mod jsonpath;

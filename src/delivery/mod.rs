@@ -7,6 +7,7 @@
 //! that acts on these decisions (the Agent's courier, src/agent/controller/delivery.rs).
 
 pub mod claims;
+pub mod escalation;
 pub mod exec;
 pub mod inbox;
 pub mod input;

@@ -199,8 +199,24 @@ pub struct LoopSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "duration_schema")]
     pub report_every: Option<SpecDuration>,
+    /// A permission or human prompt that waits this long opens an escalation to the
+    /// agent's overseer (and, unacknowledged, to the webhook).
+    #[serde(default = "default_waiting_escalates_after")]
+    #[schemars(schema_with = "duration_schema")]
+    pub waiting_escalates_after: SpecDuration,
+    /// An escalation not acknowledged within this time goes to the webhook
+    /// (`spec.notify`, else the swarm's), once; a critical one goes at once.
+    #[serde(default = "default_ack_within")]
+    #[schemars(schema_with = "duration_schema")]
+    pub ack_within: SpecDuration,
 }
 
+fn default_waiting_escalates_after() -> SpecDuration {
+    duration::default_of("10m")
+}
+fn default_ack_within() -> SpecDuration {
+    duration::default_of("15m")
+}
 fn default_interval() -> DurationOrOff {
     duration::default_of("15s")
 }
@@ -229,6 +245,8 @@ impl Default for LoopSpec {
             stall_after: default_stall_after(),
             session_timeout: None,
             report_every: None,
+            waiting_escalates_after: default_waiting_escalates_after(),
+            ack_within: default_ack_within(),
         }
     }
 }
@@ -294,6 +312,25 @@ pub struct AgentStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16))]
     pub watch_requests: Vec<WatchRequest>,
+    /// Escalations the agent asked for (`overseer escalate`, field manager
+    /// `overseer-escalate`); the operator opens each once, in `seq` order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub escalation_requests: Vec<EscalationRequest>,
+    /// The operator's record of this agent's escalations: every open one, and the
+    /// latest settled ones (at most 16 in all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub escalations: Vec<Escalation>,
+    /// The highest escalation id handed out and request seq taken, so neither is used
+    /// twice once the list drops old entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation_counts: Option<EscalationCounts>,
+    /// The last acknowledgement of this agent's escalations: its overseer's or a
+    /// person's `overseer ack`, `send`, `loop release` or `loop add` (field manager
+    /// `overseer-ack`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation_ack: Option<EscalationAck>,
     /// The last message delivered to this agent (a send, nudge or wake), for `overseer ps`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_message: Option<LastMessage>,
@@ -463,6 +500,135 @@ pub struct InFlightDelivery {
     /// Why it was sent, recorded as `lastReason` once delivered.
     #[schemars(length(max = 256))]
     pub reason: String,
+}
+
+/// How urgent an escalation is: `critical` goes to the webhook at once, the others
+/// once they wait `loop.ackWithin` unacknowledged.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Critical,
+}
+
+impl Severity {
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+/// Why an escalation was opened.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum EscalationKind {
+    /// The agent asked (`overseer escalate`).
+    Requested,
+    /// The agent declared itself blocked (`overseer loop block`).
+    Blocked,
+    /// A permission or human prompt waited `loop.waitingEscalatesAfter`.
+    Waiting,
+    /// Its nudges ran out (the agent is Blocked).
+    NudgesExhausted,
+    /// Its pods stalled too often (the agent is Blocked).
+    StallLimit,
+}
+
+impl EscalationKind {
+    /// Its name in wake lines, metrics and Events.
+    pub fn label(self) -> &'static str {
+        match self {
+            EscalationKind::Requested => "requested",
+            EscalationKind::Blocked => "blocked",
+            EscalationKind::Waiting => "waiting",
+            EscalationKind::NudgesExhausted => "nudges-exhausted",
+            EscalationKind::StallLimit => "stall-limit",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum EscalationState {
+    /// Waiting for the overseer (or a person).
+    Open,
+    /// Answered: `overseer ack`, or a `send`, `loop release` or `loop add` after it.
+    Acknowledged,
+    /// Its cause went away before anyone answered (the prompt was answered, the block
+    /// taken back, the agent running again).
+    Resolved,
+}
+
+/// One escalation of an agent to its overseer (written by the operator).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Escalation {
+    /// Unique per agent, increasing.
+    pub id: i64,
+    pub kind: EscalationKind,
+    pub severity: Severity,
+    pub state: EscalationState,
+    /// The attempt it was opened in.
+    pub attempt: i64,
+    /// The agent's own words (a request's or block's reason), or the operator's. Never
+    /// typed into the overseer: it reads them with `overseer escalations`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub reason: Option<String>,
+    /// The request it came from (`Requested`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_seq: Option<i64>,
+    pub opened_time: Time,
+    /// When its line was typed into the overseer's wake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub told_time: Option<Time>,
+    /// When the webhook was called about it (once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notified_time: Option<Time>,
+    /// When it was acknowledged or resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_time: Option<Time>,
+    /// Who acknowledged it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    pub acknowledged_by: Option<String>,
+}
+
+/// `overseer escalate` in the agent's pod.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EscalationRequest {
+    pub seq: i64,
+    pub severity: Severity,
+    #[schemars(length(max = 1024))]
+    pub reason: String,
+    pub time: Time,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EscalationCounts {
+    /// The highest escalation id handed out.
+    #[serde(default)]
+    pub last_id: i64,
+    /// Every request up to this seq was taken.
+    #[serde(default)]
+    pub taken_seq: i64,
+}
+
+/// Acknowledges every escalation up to `through` opened before `time`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EscalationAck {
+    pub through: i64,
+    /// The acknowledging agent, or `user`.
+    #[schemars(length(max = 253))]
+    pub by: String,
+    pub time: Time,
 }
 
 /// Longest message `overseer send` accepts (bytes).

@@ -10,6 +10,7 @@ mod api_server;
 mod chart;
 mod cli;
 mod crash;
+mod escalation;
 mod exec;
 mod fuzz;
 mod gitops;

@@ -19,7 +19,7 @@ use crate::support::shim::{overseer_shim, pod_shim};
 
 /// The user name of an agent's ServiceAccount, for impersonation.
 /// An `overseer` CLI command run as `user` (None: the test's admin).
-fn overseer_as(ns: &TestNamespace, user: Option<&str>, args: &[&str]) -> Output {
+pub(crate) fn overseer_as(ns: &TestNamespace, user: Option<&str>, args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_overseer"));
     command
         .args(args)

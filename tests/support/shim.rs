@@ -126,7 +126,13 @@ impl Shim {
 
     /// The fake CLI's log once it holds `text` (within 15 s).
     pub async fn wait_for_log(&self, text: &str) -> String {
-        for _ in 0..150 {
+        self.wait_for_log_within(text, Duration::from_secs(15))
+            .await
+    }
+
+    /// The fake CLI's log once it holds `text` (within `wait`).
+    pub async fn wait_for_log_within(&self, text: &str, wait: Duration) -> String {
+        for _ in 0..wait.as_millis() / 100 {
             let log = self.fake_log();
             if log.contains(text) {
                 return log;
@@ -328,13 +334,18 @@ pub async fn pod_shim(
 /// (tests/fake-agents/tui-overseer.sh), whose `overseer` commands act as the agent's
 /// own ServiceAccount (impersonated), so they have exactly its permissions.
 pub async fn overseer_shim(ns: &TestNamespace, agent: &str) -> Shim {
+    overseer_shim_running(ns, agent, "tui-overseer.sh").await
+}
+
+/// As `overseer_shim`, running the scripted overseer CLI `script`.
+pub async fn overseer_shim_running(ns: &TestNamespace, agent: &str, script: &str) -> Shim {
     let user = super::cluster::agent_account(ns, agent);
     pod_shim_with(
         ns,
         agent,
         1,
         "pi",
-        "tui-overseer.sh",
+        script,
         &[("KUBE_RS_DEBUG_IMPERSONATE_USER", user.as_str())],
         "2s",
     )

@@ -171,7 +171,14 @@ pub(super) async fn apply_status(
 pub(super) fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value> {
     let mut status = serde_json::to_value(status)?;
     if let Some(fields) = status.as_object_mut() {
-        for owned_elsewhere in ["activity", "exit", "inbox", "lastMessage"] {
+        for owned_elsewhere in [
+            "activity",
+            "exit",
+            "inbox",
+            "lastMessage",
+            "escalationRequests",
+            "escalationAck",
+        ] {
             fields.remove(owned_elsewhere);
         }
     }

@@ -19,10 +19,11 @@ use crate::agent::wake::wake_batch;
 use crate::api::{self, CONTROLLER_MANAGER};
 use crate::controller::Context;
 use crate::delivery::claims;
+use crate::delivery::escalation;
 use crate::delivery::inbox::{self, SendStep};
 use crate::kinds::agent::{
-    Agent, AgentSpec, AgentStatus, Delivery, InFlightDelivery, InboxMessage, LastMessage,
-    LoopStatus,
+    Agent, AgentSpec, AgentStatus, Delivery, Escalation, InFlightDelivery, InboxMessage,
+    LastMessage, LoopStatus,
 };
 use crate::metrics::DeliveryLabels;
 use crate::reasons;
@@ -253,6 +254,114 @@ impl Courier<'_> {
     }
 }
 
+impl Courier<'_> {
+    /// Tells the agent's overseer of the open escalations it has not heard of, its
+    /// own and those of every other agent it oversees, in one wake (under the wake
+    /// lock, so two members never send the same lines twice); each line is a delivery
+    /// of its own id, so a line typed again after a stop is confirmed, not typed twice.
+    /// True once told (or nothing to tell), false when the overseer could not take it.
+    pub(super) async fn tell(&self, agent: &Agent) -> Result<bool> {
+        let (ac, agents, pods) = (self.ac, self.agents, self.pods);
+        let namespace = agent.namespace().unwrap_or_default();
+        let Some(overseer_name) = agent.spec.overseer.clone() else {
+            return Ok(true);
+        };
+        let lock = ac.wake_lock(&namespace, &overseer_name);
+        let _guard = lock.lock().await;
+        let Some(overseer) = agents
+            .get_opt(&overseer_name)
+            .await?
+            .filter(|o| overseer_state(o) == OverseerState::Ready)
+        else {
+            return Ok(false);
+        };
+        let members: Vec<Agent> = agents
+            .list(&ListParams::default())
+            .await?
+            .into_iter()
+            .filter(|a| oversight::accepts(&overseer, a, owning_swarm(&ac.swarms, a).as_deref()))
+            .collect();
+        let now = jiff::Timestamp::now();
+        let items: Vec<(String, Escalation)> = members
+            .iter()
+            .flat_map(|m| {
+                let status = m.status.clone().unwrap_or_default();
+                escalation::untold(&status)
+                    .into_iter()
+                    .map(|e| (m.name_any(), e.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        if items.is_empty() {
+            return Ok(true);
+        }
+        let lines: Vec<(&str, &Escalation)> = items.iter().map(|(m, e)| (m.as_str(), e)).collect();
+        let text = escalation::wake(&namespace, &lines, now);
+        let ids: Vec<String> = items
+            .iter()
+            .map(|(m, e)| escalation::tell_id(m, e.id))
+            .collect();
+        let outcome = type_input(&ac.ctx, pods, &overseer, &text, &ids).await?;
+        if let Err(reason) = outcome {
+            let message =
+                format!("its overseer {overseer_name} was not told of its escalations: {reason}");
+            ac.ctx
+                .publish_about(agent, true, reasons::WAKE_FAILED, &message);
+            return Ok(false);
+        }
+        apply_last_message(agents, &overseer_name, OPERATOR_SENDER, &text).await?;
+        for member in members
+            .iter()
+            .filter(|m| items.iter().any(|(n, _)| *n == m.name_any()))
+        {
+            self.record_told(member, &items, now).await?;
+        }
+        Ok(true)
+    }
+
+    /// Records on `member` that its overseer was told of its escalations in `items`.
+    async fn record_told(
+        &self,
+        member: &Agent,
+        items: &[(String, Escalation)],
+        now: jiff::Timestamp,
+    ) -> Result<()> {
+        let name = member.name_any();
+        let told: Vec<&Escalation> = items
+            .iter()
+            .filter(|(m, _)| *m == name)
+            .map(|(_, e)| e)
+            .collect();
+        update_status(self.agents, &name, |status| {
+            let mut status = status.clone();
+            for escalation in status.escalations.iter_mut() {
+                if told.iter().any(|t| t.id == escalation.id) && escalation.told_time.is_none() {
+                    escalation.told_time = Some(Time(now));
+                }
+            }
+            Some(status)
+        })
+        .await?;
+        for escalation in told {
+            let waited = now
+                .duration_since(escalation.opened_time.0)
+                .as_secs_f64()
+                .max(0.0);
+            self.ac.ctx.metrics.escalation_to_told.observe(waited);
+            let message = format!(
+                "its overseer was told of escalation #{} ({}, severity {})",
+                escalation.id,
+                escalation.kind.label(),
+                escalation.severity.label()
+            );
+            self.ac
+                .ctx
+                .publish_about(member, false, reasons::ESCALATION_TOLD, &message);
+        }
+        Ok(())
+    }
+}
+
 /// Field manager of `status.lastMessage`.
 const MESSAGES_MANAGER: &str = "overseer-messages";
 
@@ -343,14 +452,30 @@ async fn update_loop(
     name: &str,
     change: impl Fn(&AgentStatus) -> Option<LoopStatus>,
 ) -> Result<()> {
+    update_status(agents, name, |status| {
+        let loop_status = change(status)?;
+        let mut status = status.clone();
+        status.loop_ = Some(loop_status);
+        Some(status)
+    })
+    .await
+}
+
+/// Writes `change` of agent `name`'s status (None: nothing to write), read fresh and
+/// written onto that version (retried on conflict), so that nothing written since it
+/// was listed is rolled back.
+async fn update_status(
+    agents: &Api<Agent>,
+    name: &str,
+    change: impl Fn(&AgentStatus) -> Option<AgentStatus>,
+) -> Result<()> {
     const TRIES: usize = 5;
     for _ in 0..TRIES {
         let fresh = agents.get(name).await?;
-        let mut status = fresh.status.clone().unwrap_or_default();
-        let Some(loop_status) = change(&status) else {
+        let current = fresh.status.clone().unwrap_or_default();
+        let Some(status) = change(&current) else {
             return Ok(());
         };
-        status.loop_ = Some(loop_status);
         let version = fresh.resource_version().unwrap_or_default();
         let fields = operator_fields(&status)?;
         match api::apply_status_at(agents, name, CONTROLLER_MANAGER, &version, &fields).await {
@@ -360,7 +485,7 @@ async fn update_loop(
         }
     }
     Err(Error::Invalid(format!(
-        "agent {name} changed {TRIES} times while its loop status was written"
+        "agent {name} changed {TRIES} times while its status was written"
     )))
 }
 

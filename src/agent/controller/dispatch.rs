@@ -37,11 +37,13 @@ pub(super) struct Work {
     pub(super) inbox: Option<bool>,
     /// Settle a delivery claimed by an operator that stopped before recording it.
     pub(super) settle: bool,
+    /// Tell its overseer of the escalations it has not heard of.
+    pub(super) tell: bool,
 }
 
 impl Work {
     pub(super) fn is_empty(&self) -> bool {
-        self.deliver.is_none() && self.inbox.is_none() && !self.settle
+        self.deliver.is_none() && self.inbox.is_none() && !self.settle && !self.tell
     }
 }
 
@@ -98,6 +100,11 @@ async fn run(ac: &AgentContext, mut agent: Agent, work: Work) -> Result<Option<D
             // Retried at the next heartbeat; the cooldown has not started.
             after = Some(LoopTimes::of(&spec.loop_).delivery_retry());
         }
+    }
+    if work.tell && !courier.tell(&agent).await? {
+        // Told again at the next heartbeat, as a wake that did not go through.
+        let retry = LoopTimes::of(&agent.spec.loop_).delivery_retry();
+        after = Some(after.map_or(retry, |a| a.min(retry)));
     }
     if let Some(pod_ready) = work.inbox
         && let Some(retry) = courier.inbox(&mut agent, pod_ready).await?

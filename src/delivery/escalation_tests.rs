@@ -1,0 +1,254 @@
+use super::*;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+fn at(secs: i64) -> Timestamp {
+    Timestamp::from_second(1_700_000_000 + secs).unwrap()
+}
+
+fn limits(webhook: bool) -> Limits {
+    Limits {
+        waiting_after: Duration::from_secs(600),
+        ack_within: Duration::from_secs(900),
+        webhook,
+    }
+}
+
+fn running() -> AgentStatus {
+    AgentStatus {
+        attempt: Some(2),
+        phase: Some(AgentPhase::Running),
+        ..Default::default()
+    }
+}
+
+fn request(seq: i64, severity: Severity, reason: &str) -> EscalationRequest {
+    EscalationRequest {
+        seq,
+        severity,
+        reason: reason.into(),
+        time: Time(at(0)),
+    }
+}
+
+fn blocked_exit(status: &mut AgentStatus, attempt: i64) {
+    status.exit = Some(AgentExit {
+        outcome: ExitOutcome::Blocked,
+        reason: Some("need the staging password".into()),
+        time: Some(Time(at(0))),
+        attempt,
+    });
+}
+
+fn waiting_since(status: &mut AgentStatus, since: i64) {
+    status.activity = Some(Activity {
+        state: ActivityState::Waiting,
+        since: Some(Time(at(since))),
+        last_activity_time: None,
+        heartbeat_time: None,
+        attempt: status.attempt,
+        exit_code: None,
+        summary: None,
+        progress_time: None,
+        usage: None,
+    });
+}
+
+fn blocked_by(status: &mut AgentStatus, reason: &str) {
+    status.phase = Some(AgentPhase::Blocked);
+    status.conditions = vec![Condition {
+        type_: conditions::IN_LOOP.into(),
+        status: "False".into(),
+        reason: reason.into(),
+        message: String::new(),
+        observed_generation: None,
+        last_transition_time: Time(at(0)),
+    }];
+}
+
+fn ack(status: &mut AgentStatus, through: i64, time: i64) {
+    status.escalation_ack = Some(EscalationAck {
+        through,
+        by: "lead".into(),
+        time: Time(at(time)),
+    });
+}
+
+#[test]
+fn each_request_opens_one_escalation_in_order_and_never_again() {
+    let mut status = running();
+    status.escalation_requests = vec![
+        request(2, Severity::Critical, "second"),
+        request(1, Severity::Info, "first"),
+    ];
+    let outcome = step(&mut status, &limits(false), at(10));
+    let opened: Vec<(i64, Option<i64>, Severity)> = outcome
+        .opened
+        .iter()
+        .map(|e| (e.id, e.request_seq, e.severity))
+        .collect();
+    assert_eq!(
+        opened,
+        [
+            (1, Some(1), Severity::Info),
+            (2, Some(2), Severity::Critical)
+        ]
+    );
+    assert_eq!(status.escalation_counts.as_ref().unwrap().taken_seq, 2);
+    // Taken requests stay in the list until the agent's next escalate drops them.
+    let again = step(&mut status, &limits(false), at(20));
+    assert!(again.opened.is_empty());
+    assert_eq!(status.escalations.len(), 2);
+}
+
+#[test]
+fn a_block_opens_one_warning_per_attempt_and_resolves_when_taken_back() {
+    let mut status = running();
+    blocked_exit(&mut status, 2);
+    let outcome = step(&mut status, &limits(false), at(10));
+    assert_eq!(outcome.opened.len(), 1);
+    assert_eq!(outcome.opened[0].kind, EscalationKind::Blocked);
+    assert_eq!(outcome.opened[0].severity, Severity::Warning);
+    assert!(step(&mut status, &limits(false), at(20)).opened.is_empty());
+    // `overseer loop add` takes the exit back.
+    status.exit = None;
+    step(&mut status, &limits(false), at(30));
+    assert_eq!(status.escalations[0].state, EscalationState::Resolved);
+    assert_eq!(status.escalations[0].settled_time, Some(Time(at(30))));
+}
+
+#[test]
+fn a_block_of_an_earlier_attempt_opens_nothing() {
+    let mut status = running();
+    blocked_exit(&mut status, 1);
+    assert!(step(&mut status, &limits(false), at(10)).opened.is_empty());
+}
+
+#[test]
+fn a_prompt_escalates_only_after_waiting_its_limit() {
+    let mut status = running();
+    waiting_since(&mut status, 0);
+    let early = step(&mut status, &limits(false), at(300));
+    assert!(early.opened.is_empty());
+    assert_eq!(early.next_at, Some(at(600)));
+    let late = step(&mut status, &limits(false), at(600));
+    assert_eq!(late.opened[0].kind, EscalationKind::Waiting);
+    // A person answered the prompt: the agent works again.
+    status.activity.as_mut().unwrap().state = ActivityState::Working;
+    step(&mut status, &limits(false), at(700));
+    assert_eq!(status.escalations[0].state, EscalationState::Resolved);
+}
+
+#[test]
+fn a_critical_escalation_goes_to_the_webhook_at_once_and_only_once() {
+    let mut status = running();
+    blocked_by(&mut status, reasons::NUDGES_EXHAUSTED);
+    let first = step(&mut status, &limits(true), at(10));
+    assert_eq!(first.opened[0].kind, EscalationKind::NudgesExhausted);
+    assert_eq!(first.notify.len(), 1);
+    assert_eq!(status.escalations[0].notified_time, Some(Time(at(10))));
+    for now in [20, 2000, 90_000] {
+        let later = step(&mut status, &limits(true), at(now));
+        assert!(later.notify.is_empty() && later.opened.is_empty(), "{now}");
+    }
+}
+
+#[test]
+fn a_warning_goes_to_the_webhook_only_when_unacknowledged_past_ack_within() {
+    let mut status = running();
+    blocked_exit(&mut status, 2);
+    let opened = step(&mut status, &limits(true), at(0));
+    assert!(opened.notify.is_empty());
+    assert_eq!(opened.next_at, Some(at(900)));
+    assert!(step(&mut status, &limits(true), at(899)).notify.is_empty());
+    assert_eq!(step(&mut status, &limits(true), at(900)).notify.len(), 1);
+    assert!(step(&mut status, &limits(true), at(5000)).notify.is_empty());
+
+    let mut answered = running();
+    blocked_exit(&mut answered, 2);
+    step(&mut answered, &limits(true), at(0));
+    ack(&mut answered, 1, 100);
+    step(&mut answered, &limits(true), at(100));
+    assert_eq!(answered.escalations[0].state, EscalationState::Acknowledged);
+    assert_eq!(
+        answered.escalations[0].acknowledged_by.as_deref(),
+        Some("lead")
+    );
+    assert!(
+        step(&mut answered, &limits(true), at(5000))
+            .notify
+            .is_empty()
+    );
+}
+
+#[test]
+fn without_a_webhook_nothing_is_marked_notified() {
+    let mut status = running();
+    blocked_by(&mut status, reasons::STALL_LIMIT);
+    let outcome = step(&mut status, &limits(false), at(10));
+    assert!(outcome.notify.is_empty());
+    assert_eq!(status.escalations[0].notified_time, None);
+}
+
+#[test]
+fn an_ack_covers_only_escalations_up_to_its_id_opened_before_it() {
+    let mut status = running();
+    status.escalation_requests = vec![request(1, Severity::Info, "a")];
+    step(&mut status, &limits(false), at(10));
+    ack(&mut status, 1, 20);
+    status
+        .escalation_requests
+        .push(request(2, Severity::Info, "b"));
+    step(&mut status, &limits(false), at(30));
+    let states: Vec<EscalationState> = status.escalations.iter().map(|e| e.state).collect();
+    assert_eq!(
+        states,
+        [EscalationState::Acknowledged, EscalationState::Open]
+    );
+    // An answer covers what is open when it is written, never what opens later.
+    let answer = answer(&status, None, "lead", at(40)).unwrap();
+    assert_eq!(answer.through, 2);
+    assert_eq!(
+        super::answer(&status, Some(7), "lead", at(40))
+            .unwrap()
+            .through,
+        2
+    );
+    status.escalation_ack = Some(answer);
+    step(&mut status, &limits(false), at(40));
+    assert!(super::answer(&status, None, "lead", at(50)).is_none());
+}
+
+#[test]
+fn every_open_escalation_is_kept_and_settled_ones_are_bounded() {
+    let mut status = running();
+    for seq in 1..=12 {
+        status.escalation_requests = vec![request(seq, Severity::Info, "x")];
+        step(&mut status, &limits(false), at(seq));
+    }
+    ack(&mut status, 10, 100);
+    step(&mut status, &limits(false), at(100));
+    let kept: Vec<(i64, EscalationState)> =
+        status.escalations.iter().map(|e| (e.id, e.state)).collect();
+    assert_eq!(kept.len(), 10);
+    assert_eq!(kept[0].0, 3, "the oldest settled ones go first");
+    assert!(
+        kept.iter()
+            .filter(|(id, _)| *id > 10)
+            .all(|(_, s)| *s == EscalationState::Open)
+    );
+}
+
+#[test]
+fn the_wake_names_and_counts_and_never_quotes_the_agent() {
+    let mut status = running();
+    blocked_exit(&mut status, 2);
+    step(&mut status, &limits(false), at(0));
+    let items: Vec<(&str, &Escalation)> = untold(&status)
+        .into_iter()
+        .map(|e| ("builder", e))
+        .collect();
+    let text = wake("team", &items, at(125));
+    assert!(!text.contains("staging password"), "{text}");
+    insta::assert_snapshot!(text);
+    assert_eq!(tell_id("builder", 1), "escalation/builder/1");
+}
