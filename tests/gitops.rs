@@ -58,6 +58,30 @@ fn every_kind_maps_its_states_to_argo_cd_health() {
             object(1, 1, json!({"phase": "Pending"})),
             "Progressing",
         ),
+        // It asked for help nobody has given: a critical escalation open is Degraded, an
+        // acknowledged one or a lesser one is not.
+        (
+            "Agent",
+            object(
+                1,
+                1,
+                json!({"phase": "Running", "conditions": [condition("Ready", "True", "PodReady")],
+                    "escalations": [{"id": 2, "kind": "Requested", "severity": "critical", "state": "Open"}]}),
+            ),
+            "Degraded",
+        ),
+        (
+            "Agent",
+            object(
+                1,
+                1,
+                json!({"phase": "Running", "conditions": [condition("Ready", "True", "PodReady")],
+                    "escalations": [
+                        {"id": 1, "kind": "Requested", "severity": "critical", "state": "Acknowledged"},
+                        {"id": 2, "kind": "Waiting", "severity": "warning", "state": "Open"}]}),
+            ),
+            "Healthy",
+        ),
         // Stuck on its image: Progressing while the kubelet may still pull it, Degraded
         // once the operator says the patience is over.
         (

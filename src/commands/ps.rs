@@ -11,6 +11,19 @@ use crate::Result;
 use crate::api::wire_name;
 use crate::kinds::agent::Agent;
 
+/// The agent's open escalations: how many and the highest severity (`-`: none).
+fn open_escalations(status: &crate::kinds::agent::AgentStatus) -> String {
+    let open: Vec<_> = status
+        .escalations
+        .iter()
+        .filter(|e| e.state == crate::kinds::agent::EscalationState::Open)
+        .collect();
+    match open.iter().map(|e| e.severity).max() {
+        Some(worst) => format!("{} {}", open.len(), worst.label()),
+        None => "-".into(),
+    }
+}
+
 impl Listed for Agent {
     /// Agent, role, phase, activity, since, nudges, summary, and the last message
     /// delivered to it (how long ago, who sent it, its first line); `wide` adds its
@@ -24,6 +37,7 @@ impl Listed for Agent {
             "ACTIVITY",
             "SINCE",
             "NUDGES",
+            "ESCALATIONS",
             "SUMMARY",
             "LAST MESSAGE",
         ];
@@ -53,6 +67,7 @@ impl Listed for Agent {
                 .loop_
                 .as_ref()
                 .map_or_else(|| "0".into(), |l| l.nudges.to_string()),
+            open_escalations(&status),
             activity
                 .and_then(|a| a.summary.clone())
                 .map(|s| {
@@ -187,6 +202,9 @@ mod tests {
     phase: Running
     attempt: 2
     activity: {state: idle, since: "2026-12-01T10:00:00Z", attempt: 2, summary: "mapping the repo\nsecond line"}
+    escalations:
+    - {id: 1, kind: Requested, severity: info, state: Acknowledged, attempt: 2, openedTime: "2026-12-01T10:00:00Z"}
+    - {id: 2, kind: NudgesExhausted, severity: critical, state: Open, attempt: 2, openedTime: "2026-12-01T10:00:00Z"}
     loop: {nudges: 3}
     lastMessage: {from: lead, excerpt: "continue: map the tests directory too", time: "2026-12-01T10:00:30Z"}
 - metadata: {name: billing-scout, namespace: team}
@@ -203,10 +221,10 @@ mod tests {
         .unwrap();
         let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
         insta::assert_snapshot!(render(&agents, &list_args(None), now).unwrap(), @r"
-        SWARM     AGENT           ROLE      PHASE     ACTIVITY   SINCE   NUDGES   SUMMARY            LAST MESSAGE
-        -         builder         builder   Pending   -          -       0        -                  -
-        -         scout           scout     Running   idle       90s     3        mapping the repo   60s lead: continue: map the tests directory too
-        billing   billing-scout   scout     Pending   -          -       0        -                  -
+        SWARM     AGENT           ROLE      PHASE     ACTIVITY   SINCE   NUDGES   ESCALATIONS   SUMMARY            LAST MESSAGE
+        -         builder         builder   Pending   -          -       0        -             -                  -
+        -         scout           scout     Running   idle       90s     3        1 critical    mapping the repo   60s lead: continue: map the tests directory too
+        billing   billing-scout   scout     Pending   -          -       0        -             -                  -
         ");
     }
 
@@ -227,8 +245,8 @@ mod tests {
         .unwrap();
         let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
         insta::assert_snapshot!(render(&agents, &list_args(Some(Output::Wide)), now).unwrap(), @r"
-        SWARM   AGENT     ROLE      PHASE     ACTIVITY   SINCE   NUDGES   SUMMARY   LAST MESSAGE   RUNTIME   POD         ATTEMPT   TOKENS
-        -       builder   builder   Running   working    30s     0        -         -              claude    builder-3   3         2100
+        SWARM   AGENT     ROLE      PHASE     ACTIVITY   SINCE   NUDGES   ESCALATIONS   SUMMARY   LAST MESSAGE   RUNTIME   POD         ATTEMPT   TOKENS
+        -       builder   builder   Running   working    30s     0        -             -         -              claude    builder-3   3         2100
         ");
         let json: serde_json::Value =
             serde_json::from_str(&render(&agents, &list_args(Some(Output::Json)), now).unwrap())

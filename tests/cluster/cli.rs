@@ -263,7 +263,7 @@ async fn kubectl_completes_the_plugins_commands_flags_and_agent_names() {
     };
 
     let commands = complete(&["a"]);
-    assert_eq!(commands, ["attach"], "{commands:?}");
+    assert_eq!(commands, ["ack", "attach"], "{commands:?}");
     let outputs = complete(&["ps", "-o", ""]);
     assert_eq!(outputs, ["wide", "name", "json", "yaml", "jsonpath="]);
     // Agent names come from the namespace typed on the line.

@@ -2,7 +2,9 @@
 -- A status older than the spec is Progressing; then by phase: Running with a ready pod
 -- and Done are Healthy, Blocked and Failed Degraded, Suspended Suspended. A pod the
 -- operator cannot have (refused by the API server, its name another owner's, its image
--- not pulled for three minutes) is Degraded.
+-- not pulled for three minutes) is Degraded, and so is a running agent with an open
+-- critical escalation (it asked for help that nobody has given yet: overseer
+-- escalations NAME shows it).
 local hs = { status = "Progressing", message = "Waiting for the operator" }
 local status = obj.status
 if status == nil or status.phase == nil then
@@ -37,7 +39,16 @@ elseif phase == "Suspended" then
   hs.status = "Suspended"
   hs.message = "Suspended"
 elseif phase == "Running" then
-  if ready ~= nil and ready.status == "True" then
+  local critical = nil
+  for _, e in ipairs(status.escalations or {}) do
+    if e.state == "Open" and e.severity == "critical" then
+      critical = e
+    end
+  end
+  if critical ~= nil then
+    hs.status = "Degraded"
+    hs.message = "Critical escalation #" .. tostring(critical.id) .. " open (" .. critical.kind .. "): overseer escalations " .. (obj.metadata.name or "")
+  elseif ready ~= nil and ready.status == "True" then
     hs.status = "Healthy"
     hs.message = "Running"
   else
