@@ -63,7 +63,20 @@ pub fn step(status: &mut AgentStatus, limits: &Limits, now: Timestamp) -> Outcom
             .iter()
             .any(|e| e.kind == kind && e.attempt == attempt && e.state == EscalationState::Open);
         if !open_already {
-            let opened = open(status, attempt, (kind, severity, reason), None, now);
+            let mut opened = open(status, attempt, (kind, severity, reason), None, now);
+            // The webhook heard of the agent's end already, from the same plan
+            // ("Blocked", with this reason): one cause is notified once.
+            if limits.webhook
+                && matches!(
+                    kind,
+                    EscalationKind::NudgesExhausted | EscalationKind::StallLimit
+                )
+            {
+                opened.notified_time = Some(Time(now));
+                if let Some(last) = status.escalations.last_mut() {
+                    last.notified_time = Some(Time(now));
+                }
+            }
             outcome.opened.push(opened);
         }
     }

@@ -141,15 +141,28 @@ fn a_prompt_escalates_only_after_waiting_its_limit() {
 #[test]
 fn a_critical_escalation_goes_to_the_webhook_at_once_and_only_once() {
     let mut status = running();
-    blocked_by(&mut status, reasons::NUDGES_EXHAUSTED);
+    status.escalation_requests = vec![request(1, Severity::Critical, "the disk is full")];
     let first = step(&mut status, &limits(true), at(10));
-    assert_eq!(first.opened[0].kind, EscalationKind::NudgesExhausted);
     assert_eq!(first.notify.len(), 1);
     assert_eq!(status.escalations[0].notified_time, Some(Time(at(10))));
     for now in [20, 2000, 90_000] {
         let later = step(&mut status, &limits(true), at(now));
         assert!(later.notify.is_empty() && later.opened.is_empty(), "{now}");
     }
+}
+
+#[test]
+fn an_agent_blocked_by_the_operator_is_not_notified_twice() {
+    // The loop's end ("Blocked", NudgesExhausted) went to the webhook from the same
+    // plan: its escalation opens as notified.
+    let mut status = running();
+    blocked_by(&mut status, reasons::NUDGES_EXHAUSTED);
+    let first = step(&mut status, &limits(true), at(10));
+    assert_eq!(first.opened[0].kind, EscalationKind::NudgesExhausted);
+    assert_eq!(first.opened[0].severity, Severity::Critical);
+    assert!(first.notify.is_empty());
+    assert_eq!(status.escalations[0].notified_time, Some(Time(at(10))));
+    assert!(step(&mut status, &limits(true), at(5000)).notify.is_empty());
 }
 
 #[test]

@@ -9,7 +9,7 @@ use overseer::agent::{AgentPhase, EscalationKind, EscalationState, Severity};
 use serde_json::json;
 
 use crate::agent::{WAIT, agent, count, wait_condition, wait_events};
-use crate::overseer::overseer_as;
+use crate::overseer::{logged_at, overseer_as};
 use crate::support::cluster::{agent_account, create_agent, operator, setup};
 use crate::support::shim::{overseer_shim_running, pod_shim_with};
 use crate::support::webhook::{Webhook, url_secret};
@@ -97,6 +97,19 @@ async fn an_escalation_reaches_the_overseer_once_in_fixed_words_and_its_answer_a
     .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(count(&lead.fake_log(), "told "), 1, "told once");
+
+    // The hop, from the fakes' own clocks: `escalate` returned -> the overseer read
+    // the line (the command itself waits for the operator to open it).
+    let escalated = logged_at(&builder.fake_log(), "escalated ").unwrap();
+    let told = logged_at(&lead.fake_log(), "told ").unwrap();
+    let report = format!(
+        "escalate returned -> overseer told: {:.2}s\n",
+        told - escalated
+    );
+    println!("{report}");
+    let logs = crate::support::cluster::repo_root().join("target/test-logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(logs.join("escalation-hop.txt"), report).unwrap();
 }
 
 #[tokio::test]

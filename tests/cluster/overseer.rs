@@ -43,7 +43,7 @@ fn text(output: &Output) -> String {
 }
 
 /// The time a line of a fake's log starting with `prefix` recorded (epoch seconds).
-fn logged_at(log: &str, prefix: &str) -> Option<f64> {
+pub(crate) fn logged_at(log: &str, prefix: &str) -> Option<f64> {
     log.lines()
         .find(|l| l.starts_with(prefix))?
         .split(' ')
