@@ -11,4 +11,5 @@ pub mod escalation;
 pub mod exec;
 pub mod inbox;
 pub mod input;
+pub mod mail;
 pub mod slots;

@@ -331,6 +331,21 @@ pub struct AgentStatus {
     /// `overseer-ack`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalation_ack: Option<EscalationAck>,
+    /// Mail this agent sent (`overseer mail send`, field manager `overseer-mail`),
+    /// waiting for the operator to route it, in `seq` order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub outbox: Vec<OutgoingMail>,
+    /// Mail routed to this agent and not read yet (written by the operator).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub mailbox: Vec<Mail>,
+    /// The operator's record of this agent's mail: routed, received, noticed, receipts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mail: Option<MailStatus>,
+    /// Mail read through this id (`overseer mail read`, field manager `overseer-mail`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mail_read: Option<i64>,
     /// The last message delivered to this agent (a send, nudge or wake), for `overseer ps`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_message: Option<LastMessage>,
@@ -628,6 +643,117 @@ pub struct EscalationAck {
     /// The acknowledging agent, or `user`.
     #[schemars(length(max = 253))]
     pub by: String,
+    pub time: Time,
+}
+
+/// Mail as its sender wrote it (`overseer mail send`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OutgoingMail {
+    /// Per sender, increasing: the order it is routed in.
+    pub seq: i64,
+    /// A member, `overseer`, `lead` (the sender's overseer), `@role` or `@all`.
+    #[schemars(length(max = 253))]
+    pub to: String,
+    /// What kind of message, a word such as `finding`, `question` or `done` (shown in
+    /// the recipient's notice, so a word and nothing else).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32), regex(pattern = r"^[a-z][a-z0-9-]*$"))]
+    pub type_: Option<String>,
+    /// Noticed as soon as the recipient's screen has no prompt, even mid-turn.
+    #[serde(default)]
+    pub urgent: bool,
+    #[schemars(length(max = 16384))]
+    pub body: String,
+    pub sent_time: Time,
+}
+
+/// Mail waiting to be read in the recipient's mailbox.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Mail {
+    /// Per recipient, increasing.
+    pub id: i64,
+    /// The sending agent (its name, as the operator routed it).
+    #[schemars(length(max = 253))]
+    pub from: String,
+    /// The sender's seq.
+    pub seq: i64,
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32), regex(pattern = r"^[a-z][a-z0-9-]*$"))]
+    pub type_: Option<String>,
+    #[serde(default)]
+    pub urgent: bool,
+    #[schemars(length(max = 16384))]
+    pub body: String,
+    pub sent_time: Time,
+    /// When a notice of it was typed into the recipient.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noticed_time: Option<Time>,
+}
+
+/// The operator's record of an agent's mail.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MailStatus {
+    /// Every outgoing message up to this seq was routed (or refused).
+    #[serde(default)]
+    pub routed_seq: i64,
+    /// The highest mailbox id handed out.
+    #[serde(default)]
+    pub last_id: i64,
+    /// Per sender, the highest seq taken into the mailbox: a message routed again
+    /// after a stop is never taken twice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 200))]
+    pub received: Vec<Received>,
+    /// What became of this agent's outgoing mail, per recipient (the latest 32).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub receipts: Vec<MailReceipt>,
+    /// Messages sent and received, in all.
+    #[serde(default)]
+    pub sent: i64,
+    #[serde(default)]
+    pub received_count: i64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Received {
+    #[schemars(length(max = 253))]
+    pub from: String,
+    pub seq: i64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ReceiptState {
+    /// In the recipient's mailbox; no notice yet.
+    Queued,
+    /// The recipient was told it has mail.
+    Delivered,
+    /// The recipient read it (`overseer mail read`).
+    Read,
+    /// Not read within the policy's expiry.
+    Expired,
+    /// The recipient is Done or gone.
+    Undeliverable,
+    /// Not sent: the reason says why (unknown recipient, policy, size, rate, full).
+    Refused,
+}
+
+/// One outgoing message's fate at one recipient.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MailReceipt {
+    pub seq: i64,
+    /// The recipient agent, or the address when it named nobody.
+    #[schemars(length(max = 253))]
+    pub to: String,
+    pub state: ReceiptState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 256))]
+    pub reason: Option<String>,
     pub time: Time,
 }
 

@@ -77,12 +77,84 @@ pub struct SwarmSpec {
     /// Done, Blocked or Released.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<crate::api::Notify>,
+    /// How members work together: the mail they may send each other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coordination: Option<Coordination>,
     /// Member agents to create.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 100))]
     #[x_kube(validation = Rule::new("self.all(a, self.exists_one(b, b.name == a.name))").message("agent names must be unique"))]
     #[x_kube(validation = Rule::new("self.all(a, a.name != 'overseer')").message("the member name overseer is reserved for the swarm's overseer"))]
     pub agents: Vec<SwarmMember>,
+}
+
+/// How the members of a swarm work together.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Coordination {
+    /// Mail between members (`overseer mail send`); without it, every member may write
+    /// to every other, with the defaults below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mail: Option<MailPolicy>,
+}
+
+/// Who may mail whom, and how much.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MailPolicy {
+    /// Who may write to whom; empty: everyone to everyone. A sender may write to a
+    /// recipient when a rule's `from` names its role (or `*`) and its `to` names the
+    /// recipient's role, `overseer` (the swarm's overseer) or `*`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub allow: Vec<MailRule>,
+    /// Largest body, in bytes.
+    #[serde(default = "default_max_bytes")]
+    #[schemars(range(min = 1, max = 16384))]
+    pub max_bytes: i64,
+    /// Messages one member may send per minute (each recipient of `@all` counts once).
+    #[serde(default = "default_per_minute")]
+    #[schemars(range(min = 1, max = 600))]
+    pub per_minute: i64,
+    /// A message not read within this time expires (its sender is told).
+    #[serde(default = "default_mail_expiry")]
+    #[schemars(schema_with = "crate::api::duration_schema")]
+    pub expiry: crate::duration::SpecDuration,
+}
+
+fn default_max_bytes() -> i64 {
+    4096
+}
+fn default_per_minute() -> i64 {
+    20
+}
+fn default_mail_expiry() -> crate::duration::SpecDuration {
+    crate::duration::default_of("1h")
+}
+
+impl Default for MailPolicy {
+    fn default() -> Self {
+        MailPolicy {
+            allow: Vec::new(),
+            max_bytes: default_max_bytes(),
+            per_minute: default_per_minute(),
+            expiry: default_mail_expiry(),
+        }
+    }
+}
+
+/// One rule of `coordination.mail.allow`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MailRule {
+    /// A role, `overseer`, or `*`.
+    #[schemars(length(max = 63))]
+    #[x_kube(validation = Rule::new("self == '*' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')").message("from must be a role name, overseer or *"))]
+    pub from: String,
+    /// Roles, `overseer`, or `*`.
+    #[schemars(length(min = 1, max = 16))]
+    #[x_kube(validation = Rule::new("self.all(t, size(t) <= 63 && (t == '*' || t.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')))").message("to must list role names, overseer or *"))]
+    pub to: Vec<String>,
 }
 
 /// Defaults for every member of a swarm.

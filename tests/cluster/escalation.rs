@@ -98,14 +98,10 @@ async fn an_escalation_reaches_the_overseer_once_in_fixed_words_and_its_answer_a
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(count(&lead.fake_log(), "told "), 1, "told once");
 
-    // The hop, from the fakes' own clocks: `escalate` returned -> the overseer read
-    // the line (the command itself waits for the operator to open it).
+    // The hop, from the fakes' own clocks: `escalate` run -> the overseer read the line.
     let escalated = logged_at(&builder.fake_log(), "escalated ").unwrap();
     let told = logged_at(&lead.fake_log(), "told ").unwrap();
-    let report = format!(
-        "escalate returned -> overseer told: {:.2}s\n",
-        told - escalated
-    );
+    let report = format!("escalate run -> overseer told: {:.2}s\n", told - escalated);
     println!("{report}");
     let logs = crate::support::cluster::repo_root().join("target/test-logs");
     std::fs::create_dir_all(&logs).unwrap();

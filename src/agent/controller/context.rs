@@ -178,6 +178,8 @@ pub(super) fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value>
             "lastMessage",
             "escalationRequests",
             "escalationAck",
+            "outbox",
+            "mailRead",
         ] {
             fields.remove(owned_elsewhere);
         }
