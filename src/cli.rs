@@ -139,6 +139,16 @@ pub enum Command {
         #[arg(long, default_value_t = 10)]
         wait: u64,
     },
+    /// In an agent pod: mail to the members of your swarm (`overseer mail` alone: what
+    /// became of what you sent).
+    #[command(hide = true)]
+    Mail {
+        #[command(subcommand)]
+        command: Option<MailCommand>,
+        /// The agent (in an agent pod: itself).
+        #[arg(long, env = "OVERSEER_AGENT")]
+        agent: String,
+    },
     /// List the escalations of AGENT (or of every agent here), with their reasons.
     Escalations {
         #[arg(add = ArgValueCandidates::new(crate::completion::agent_names))]
@@ -242,6 +252,27 @@ pub enum WorkspaceCommand {
 }
 
 #[derive(Subcommand, Debug)]
+pub enum MailCommand {
+    /// Send mail to TO: a member, `overseer`, `lead` (your overseer), `@role` or
+    /// `@all`. The message is the words given, else stdin (`-`).
+    Send {
+        to: String,
+        message: Vec<String>,
+        /// One word saying what it is (finding, question, done, ...).
+        #[arg(long = "type")]
+        type_: Option<String>,
+        /// Noticed as soon as the recipient has no prompt waiting, even mid-turn.
+        #[arg(long)]
+        urgent: bool,
+        /// Seconds to wait for the operator's receipts.
+        #[arg(long, default_value_t = 10)]
+        wait: u64,
+    },
+    /// Print your unread mail and mark it read.
+    Read,
+}
+
+#[derive(Subcommand, Debug)]
 pub enum LoopCommand {
     /// In an agent pod: the work is genuinely finished.
     #[command(hide = true)]
@@ -309,7 +340,8 @@ pub async fn dispatch(cli: Cli) -> i32 {
         | Command::Input { .. }
         | Command::Loop { .. }
         | Command::WatchPr { .. }
-        | Command::Escalate { .. }) => in_pod_command(in_pod, namespace.as_deref())
+        | Command::Escalate { .. }
+        | Command::Mail { .. }) => in_pod_command(in_pod, namespace.as_deref())
             .await
             .map(|()| 0),
         person => person_command(person, namespace.as_deref())
@@ -366,6 +398,7 @@ async fn in_pod_command(command: Command, namespace: Option<&str>) -> crate::Res
             let wait = Duration::from_secs(wait);
             crate::commands::escalation::escalate(namespace, &agent, severity, &reason, wait).await
         }
+        Command::Mail { command, agent } => mail_command(command, &agent, namespace).await,
         other => unreachable!("not an in-pod command: {other:?}"),
     }
 }
@@ -392,6 +425,39 @@ async fn loop_command(
         }
         LoopCommand::Add { agent } => commands::set_loop(namespace, &agent, true).await,
         LoopCommand::Remove { agent } => commands::set_loop(namespace, &agent, false).await,
+    }
+}
+
+async fn mail_command(
+    command: Option<MailCommand>,
+    agent: &str,
+    namespace: Option<&str>,
+) -> crate::Result<()> {
+    use crate::commands::mail;
+    match command {
+        None => mail::status(namespace, agent).await,
+        Some(MailCommand::Read) => mail::read(namespace, agent).await,
+        Some(MailCommand::Send {
+            to,
+            message,
+            type_,
+            urgent,
+            wait,
+        }) => {
+            let words = if message == ["-"] {
+                Vec::new()
+            } else {
+                message
+            };
+            let body = read_message(words).await?;
+            let outgoing = mail::Outgoing {
+                to: &to,
+                type_: type_.as_deref(),
+                urgent,
+                body: &body,
+            };
+            mail::send(namespace, agent, &outgoing, Duration::from_secs(wait)).await
+        }
     }
 }
 
@@ -480,4 +546,16 @@ async fn read_message(words: Vec<String>) -> crate::Result<String> {
         .read_to_string(&mut text)
         .await?;
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap checks the command line's definition only when it is built; a global
+    /// argument that is also required, for one, panics at the first run.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
 }

@@ -116,6 +116,11 @@ pub struct SeverityLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MailLabels {
+    pub state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EscalationLabels {
     pub kind: &'static str,
     pub severity: &'static str,
@@ -204,6 +209,10 @@ pub struct Metrics {
     pub escalations_opened: Family<EscalationLabels, Counter>,
     /// From an escalation opening to its line typed into the overseer.
     pub escalation_to_told: Histogram,
+    /// Mail routed, by the receipt it got (queued, undeliverable, refused).
+    pub mail: Family<MailLabels, Counter>,
+    /// From a message sent to its notice typed into the recipient.
+    pub mail_to_notice: Histogram,
     /// PR watch polls by result.
     pub pr_polls: Family<PollLabels, Counter>,
     /// From the poll that saw CI settle to the delivered wake.
@@ -247,6 +256,8 @@ impl Default for Metrics {
             }),
             escalations_opened: Family::default(),
             escalation_to_told: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
+            mail: Family::default(),
+            mail_to_notice: Histogram::new(exponential_buckets(0.05, 2.0, 16)),
             pr_polls: Family::default(),
             pr_settle_to_wake: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
             api_writes: Family::default(),
@@ -340,6 +351,16 @@ impl Metrics {
             "agent_escalation_to_told_seconds",
             "From an escalation opening to its line typed into the overseer",
             self.escalation_to_told.clone(),
+        );
+        r.register(
+            "agent_mail",
+            "Mail routed between swarm members, by receipt (queued, undeliverable, refused)",
+            self.mail.clone(),
+        );
+        r.register(
+            "agent_mail_to_notice_seconds",
+            "From a message sent to its notice typed into the recipient",
+            self.mail_to_notice.clone(),
         );
         r.register(
             "goal_steps",

@@ -18,6 +18,8 @@ pub const AGENT_REMOVED: &str = "AgentRemoved";
 pub const AGENT_WOKEN: &str = "AgentWoken";
 /// Agent.
 pub const BLOCKED: &str = "Blocked";
+/// Agent: its mail was refused (the reason says why).
+pub const MAIL_REFUSED: &str = "MailRefused";
 /// Agent: an escalation to its overseer opened.
 pub const ESCALATED: &str = "Escalated";
 /// Agent: its overseer was told of its escalations.

@@ -26,12 +26,13 @@ use crate::api::{MANAGED_BY, label_value};
 use crate::caches::Subscription;
 use crate::controller::naming_swarm;
 use crate::controller::{Context, Shutdown, deferred, listed, related_trigger, run_controller};
-use crate::delivery::escalation;
 use crate::delivery::inbox::{self, SendStep};
+use crate::delivery::{escalation, mail};
 use crate::fresh::{Applied, Deleting, Versions};
 use crate::index::Index;
 use crate::kinds::agent::{Agent, AgentPhase, Delivery};
 use crate::kinds::agent_pod::{self, AgentPod, PodPhase};
+use crate::kinds::swarm::MailPolicy;
 use crate::kinds::swarm::Swarm;
 use crate::labels;
 use crate::reasons;
@@ -51,6 +52,7 @@ mod children;
 mod context;
 mod delivery;
 mod dispatch;
+mod mailroom;
 
 const CONTROLLER: &str = "agent";
 
@@ -336,8 +338,20 @@ async fn in_the_pod(
         deliver: deliver.map(|kind| (kind, observed.effective.spec.clone())),
         // Its overseer hears of its escalations once it can take input.
         tell: observed.overseer == OverseerState::Ready && !escalation::untold(&status).is_empty(),
+        route: !mail::unrouted(&status).is_empty(),
         ..Default::default()
     };
+    if !status.mailbox.is_empty() {
+        let expiry = mailroom::policy(ac, &agent).map_or_else(
+            || MailPolicy::default().expiry.get(),
+            |(_, p)| p.expiry.get(),
+        );
+        let now = jiff::Timestamp::now();
+        work.mailroom = !mail::mailroom(&agent.name_any(), &status, expiry, now).is_empty();
+        if let Some(expires) = mailroom::next_expiry(&status, expiry, now) {
+            requeue = Some(requeue.map_or(expires, |r| r.min(expires)));
+        }
+    }
     match next {
         SendStep::Idle => {}
         SendStep::Wait { retry_after } => {

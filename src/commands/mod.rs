@@ -7,6 +7,7 @@ pub mod escalation;
 pub mod goal;
 pub mod goals;
 pub mod jsonpath;
+pub mod mail;
 pub mod output;
 pub mod ps;
 pub mod session;

@@ -99,7 +99,7 @@ pub struct Coordination {
 }
 
 /// Who may mail whom, and how much.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MailPolicy {
     /// Who may write to whom; empty: everyone to everyone. A sender may write to a
@@ -144,16 +144,23 @@ impl Default for MailPolicy {
 }
 
 /// One rule of `coordination.mail.allow`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MailRule {
-    /// A role, `overseer`, or `*`.
-    #[schemars(length(max = 63))]
-    #[x_kube(validation = Rule::new("self == '*' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')").message("from must be a role name, overseer or *"))]
+    /// A role, a member's name, `overseer`, or `*`.
+    #[schemars(
+        length(max = 63),
+        regex(pattern = r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")
+    )]
     pub from: String,
-    /// Roles, `overseer`, or `*`.
-    #[schemars(length(min = 1, max = 16))]
-    #[x_kube(validation = Rule::new("self.all(t, size(t) <= 63 && (t == '*' || t.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')))").message("to must list role names, overseer or *"))]
+    /// Roles, members' names, `overseer`, or `*`.
+    #[schemars(
+        length(min = 1, max = 16),
+        inner(
+            length(max = 63),
+            regex(pattern = r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")
+        )
+    )]
     pub to: Vec<String>,
 }
 

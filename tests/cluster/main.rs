@@ -17,6 +17,7 @@ mod gitops;
 mod goal;
 mod hostile;
 mod leader_election;
+mod mail;
 mod overseer;
 mod prwatch;
 mod swarm;

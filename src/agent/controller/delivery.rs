@@ -428,7 +428,7 @@ async fn apply_last_message(agents: &Api<Agent>, name: &str, from: &str, text: &
 
 /// Types `text` (delivering `ids`) into `agent`'s own input target; the delivery's
 /// outcome, or why there was nobody to type into.
-async fn type_input(
+pub(super) async fn type_input(
     ctx: &Context,
     pods: &Api<Pod>,
     agent: &Agent,

@@ -39,11 +39,20 @@ pub(super) struct Work {
     pub(super) settle: bool,
     /// Tell its overseer of the escalations it has not heard of.
     pub(super) tell: bool,
+    /// Route its outbox into its swarm mates' mailboxes.
+    pub(super) route: bool,
+    /// Its mailbox: the notice of new mail, read and expired mail.
+    pub(super) mailroom: bool,
 }
 
 impl Work {
     pub(super) fn is_empty(&self) -> bool {
-        self.deliver.is_none() && self.inbox.is_none() && !self.settle && !self.tell
+        self.deliver.is_none()
+            && self.inbox.is_none()
+            && !self.settle
+            && !self.tell
+            && !self.route
+            && !self.mailroom
     }
 }
 
@@ -103,6 +112,13 @@ async fn run(ac: &AgentContext, mut agent: Agent, work: Work) -> Result<Option<D
     }
     if work.tell && !courier.tell(&agent).await? {
         // Told again at the next heartbeat, as a wake that did not go through.
+        let retry = LoopTimes::of(&agent.spec.loop_).delivery_retry();
+        after = Some(after.map_or(retry, |a| a.min(retry)));
+    }
+    if work.route {
+        super::mailroom::route(ac, &agents, &agent).await?;
+    }
+    if work.mailroom && !super::mailroom::settle(ac, &agents, &pods, &agent).await? {
         let retry = LoopTimes::of(&agent.spec.loop_).delivery_retry();
         after = Some(after.map_or(retry, |a| a.min(retry)));
     }
