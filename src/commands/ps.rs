@@ -24,6 +24,15 @@ fn open_escalations(status: &crate::kinds::agent::AgentStatus) -> String {
     }
 }
 
+/// How much mail waits unread in the agent's mailbox (`-`: none).
+fn unread_mail(status: &crate::kinds::agent::AgentStatus) -> String {
+    let read = status.mail_read.unwrap_or(0);
+    match status.mailbox.iter().filter(|m| m.id > read).count() {
+        0 => "-".into(),
+        n => format!("{n} unread"),
+    }
+}
+
 impl Listed for Agent {
     /// Agent, role, phase, activity, since, nudges, summary, and the last message
     /// delivered to it (how long ago, who sent it, its first line); `wide` adds its
@@ -38,6 +47,7 @@ impl Listed for Agent {
             "SINCE",
             "NUDGES",
             "ESCALATIONS",
+            "MAIL",
             "SUMMARY",
             "LAST MESSAGE",
         ];
@@ -68,6 +78,7 @@ impl Listed for Agent {
                 .as_ref()
                 .map_or_else(|| "0".into(), |l| l.nudges.to_string()),
             open_escalations(&status),
+            unread_mail(&status),
             activity
                 .and_then(|a| a.summary.clone())
                 .map(|s| {
@@ -205,6 +216,11 @@ mod tests {
     escalations:
     - {id: 1, kind: Requested, severity: info, state: Acknowledged, attempt: 2, openedTime: "2026-12-01T10:00:00Z"}
     - {id: 2, kind: NudgesExhausted, severity: critical, state: Open, attempt: 2, openedTime: "2026-12-01T10:00:00Z"}
+    mailbox:
+    - {id: 4, from: lead, seq: 1, body: a, sentTime: "2026-12-01T10:00:00Z"}
+    - {id: 5, from: lead, seq: 2, body: b, sentTime: "2026-12-01T10:00:00Z"}
+    - {id: 6, from: lead, seq: 3, body: c, sentTime: "2026-12-01T10:00:00Z"}
+    mailRead: 4
     loop: {nudges: 3}
     lastMessage: {from: lead, excerpt: "continue: map the tests directory too", time: "2026-12-01T10:00:30Z"}
 - metadata: {name: billing-scout, namespace: team}
@@ -221,10 +237,10 @@ mod tests {
         .unwrap();
         let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
         insta::assert_snapshot!(render(&agents, &list_args(None), now).unwrap(), @r"
-        SWARM     AGENT           ROLE      PHASE     ACTIVITY   SINCE   NUDGES   ESCALATIONS   SUMMARY            LAST MESSAGE
-        -         builder         builder   Pending   -          -       0        -             -                  -
-        -         scout           scout     Running   idle       90s     3        1 critical    mapping the repo   60s lead: continue: map the tests directory too
-        billing   billing-scout   scout     Pending   -          -       0        -             -                  -
+        SWARM     AGENT           ROLE      PHASE     ACTIVITY   SINCE   NUDGES   ESCALATIONS   MAIL       SUMMARY            LAST MESSAGE
+        -         builder         builder   Pending   -          -       0        -             -          -                  -
+        -         scout           scout     Running   idle       90s     3        1 critical    2 unread   mapping the repo   60s lead: continue: map the tests directory too
+        billing   billing-scout   scout     Pending   -          -       0        -             -          -                  -
         ");
     }
 
@@ -245,8 +261,8 @@ mod tests {
         .unwrap();
         let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
         insta::assert_snapshot!(render(&agents, &list_args(Some(Output::Wide)), now).unwrap(), @r"
-        SWARM   AGENT     ROLE      PHASE     ACTIVITY   SINCE   NUDGES   ESCALATIONS   SUMMARY   LAST MESSAGE   RUNTIME   POD         ATTEMPT   TOKENS
-        -       builder   builder   Running   working    30s     0        -             -         -              claude    builder-3   3         2100
+        SWARM   AGENT     ROLE      PHASE     ACTIVITY   SINCE   NUDGES   ESCALATIONS   MAIL   SUMMARY   LAST MESSAGE   RUNTIME   POD         ATTEMPT   TOKENS
+        -       builder   builder   Running   working    30s     0        -             -      -         -              claude    builder-3   3         2100
         ");
         let json: serde_json::Value =
             serde_json::from_str(&render(&agents, &list_args(Some(Output::Json)), now).unwrap())
