@@ -6,6 +6,8 @@
 pub const ACTIVE: &str = "Active";
 /// Agent.
 pub const ACTIVITY_RESUMED: &str = "ActivityResumed";
+/// Swarm: its run ended (timed out or completed), with its report.
+pub const SWARM_ENDED: &str = "SwarmEnded";
 /// Swarm.
 pub const AGENT_CREATED: &str = "AgentCreated";
 /// PRWatch.

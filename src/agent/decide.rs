@@ -351,7 +351,7 @@ fn suspended(b: &mut Builder) -> ControlFlow<()> {
         b.event(
             false,
             reasons::SUSPENDED,
-            "spec.suspend is true: pod stopped".into(),
+            "suspended (its spec.suspend, or its swarm suspended or ended): pod stopped, state kept".into(),
         );
     }
     b.status.phase = Some(AgentPhase::Suspended);
@@ -359,9 +359,13 @@ fn suspended(b: &mut Builder) -> ControlFlow<()> {
         conditions::READY,
         false,
         reasons::SUSPENDED,
-        "spec.suspend is true",
+        "suspended: its spec.suspend, or its swarm suspended or ended",
     );
-    b.set_loop_active(false, reasons::SUSPENDED, "spec.suspend is true");
+    b.set_loop_active(
+        false,
+        reasons::SUSPENDED,
+        "suspended: its spec.suspend, or its swarm suspended or ended",
+    );
     ControlFlow::Break(())
 }
 

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -22,6 +22,7 @@ use crate::template::PodTemplate;
     shortname = "sw",
     category = "overseer",
     cel,
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Agents", type_ = "integer", json_path = ".status.agents.total"),
     printcolumn(
         name = "Working",
@@ -77,6 +78,15 @@ pub struct SwarmSpec {
     /// Done, Blocked or Released.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<crate::api::Notify>,
+    /// Stop every member's pod and keep their state; false again continues where
+    /// they were.
+    #[serde(default)]
+    pub suspend: bool,
+    /// End the run this long after it started: members are stopped (their state kept),
+    /// the swarm's phase is `Ended` with reason `TimedOut`, and a report is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::api::duration_schema")]
+    pub timeout: Option<crate::duration::SpecDuration>,
     /// How members work together: the mail they may send each other.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordination: Option<Coordination>,
@@ -264,9 +274,71 @@ pub struct SwarmStatus {
     pub members: Vec<MemberStatus>,
     #[serde(default)]
     pub goals: GoalCounts,
+    /// `Running`, `Suspended` (`spec.suspend`) or `Ended` (see `end`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<SwarmPhase>,
+    /// When the run started (its first status): `spec.timeout` counts from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
+    /// How and when the run ended, with its report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<SwarmEnd>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum SwarmPhase {
+    Running,
+    Suspended,
+    Ended,
+}
+
+/// Why a run ended.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum EndReason {
+    /// `spec.timeout` passed.
+    TimedOut,
+    /// Every member ended its loop (Done, released, Blocked or Failed).
+    Completed,
+}
+
+/// The end of a run and its final report.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SwarmEnd {
+    pub reason: EndReason,
+    pub time: Time,
+    /// Per member (the overseer included), as it stood when the run ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 101))]
+    pub report: Vec<MemberReport>,
+}
+
+/// One member in the final report.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberReport {
+    pub name: String,
+    pub role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Pods it ran.
+    #[serde(default)]
+    pub attempts: i64,
+    /// Tokens its current attempt's runs used (as its CLI reported them).
+    #[serde(default)]
+    pub tokens: i64,
+    #[serde(default)]
+    pub escalations: i64,
+    #[serde(default)]
+    pub mail_sent: i64,
+    #[serde(default)]
+    pub mail_received: i64,
+    /// From its first pod to its exit, or to the end of the run.
+    #[serde(default)]
+    pub seconds: i64,
 }
 
 /// A swarm's state as one word, from its conditions (a Swarm has no phase): what
@@ -279,6 +351,18 @@ pub enum SwarmState {
     NotReady,
     /// Its spec cannot be composed (`SpecValid=False`).
     SpecInvalid,
+}
+
+impl Swarm {
+    /// Whether the swarm stops its members' pods (keeping their state): suspended,
+    /// or its run ended.
+    pub fn halts_members(&self) -> bool {
+        self.spec.suspend
+            || self
+                .status
+                .as_ref()
+                .is_some_and(|s| s.phase == Some(SwarmPhase::Ended))
+    }
 }
 
 impl SwarmStatus {

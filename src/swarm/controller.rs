@@ -137,7 +137,8 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
         .cloned()
         .collect();
     let now = Time(jiff::Timestamp::now());
-    let status = compose::status(&swarm, &members, &goals, &problems, &now);
+    let mut status = compose::status(&swarm, &members, &goals, &problems, &now);
+    let timer = super::run::decide(&swarm, &members, &mut status, now.0);
     if swarm.status.as_ref() != Some(&status) {
         let was_valid = swarm.status.as_ref().is_none_or(|s| {
             !s.conditions
@@ -149,8 +150,29 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
         if let Some(problem) = problems.first().filter(|_| was_valid) {
             ctx.publish_about(&*swarm, true, reasons::INVALID_SPEC, problem);
         }
+        publish_end(ctx, &swarm, &status);
     }
-    Ok(Action::await_change())
+    Ok(timer.map_or_else(Action::await_change, Action::requeue))
+}
+
+/// The Event of a run that has just ended.
+fn publish_end(
+    ctx: &crate::controller::Context,
+    swarm: &Swarm,
+    status: &crate::kinds::swarm::SwarmStatus,
+) {
+    let ended_before = swarm.status.as_ref().and_then(|s| s.end.as_ref());
+    let Some(end) = status.end.as_ref().filter(|e| Some(*e) != ended_before) else {
+        return;
+    };
+    let tokens: i64 = end.report.iter().map(|m| m.tokens).sum();
+    let message = format!(
+        "the run ended ({:?}): {} members, {tokens} tokens; kubectl get swarm {} -o yaml shows the report",
+        end.reason,
+        end.report.len(),
+        swarm.name_any()
+    );
+    ctx.publish_about(swarm, false, reasons::SWARM_ENDED, &message);
 }
 
 /// Forgets what this operator knew of a swarm that is gone: one made again under its

@@ -1,4 +1,5 @@
 pub mod compose;
 pub mod controller;
+pub mod run;
 
 pub use crate::kinds::swarm::*;

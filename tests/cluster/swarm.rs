@@ -680,3 +680,141 @@ async fn pod_templates_layer_into_member_and_step_pods() {
         Some("step")
     );
 }
+
+/// The phase of each of `names`.
+async fn phases(ns: &TestNamespace, names: &[&str]) -> Vec<Option<AgentPhase>> {
+    let agents: Api<Agent> = ns.api();
+    let mut found = Vec::new();
+    for name in names {
+        found.push(agents.get(name).await.unwrap().status.and_then(|s| s.phase));
+    }
+    found
+}
+
+/// The pods of the agent `name` that are not being deleted.
+async fn live_pods(ns: &TestNamespace, name: &str) -> usize {
+    let pods: Api<Pod> = ns.api();
+    pods.list(&ListParams::default().labels(&format!("overseer.dev/agent={name}")))
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .count()
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_suspended_swarm_stops_its_members_and_resumes_them_where_they_were() {
+    let ns = setup("swarm-halt").await;
+    let _operator = operator(&ns);
+    create_billing(&ns).await;
+    let members = ["billing-scout", "billing-builder", "billing-overseer"];
+    for member in members {
+        wait_condition(&ns, member, "Running", |a| {
+            a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Running)
+        })
+        .await;
+    }
+    let before = ns.api::<Agent>().get("billing-builder").await.unwrap();
+    let swarms: Api<Swarm> = ns.api();
+    let suspend = |on: bool| json!({"spec": {"suspend": on}});
+    swarms
+        .patch(
+            "billing",
+            &PatchParams::default(),
+            &Patch::Merge(&suspend(true)),
+        )
+        .await
+        .unwrap();
+    wait_in(
+        &ns,
+        "every member suspended, its pod gone",
+        WAIT,
+        || async {
+            let all = phases(&ns, &members).await;
+            let suspended = all.iter().all(|p| *p == Some(AgentPhase::Suspended));
+            let mut pods = 0;
+            for member in members {
+                pods += live_pods(&ns, member).await;
+            }
+            (suspended && pods == 0).then_some(())
+        },
+    )
+    .await;
+    let swarm = swarms.get("billing").await.unwrap();
+    assert_eq!(
+        swarm.status.unwrap().phase,
+        Some(overseer::kinds::swarm::SwarmPhase::Suspended)
+    );
+    let held = ns.api::<Agent>().get("billing-builder").await.unwrap();
+    assert_eq!(
+        held.status.as_ref().and_then(|s| s.start_time.clone()),
+        before.status.as_ref().and_then(|s| s.start_time.clone()),
+        "its state is kept"
+    );
+    assert!(!held.spec.suspend, "the member's own spec is not written");
+
+    swarms
+        .patch(
+            "billing",
+            &PatchParams::default(),
+            &Patch::Merge(&suspend(false)),
+        )
+        .await
+        .unwrap();
+    let resumed = wait_condition(&ns, "billing-builder", "Running again", |a| {
+        a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Running)
+    })
+    .await;
+    let (was, is) = (
+        before.status.and_then(|s| s.attempt).unwrap(),
+        resumed.status.and_then(|s| s.attempt).unwrap(),
+    );
+    assert_eq!(is, was + 1, "a new pod continues the same agent");
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_swarm_past_its_timeout_ends_with_a_report() {
+    let ns = setup("swarm-timeout").await;
+    let _operator = operator(&ns);
+    let mut spec = billing();
+    spec["timeout"] = json!("6s");
+    create_swarm(&ns, "billing", spec).await;
+    let swarms: Api<Swarm> = ns.api();
+    let ended = wait_in(&ns, "the run ended", WAIT, || async {
+        let swarm = swarms.get("billing").await.ok()?;
+        swarm.status?.end
+    })
+    .await;
+    assert_eq!(ended.reason, overseer::kinds::swarm::EndReason::TimedOut);
+    let names: Vec<&str> = ended.report.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "billing-builder",
+            "billing-overseer",
+            "billing-reviewer",
+            "billing-scout"
+        ]
+    );
+    assert!(
+        ended.report.iter().all(|m| m.attempts >= 1),
+        "{:?}",
+        ended.report
+    );
+    wait_events(&ns, "billing", "SwarmEnded").await;
+    wait_in(&ns, "every member stopped", WAIT, || async {
+        let all = phases(&ns, &["billing-builder", "billing-scout"]).await;
+        all.iter()
+            .all(|p| *p == Some(AgentPhase::Suspended))
+            .then_some(())
+    })
+    .await;
+    // The end stays as written.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let again = swarms.get("billing").await.unwrap().status.unwrap();
+    assert_eq!(again.end, Some(ended));
+    assert_eq!(again.phase, Some(overseer::kinds::swarm::SwarmPhase::Ended));
+}

@@ -109,6 +109,19 @@ pub(super) fn resolve(
         .iter()
         .any(|o| o.kind == "Swarm" && o.controller == Some(true));
     let mut spec = crate::roles::effective_spec(&agent.spec, swarm.as_deref(), member);
+    // A suspended or ended swarm stops its members' pods and keeps their state; a
+    // member that has ended its loop stays as it ended.
+    let ended = matches!(
+        agent.status.as_ref().and_then(|s| s.phase),
+        Some(
+            crate::kinds::agent::AgentPhase::Done
+                | crate::kinds::agent::AgentPhase::Blocked
+                | crate::kinds::agent::AgentPhase::Failed
+        )
+    );
+    if member && !ended && swarm.as_deref().is_some_and(Swarm::halts_members) {
+        spec.suspend = true;
+    }
     spec.loop_.enabled = decide::loop_enabled(
         agent
             .annotations()
