@@ -286,17 +286,29 @@ fn every_kind_maps_its_states_to_argo_cd_health() {
         ),
         (
             "Swarm",
-            object(1, 1, json!({"phase": "Suspended", "conditions": [condition("Ready", "False", "OverseerNotReady")]})),
+            object(
+                1,
+                1,
+                json!({"phase": "Suspended", "conditions": [condition("Ready", "False", "OverseerNotReady")]}),
+            ),
             "Suspended",
         ),
         (
             "Swarm",
-            object(1, 1, json!({"phase": "Ended", "end": {"reason": "TimedOut", "time": "2026-12-05T00:00:00Z"}})),
+            object(
+                1,
+                1,
+                json!({"phase": "Ended", "end": {"reason": "TimedOut", "time": "2026-12-05T00:00:00Z"}}),
+            ),
             "Degraded",
         ),
         (
             "Swarm",
-            object(1, 1, json!({"phase": "Ended", "end": {"reason": "Completed", "time": "2026-12-05T00:00:00Z"}})),
+            object(
+                1,
+                1,
+                json!({"phase": "Ended", "end": {"reason": "Completed", "time": "2026-12-05T00:00:00Z"}}),
+            ),
             "Healthy",
         ),
         (

@@ -11,7 +11,16 @@ impl Listed for Swarm {
     /// working, blocked, goals succeeded of all, age; `wide` adds the members' names.
     fn header(wide: bool) -> Vec<&'static str> {
         let mut header = vec![
-            "SWARM", "STATE", "OVERSEER", "AGENTS", "WORKING", "BLOCKED", "GOALS", "AGE",
+            "SWARM",
+            "STATE",
+            "OVERSEER",
+            "AGENTS",
+            "WORKING",
+            "BLOCKED",
+            "ESCALATIONS",
+            "MAIL",
+            "GOALS",
+            "AGE",
         ];
         if wide {
             header.push("MEMBERS");
@@ -37,6 +46,8 @@ impl Listed for Swarm {
             format!("{}/{}", agents.running, agents.total),
             agents.working.to_string(),
             agents.blocked.to_string(),
+            agents.escalations.to_string(),
+            agents.unread_mail.to_string(),
             format!("{}/{}", goals.succeeded, goals.total),
             self.metadata
                 .creation_timestamp
@@ -44,7 +55,17 @@ impl Listed for Swarm {
                 .map_or_else(dash, |t| age(now, t.0)),
         ];
         if wide {
-            let members: Vec<&str> = status.members.iter().map(|m| m.name.as_str()).collect();
+            // A member with open escalations or unread mail says so: `scout(1!,2✉)`.
+            let members: Vec<String> = status
+                .members
+                .iter()
+                .map(|m| match (m.escalations, m.unread_mail) {
+                    (0, 0) => m.name.clone(),
+                    (e, 0) => format!("{}({e}!)", m.name),
+                    (0, u) => format!("{}({u}✉)", m.name),
+                    (e, u) => format!("{}({e}!,{u}✉)", m.name),
+                })
+                .collect();
             row.push(if members.is_empty() {
                 dash()
             } else {
@@ -68,9 +89,9 @@ mod tests {
   spec: {}
   status:
     overseer: {name: billing-lead, ready: true}
-    agents: {total: 4, working: 2, pending: 0, running: 3, done: 1, blocked: 0, failed: 0, suspended: 0}
+    agents: {total: 4, working: 2, pending: 0, running: 3, done: 1, blocked: 0, failed: 0, suspended: 0, escalations: 1, unreadMail: 2}
     goals: {total: 2, pending: 0, waiting: 0, running: 1, paused: 0, succeeded: 1, failed: 0}
-    members: [{name: billing-lead, role: overseer}, {name: billing-scout, role: scout}]
+    members: [{name: billing-lead, role: overseer}, {name: billing-scout, role: scout, escalations: 1, unreadMail: 2}]
     conditions:
       - {type: SpecValid, status: "True", reason: Valid, message: "", lastTransitionTime: "2026-12-01T09:00:00Z"}
       - {type: Ready, status: "True", reason: Ready, message: "", lastTransitionTime: "2026-12-01T09:00:00Z"}
@@ -83,6 +104,6 @@ mod tests {
             output: Some(Output::Wide),
             no_headers: true,
         };
-        insta::assert_snapshot!(render(&swarms, &args, now).unwrap(), @"team   billing   Ready   billing-lead (ready)   3/4   2   0   1/2   60m   billing-lead,billing-scout");
+        insta::assert_snapshot!(render(&swarms, &args, now).unwrap(), @"team   billing   Ready   billing-lead (ready)   3/4   2   0   1   2   1/2   60m   billing-lead,billing-scout(1!,2✉)");
     }
 }

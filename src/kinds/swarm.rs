@@ -408,6 +408,12 @@ pub struct AgentCounts {
     pub blocked: i32,
     pub failed: i32,
     pub suspended: i32,
+    /// Open escalations of the members, in all.
+    #[serde(default)]
+    pub escalations: i32,
+    /// Mail waiting unread in the members' mailboxes, in all.
+    #[serde(default)]
+    pub unread_mail: i32,
 }
 
 /// Goals of a swarm by phase.
@@ -435,6 +441,16 @@ pub struct MemberStatus {
     pub activity: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// Its open escalations.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub escalations: i32,
+    /// Its unread mail.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unread_mail: i32,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }
 
 /// The egress a swarm's NetworkPolicy allows besides DNS and the swarm's own pods.

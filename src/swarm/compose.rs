@@ -232,6 +232,11 @@ fn member_counts(
             Some(AgentPhase::Suspended) => counts.suspended += 1,
             Some(AgentPhase::Pending) | None => counts.pending += 1,
         }
+        let escalations = crate::delivery::escalation::open_count(&agent_status) as i32;
+        let read = agent_status.mail_read.unwrap_or(0);
+        let unread_mail = agent_status.mailbox.iter().filter(|m| m.id > read).count() as i32;
+        counts.escalations += escalations;
+        counts.unread_mail += unread_mail;
         listed.push(MemberStatus {
             name: agent.name_any(),
             role: agent.spec.role.clone(),
@@ -240,6 +245,8 @@ fn member_counts(
             summary: activity
                 .and_then(|a| a.summary)
                 .map(|s| s.chars().take(120).collect()),
+            escalations,
+            unread_mail,
         });
     }
     listed.truncate(MAX_MEMBERS_LISTED);

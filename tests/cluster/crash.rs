@@ -77,6 +77,8 @@ struct World {
     shims: BTreeMap<&'static str, Shim>,
     /// The stand-in for GitHub, when the scenario watches a pull request.
     github: Option<FakeGitHub>,
+    /// What the webhook heard, when the scenario has one.
+    heard: Arc<Mutex<Vec<String>>>,
 }
 
 impl World {
@@ -86,6 +88,7 @@ impl World {
             seen: Seen::default(),
             shims: BTreeMap::new(),
             github: None,
+            heard: Arc::default(),
         }
     }
 
@@ -865,4 +868,186 @@ async fn a_pull_request_wake_is_delivered_once_whatever_write_the_operator_dies_
 #[ignore = "restarts the test cluster's API server: run alone by `make test`"]
 async fn a_pull_request_wake_is_delivered_once_through_an_api_server_restart() {
     converges_through_an_api_server_restart(PullRequestWake).await;
+}
+
+/// A swarm whose scout sends three messages at once (as `overseer mail send` writes
+/// them): one to a member, one to everyone, one to nobody. Routed in order, each
+/// recipient takes each message once, whatever write the operator dies at.
+struct MailRouted;
+
+const MAIL_TEAM: [&str; 3] = ["mail-builder", "mail-overseer", "mail-scout"];
+
+impl Scenario for MailRouted {
+    const NAME: &'static str = "mail";
+
+    async fn world(&self, ns: &TestNamespace) -> World {
+        let mut world = World::new();
+        let (agents, sent) = (ns.api::<Agent>(), Arc::new(AtomicBool::new(false)));
+        let seen = world.seen.clone();
+        // The scout writes its outbox once every member exists (its own status, as its
+        // ServiceAccount may).
+        world.watch(ns.api::<Agent>(), move |_| {
+            let (agents, sent, seen) = (agents.clone(), sent.clone(), seen.clone());
+            async move {
+                let all = MAIL_TEAM
+                    .iter()
+                    .all(|name| seen.lock().unwrap().contains_key(&format!("Agent/{name}")));
+                if !all || sent.swap(true, Ordering::SeqCst) {
+                    return;
+                }
+                let mail = |seq: i64, to: &str, body: &str| {
+                    json!({"seq": seq, "to": to, "type": "finding", "urgent": false,
+                        "body": body, "sentTime": "2026-12-05T00:00:00Z"})
+                };
+                let outbox = json!({"status": {"outbox": [
+                    mail(1, "builder", "first"),
+                    mail(2, "@all", "second"),
+                    mail(3, "nobody", "third"),
+                ]}});
+                let (params, patch) = (PatchParams::default(), Patch::Merge(&outbox));
+                retried("write the scout's outbox", || {
+                    agents.patch_status("mail-scout", &params, &patch)
+                })
+                .await;
+            }
+        });
+        world
+    }
+
+    async fn create(&self, ns: &TestNamespace, _world: &World) {
+        create_object::<Swarm>(
+            ns,
+            json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "metadata": {"name": "mail"},
+            "spec": {
+                "defaults": {"runtime": {"name": "claude", "mode": "tui", "image": "example.com/claude:1"}},
+                "agents": [{"name": "scout", "role": "scout"}, {"name": "builder", "role": "builder"}]
+            }
+        }),
+        )
+        .await;
+    }
+
+    async fn end_state(&self, ns: &TestNamespace, _world: &World) -> Option<String> {
+        let agents = ns.api::<Agent>();
+        let scout = agents.get("mail-scout").await.ok()?.status?;
+        let record = scout.mail?;
+        if record.routed_seq < 3 {
+            return None;
+        }
+        let mut receipts: Vec<String> = record
+            .receipts
+            .iter()
+            .map(|r| format!("#{} {} {:?}", r.seq, r.to, r.state))
+            .collect();
+        receipts.sort();
+        let mut end = format!("scout receipts: {}\n", receipts.join(", "));
+        for name in MAIL_TEAM {
+            let status = agents.get(name).await.ok()?.status.unwrap_or_default();
+            let mailbox: Vec<String> = status
+                .mailbox
+                .iter()
+                .map(|m| format!("{} #{} {:?}", m.from, m.seq, m.body))
+                .collect();
+            let received = status.mail.map_or(0, |m| m.received_count);
+            let _ = writeln!(end, "{name}: {} (taken {received})", mailbox.join(", "));
+        }
+        Some(end)
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn mail_is_routed_once_in_order_whatever_write_the_operator_dies_at() {
+    crash_everywhere(MailRouted).await;
+}
+
+/// An agent without a ready overseer escalates twice (critical, and info with a short
+/// `ackWithin`) to a webhook: both open, both notified in status, and the webhook never
+/// hears one twice, whatever write the operator dies at.
+struct Escalated;
+
+impl Scenario for Escalated {
+    const NAME: &'static str = "escalation";
+
+    async fn world(&self, ns: &TestNamespace) -> World {
+        let mut world = World::new();
+        let hook = crate::support::webhook::Webhook::start().await;
+        crate::support::webhook::url_secret(ns, "hook", &hook.url).await;
+        let heard = world.heard.clone();
+        let mut requests = hook.requests;
+        world.tasks.push(tokio::spawn(async move {
+            while let Some(request) = requests.recv().await {
+                heard.lock().unwrap().push(request);
+            }
+        }));
+        let (agents, asked) = (ns.api::<Agent>(), Arc::new(AtomicBool::new(false)));
+        world.watch(ns.api::<Agent>(), move |agent: Agent| {
+            let (agents, asked) = (agents.clone(), asked.clone());
+            async move {
+                let started = agent.status.as_ref().and_then(|s| s.attempt).is_some();
+                if !started || asked.swap(true, Ordering::SeqCst) {
+                    return;
+                }
+                let request = |seq: i64, severity: &str| {
+                    json!({"seq": seq, "severity": severity, "reason": "help",
+                        "time": "2026-12-05T00:00:00Z"})
+                };
+                let asks = json!({"status": {"escalationRequests": [
+                    request(1, "critical"), request(2, "info")
+                ]}});
+                let (params, patch) = (PatchParams::default(), Patch::Merge(&asks));
+                retried("escalate", || agents.patch_status("asker", &params, &patch)).await;
+            }
+        });
+        world
+    }
+
+    async fn create(&self, ns: &TestNamespace, _world: &World) {
+        create_agent(
+            ns,
+            "asker",
+            json!({"notify": {"urlSecretRef": {"name": "hook", "key": "url"}},
+                "loop": {"enabled": true, "interval": "1s", "idleAfter": "1h", "ackWithin": "2s"}}),
+        )
+        .await;
+    }
+
+    async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String> {
+        let status = ns.api::<Agent>().get("asker").await.ok()?.status?;
+        if status.escalations.len() < 2
+            || status.escalations.iter().any(|e| e.notified_time.is_none())
+        {
+            return None;
+        }
+        let mut end = String::new();
+        for e in &status.escalations {
+            let _ = writeln!(
+                end,
+                "#{} {:?} {:?} {:?}, notified",
+                e.id, e.kind, e.severity, e.state
+            );
+        }
+        let heard = world.heard.lock().unwrap().clone();
+        for id in [1, 2] {
+            let times = heard
+                .iter()
+                .filter_map(|r| r.split_once("\r\n\r\n"))
+                .filter_map(|(_, body)| serde_json::from_str::<serde_json::Value>(body).ok())
+                .filter(|body| body["escalation"]["id"] == id)
+                .count();
+            let _ = writeln!(
+                end,
+                "#{id} heard by the webhook at most once: {}",
+                times <= 1
+            );
+        }
+        Some(end)
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn escalations_open_and_notify_once_whatever_write_the_operator_dies_at() {
+    crash_everywhere(Escalated).await;
 }

@@ -535,6 +535,116 @@ async fn a_real_claude_overseer_directs_a_real_codex_builder() {
 
 #[tokio::test]
 #[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
+async fn a_real_claude_builder_escalates_and_its_real_codex_overseer_answers() {
+    let ns = namespace("real-escalate").await;
+    install(&ns).await;
+    let answer = "continue: use the test key in .env.test";
+    let wake = format!(
+        "escalation(s) from agents you oversee in namespace {}",
+        ns.name
+    );
+    let server = model(
+        &ns,
+        vec![
+            turn(
+                prompt("Deploy the parser"),
+                shell(&format!(
+                    "{OVERSEER} loop block --reason 'need the staging password' && echo blocked"
+                )),
+            ),
+            turn(tool_result("blocked"), text("Blocked until someone helps.")),
+            turn(
+                prompt(&wake),
+                shell(&format!(
+                    "{OVERSEER} escalations builder && echo read-escalations"
+                )),
+            ),
+            turn(
+                tool_result("read-escalations"),
+                shell(&format!(
+                    "{OVERSEER} loop add builder && {OVERSEER} send builder '{answer}' && echo answered"
+                )),
+            ),
+            turn(tool_result("answered"), text("Answered the builder.")),
+            turn(
+                prompt(answer),
+                shell(&format!(
+                    "{OVERSEER} loop done --reason 'deployed with the test key' && echo builder-done"
+                )),
+            ),
+            turn(tool_result("builder-done"), text("Done.")),
+        ],
+    )
+    .await;
+    agent(
+        &ns,
+        "lead",
+        json!({"role": "overseer", "oversees": ["builder"], "runtime": codex_runtime(&server, "tui")}),
+    )
+    .await;
+    agent(
+        &ns,
+        "builder",
+        json!({"overseer": "lead", "runtime": claude_runtime("tui"),
+               "prompt": "Deploy the parser",
+               "loop": {"enabled": true, "interval": "1s", "idleAfter": "1h"}}),
+    )
+    .await;
+
+    let done = agent_where(&ns, "builder", "the claude builder Done", |a| {
+        phase(a) == Some(AgentPhase::Done)
+    })
+    .await;
+    let status = done.status.unwrap();
+    let escalation = &status.escalations[0];
+    assert_eq!(escalation.kind, overseer::agent::EscalationKind::Blocked);
+    assert_eq!(
+        (escalation.state, escalation.acknowledged_by.as_deref()),
+        (overseer::agent::EscalationState::Acknowledged, Some("lead"))
+    );
+    assert!(escalation.told_time.is_some());
+    let exchanges = server.exchanges();
+    let wakes = prompts_with(&exchanges, &wake);
+    assert_eq!(
+        wakes.len(),
+        1,
+        "the escalation reached the overseer's model once"
+    );
+    assert_eq!(wakes[0].api, model_standin::Api::OpenaiResponses);
+    let Last::UserText(woken) = &wakes[0].last else {
+        unreachable!()
+    };
+    assert!(
+        woken.contains("- agent=builder escalation=1 kind=blocked severity=warning"),
+        "{woken}"
+    );
+    assert!(
+        !woken.contains("staging password"),
+        "the builder's words: {woken}"
+    );
+    let read = exchanges
+        .iter()
+        .find_map(|e| match &e.last {
+            Last::ToolResult(t) if t.contains("read-escalations") => Some(t.clone()),
+            _ => None,
+        })
+        .expect("the escalations went back to the overseer's model");
+    assert!(
+        read.contains("need the staging password"),
+        "the overseer read the reason with the command: {read}"
+    );
+    let answered = prompts_with(&exchanges, answer);
+    assert!(
+        answered
+            .iter()
+            .any(|e| e.api == model_standin::Api::AnthropicMessages),
+        "the answer reached the builder's (claude's) model"
+    );
+    print_hops(&ns, &server);
+}
+
+#[tokio::test]
+#[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
 async fn a_real_claude_commits_in_its_git_workspace_and_the_work_outlives_its_pod() {
     let ns = namespace("real-git").await;
     install(&ns).await;
