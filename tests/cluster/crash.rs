@@ -895,9 +895,11 @@ impl Scenario for MailRouted {
                 if !all || sent.swap(true, Ordering::SeqCst) {
                     return;
                 }
+                // Sent now: nothing expires (policy default 1 h) within the run.
+                let now = jiff::Timestamp::now().to_string();
                 let mail = |seq: i64, to: &str, body: &str| {
                     json!({"seq": seq, "to": to, "type": "finding", "urgent": false,
-                        "body": body, "sentTime": "2026-12-05T00:00:00Z"})
+                        "body": body, "sentTime": now})
                 };
                 let outbox = json!({"status": {"outbox": [
                     mail(1, "builder", "first"),
