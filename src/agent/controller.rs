@@ -337,7 +337,9 @@ async fn in_the_pod(
     let mut work = dispatch::Work {
         deliver: deliver.map(|kind| (kind, observed.effective.spec.clone())),
         // Its overseer hears of its escalations once it can take input.
-        tell: observed.overseer == OverseerState::Ready && !escalation::untold(&status).is_empty(),
+        tell: observed.overseer == OverseerState::Ready
+            && overseer_between_turns(&ac.store, &agent)
+            && !escalation::untold(&status).is_empty(),
         route: !mail::unrouted(&status).is_empty(),
         ..Default::default()
     };
@@ -674,6 +676,20 @@ async fn observe_pods(ac: &AgentContext, pods: &Api<Pod>, agent: &Agent) -> Resu
 
 /// Whether this agent's overseer can take a wake now, as cached (a wake reads the
 /// overseer fresh before it is sent).
+/// Whether `agent`'s overseer, as cached, is between turns (its CLI idle or exited):
+/// escalations are told then, never typed into a turn in progress. Its change to idle
+/// brings the agents it oversees back (`related`).
+fn overseer_between_turns(agents: &Store<Guarded<Agent>>, agent: &Agent) -> bool {
+    let Some(name) = &agent.spec.overseer else {
+        return false;
+    };
+    let reference = ObjectRef::new(name).within(&agent.namespace().unwrap_or_default());
+    agents
+        .get(&reference)
+        .and_then(|o| o.0.as_ref().ok().and_then(|o| o.status.clone()))
+        .is_some_and(|s| s.between_turns())
+}
+
 fn cached_overseer_state(
     agents: &Store<Guarded<Agent>>,
     swarms: &Store<Guarded<Swarm>>,

@@ -281,9 +281,10 @@ pub fn mailroom(name: &str, status: &AgentStatus, expiry: Duration, now: Timesta
     let (expired, live): (Vec<&Mail>, Vec<&Mail>) = unread
         .into_iter()
         .partition(|m| crate::duration::after(&m.sent_time, expiry) <= now);
-    let state = status.current_activity().map(|a| a.state);
-    let quiet = matches!(state, Some(ActivityState::Idle | ActivityState::Exited));
-    let no_prompt = state.is_some_and(|s| s != ActivityState::Waiting);
+    let quiet = status.between_turns();
+    let no_prompt = status
+        .current_activity()
+        .is_some_and(|a| a.state != ActivityState::Waiting);
     let fresh: Vec<&Mail> = live
         .iter()
         .copied()

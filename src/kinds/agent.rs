@@ -379,6 +379,13 @@ impl AgentStatus {
             .filter(|a| a.attempt == Some(attempt))
     }
 
+    /// Whether the current attempt's CLI is between turns (idle, or its process
+    /// exited): what is typed then starts a turn instead of landing inside one.
+    pub fn between_turns(&self) -> bool {
+        self.current_activity()
+            .is_some_and(|a| matches!(a.state, ActivityState::Idle | ActivityState::Exited))
+    }
+
     /// The exit of the current attempt; an exit of an earlier attempt is stale.
     pub fn current_exit(&self) -> Option<&AgentExit> {
         let attempt = self.attempt?;

@@ -645,6 +645,142 @@ async fn a_real_claude_builder_escalates_and_its_real_codex_overseer_answers() {
 
 #[tokio::test]
 #[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
+async fn a_real_scout_mails_a_real_builder_and_the_swarm_is_suspended_and_resumed() {
+    let ns = namespace("real-mail").await;
+    install(&ns).await;
+    let finding = "the total is computed in src/total.rs:42";
+    let server = model(
+        &ns,
+        vec![
+            turn(
+                prompt("Map the totals"),
+                shell(&format!(
+                    "{OVERSEER} mail send builder --type finding '{finding}' && echo mailed"
+                )),
+            ),
+            turn(tool_result("mailed"), text("Mailed the builder.")),
+            turn(
+                prompt("Fix the totals"),
+                text("Waiting for the scout's finding."),
+            ),
+            turn(
+                prompt("[overseer] mail:"),
+                shell(&format!("{OVERSEER} mail read && echo read-mail")),
+            ),
+            turn(
+                tool_result("read-mail"),
+                shell(&format!(
+                    "{OVERSEER} loop done --reason 'fixed src/total.rs' && echo builder-done"
+                )),
+            ),
+            turn(tool_result("builder-done"), text("Done.")),
+        ],
+    )
+    .await;
+    let env = json!({"envFrom": [{"secretRef": {"name": "model"}}]});
+    create_object::<overseer::swarm::Swarm>(
+        &ns,
+        json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "metadata": {"name": "team"},
+        "spec": {
+            "defaults": {"runtime": claude_runtime("tui"), "podTemplate": env},
+            "roles": {"researcher": {"runtime": claude_runtime("tui")},
+                      "builder": {"runtime": codex_runtime(&server, "tui")}},
+            "agents": [
+                {"name": "scout", "role": "researcher", "prompt": "Map the totals"},
+                {"name": "builder", "role": "builder", "prompt": "Fix the totals",
+                 "loop": {"enabled": true, "interval": "1s", "idleAfter": "1h"}}
+            ]}}),
+    )
+    .await;
+
+    // The builder acts on the scout's finding: its notice named the scout, its body
+    // reached the builder's model through `mail read` only.
+    agent_where(&ns, "team-builder", "the codex builder Done", |a| {
+        phase(a) == Some(AgentPhase::Done)
+    })
+    .await;
+    let exchanges = server.exchanges();
+    let notices = prompts_with(&exchanges, "[overseer] mail:");
+    assert_eq!(notices.len(), 1, "one notice");
+    assert_eq!(notices[0].api, model_standin::Api::OpenaiResponses);
+    let Last::UserText(notice) = &notices[0].last else {
+        unreachable!()
+    };
+    assert!(notice.contains("1 from team-scout (finding)"), "{notice}");
+    assert!(
+        !notice.contains("src/total.rs"),
+        "the body was typed: {notice}"
+    );
+    let read = exchanges
+        .iter()
+        .find_map(|e| match &e.last {
+            Last::ToolResult(t) if t.contains("read-mail") => Some(t.clone()),
+            _ => None,
+        })
+        .expect("the mail went back to the builder's model");
+    assert!(read.contains(finding), "{read}");
+    let scout = agent_where(&ns, "team-scout", "the scout's mail read", |a| {
+        a.status
+            .as_ref()
+            .and_then(|s| s.mail.as_ref())
+            .is_some_and(|m| {
+                m.receipts
+                    .iter()
+                    .any(|r| r.state == overseer::agent::ReceiptState::Read)
+            })
+    })
+    .await;
+    let attempt = scout.status.and_then(|s| s.attempt).unwrap();
+
+    // Suspended, the real pods go and the state stays; resumed, the scout runs again.
+    let swarms: Api<overseer::swarm::Swarm> = ns.api();
+    let patch = |on: bool| json!({"spec": {"suspend": on}});
+    let params = kube::api::PatchParams::default();
+    swarms
+        .patch("team", &params, &kube::api::Patch::Merge(&patch(true)))
+        .await
+        .unwrap();
+    let pods: Api<Pod> = ns.api();
+    wait_in(&ns, "the swarm's pods gone", CLI_WAIT, || {
+        let pods = pods.clone();
+        async move {
+            let list = pods
+                .list(&kube::api::ListParams::default().labels("overseer.dev/swarm=team"))
+                .await
+                .ok()?;
+            list.items.is_empty().then_some(())
+        }
+    })
+    .await;
+    agent_where(&ns, "team-scout", "the scout Suspended", |a| {
+        phase(a) == Some(AgentPhase::Suspended)
+    })
+    .await;
+    let done = agent_where(&ns, "team-builder", "the builder still Done", |a| {
+        phase(a) == Some(AgentPhase::Done)
+    })
+    .await;
+    assert!(done.status.unwrap().mail.unwrap().received_count == 1);
+    swarms
+        .patch("team", &params, &kube::api::Patch::Merge(&patch(false)))
+        .await
+        .unwrap();
+    let resumed = agent_where(&ns, "team-scout", "the scout running again", |a| {
+        a.status.as_ref().is_some_and(|s| s.is_ready())
+    })
+    .await;
+    let status = resumed.status.unwrap();
+    assert_eq!(
+        status.attempt,
+        Some(attempt + 1),
+        "a new pod for the same agent"
+    );
+    assert_eq!(status.mail.unwrap().sent, 1, "its record kept");
+    print_hops(&ns, &server);
+}
+
+#[tokio::test]
+#[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
 async fn a_real_claude_commits_in_its_git_workspace_and_the_work_outlives_its_pod() {
     let ns = namespace("real-git").await;
     install(&ns).await;

@@ -255,8 +255,8 @@ impl Courier<'_> {
 }
 
 impl Courier<'_> {
-    /// Tells the agent's overseer of the open escalations it has not heard of, its
-    /// own and those of every other agent it oversees, in one wake (under the wake
+    /// Tells the agent's overseer, between its turns, of the open escalations it has not
+    /// heard of, its own and those of every other agent it oversees, in one wake (under the wake
     /// lock, so two members never send the same lines twice); each line is a delivery
     /// of its own id, so a line typed again after a stop is confirmed, not typed twice.
     /// True once told (or nothing to tell), false when the overseer could not take it.
@@ -268,10 +268,11 @@ impl Courier<'_> {
         };
         let lock = ac.wake_lock(&namespace, &overseer_name);
         let _guard = lock.lock().await;
+        let between_turns = |o: &Agent| o.status.as_ref().is_some_and(AgentStatus::between_turns);
         let Some(overseer) = agents
             .get_opt(&overseer_name)
             .await?
-            .filter(|o| overseer_state(o) == OverseerState::Ready)
+            .filter(|o| overseer_state(o) == OverseerState::Ready && between_turns(o))
         else {
             return Ok(false);
         };
