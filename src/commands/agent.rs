@@ -13,6 +13,7 @@ use kube::api::{LogParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 use serde_json::json;
 
+use super::access::{WRITE_TRIES, agents, get, refused, retry_pause};
 use crate::api::{LOOP_MANAGER, WATCH_PR_MANAGER};
 use crate::delivery::inbox;
 use crate::kinds::agent::{
@@ -23,48 +24,8 @@ use crate::{Error, Result};
 
 /// Field manager of senders' inbox writes.
 const SEND_MANAGER: &str = "overseer-send";
-/// How many times a list in an agent's status is read and written again when another
-/// writer changed the agent in between (optimistic concurrency).
-pub(super) const WRITE_TRIES: usize = 32;
-
-/// A short, spread pause before trying a conflicting write again, so that many
-/// concurrent writers do not meet again at once.
-pub(super) fn retry_pause() -> Duration {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    Duration::from_millis(10 + u64::from(nanos % 90))
-}
-
 /// Inbox messages waiting at once, at most (the schema's limit).
 const INBOX_LIMIT: usize = 16;
-
-pub(super) async fn agents(namespace: Option<&str>) -> Result<Api<Agent>> {
-    let client = crate::timeouts::client(crate::timeouts::ANSWER_DEADLINE).await?;
-    Ok(match namespace {
-        Some(ns) => Api::namespaced(client, ns),
-        None => Api::default_namespaced(client),
-    })
-}
-
-/// A refusal by the API server, in words that say what to do about it.
-pub(super) fn refused(action: &str, agent: &str, error: kube::Error) -> Error {
-    match error {
-        kube::Error::Api(status) if status.code == 403 => Error::Invalid(format!(
-            "not allowed to {action} {agent}: only its overseer (or a person with access to agents/status) may; {}",
-            status.message
-        )),
-        kube::Error::Api(status) if status.code == 404 => Error::Invalid(format!(
-            "there is no agent {agent} here: {}",
-            status.message
-        )),
-        other => other.into(),
-    }
-}
-
-pub(super) async fn get(api: &Api<Agent>, action: &str, agent: &str) -> Result<Agent> {
-    api.get(agent).await.map_err(|e| refused(action, agent, e))
-}
 
 /// `overseer peek AGENT`: the last `lines` lines the agent's pod logged (what the
 /// shim mirrors of the agent's screen or output).

@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
 use serde_json::json;
 
-use super::agent::{WRITE_TRIES, agents, get, refused, retry_pause};
+use super::access::{WRITE_TRIES, agents, get, refused, retry_pause};
 use crate::delivery::escalation;
 use crate::kinds::agent::{Agent, AgentStatus, EscalationRequest, Severity};
 use crate::{Error, Result};

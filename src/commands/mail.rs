@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
-use super::agent::{WRITE_TRIES, agents, refused, retry_pause};
+use super::access::{WRITE_TRIES, agents, refused, retry_pause};
 use crate::delivery::mail;
 use crate::kinds::agent::{Agent, AgentStatus, MailReceipt, OutgoingMail, ReceiptState};
 use crate::{Error, Result};

@@ -2,6 +2,7 @@
 //! under the caller's own permissions, printed as kubectl prints. The kinds' folders
 //! hold the types and decisions these read; nothing here is the operator's.
 
+pub mod access;
 pub mod agent;
 pub mod escalation;
 pub mod goal;

@@ -1,0 +1,50 @@
+//! Reading and writing Agents under the caller's own permissions, for every command
+//! that does: the client, the refusal in words, and the retry of a write onto a
+//! version that changed meanwhile.
+
+use std::time::Duration;
+
+use kube::Api;
+
+use crate::kinds::agent::Agent;
+use crate::{Error, Result};
+
+/// How many times a list in an agent's status is read and written again when another
+/// writer changed the agent in between (optimistic concurrency).
+pub(crate) const WRITE_TRIES: usize = 32;
+
+/// A short, spread pause before trying a conflicting write again, so that many
+/// concurrent writers do not meet again at once.
+pub(crate) fn retry_pause() -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    Duration::from_millis(10 + u64::from(nanos % 90))
+}
+
+pub(crate) async fn agents(namespace: Option<&str>) -> Result<Api<Agent>> {
+    let client = crate::timeouts::client(crate::timeouts::ANSWER_DEADLINE).await?;
+    Ok(match namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::default_namespaced(client),
+    })
+}
+
+/// A refusal by the API server, in words that say what to do about it.
+pub(crate) fn refused(action: &str, agent: &str, error: kube::Error) -> Error {
+    match error {
+        kube::Error::Api(status) if status.code == 403 => Error::Invalid(format!(
+            "not allowed to {action} {agent}: only its overseer (or a person with access to agents/status) may; {}",
+            status.message
+        )),
+        kube::Error::Api(status) if status.code == 404 => Error::Invalid(format!(
+            "there is no agent {agent} here: {}",
+            status.message
+        )),
+        other => other.into(),
+    }
+}
+
+pub(crate) async fn get(api: &Api<Agent>, action: &str, agent: &str) -> Result<Agent> {
+    api.get(agent).await.map_err(|e| refused(action, agent, e))
+}
