@@ -115,6 +115,7 @@ bench:
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench step_advance
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench wake_latency
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench loop_latency
+	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench mail_latency
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench idle_writes
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench goal_scale
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench agent_scale

@@ -535,7 +535,7 @@ async fn a_real_claude_overseer_directs_a_real_codex_builder() {
 
 #[tokio::test]
 #[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
-async fn a_real_claude_builder_escalates_and_its_real_codex_overseer_answers() {
+async fn a_real_codex_builder_escalates_and_its_real_claude_overseer_answers() {
     let ns = namespace("real-escalate").await;
     install(&ns).await;
     let answer = "continue: use the test key in .env.test";
@@ -579,19 +579,19 @@ async fn a_real_claude_builder_escalates_and_its_real_codex_overseer_answers() {
     agent(
         &ns,
         "lead",
-        json!({"role": "overseer", "oversees": ["builder"], "runtime": codex_runtime(&server, "tui")}),
+        json!({"role": "overseer", "oversees": ["builder"], "runtime": claude_runtime("tui")}),
     )
     .await;
     agent(
         &ns,
         "builder",
-        json!({"overseer": "lead", "runtime": claude_runtime("tui"),
+        json!({"overseer": "lead", "runtime": codex_runtime(&server, "tui"),
                "prompt": "Deploy the parser",
                "loop": {"enabled": true, "interval": "1s", "idleAfter": "1h"}}),
     )
     .await;
 
-    let done = agent_where(&ns, "builder", "the claude builder Done", |a| {
+    let done = agent_where(&ns, "builder", "the codex builder Done", |a| {
         phase(a) == Some(AgentPhase::Done)
     })
     .await;
@@ -610,7 +610,7 @@ async fn a_real_claude_builder_escalates_and_its_real_codex_overseer_answers() {
         1,
         "the escalation reached the overseer's model once"
     );
-    assert_eq!(wakes[0].api, model_standin::Api::OpenaiResponses);
+    assert_eq!(wakes[0].api, model_standin::Api::AnthropicMessages);
     let Last::UserText(woken) = &wakes[0].last else {
         unreachable!()
     };
@@ -637,8 +637,8 @@ async fn a_real_claude_builder_escalates_and_its_real_codex_overseer_answers() {
     assert!(
         answered
             .iter()
-            .any(|e| e.api == model_standin::Api::AnthropicMessages),
-        "the answer reached the builder's (claude's) model"
+            .any(|e| e.api == model_standin::Api::OpenaiResponses),
+        "the answer reached the builder's (codex's) model"
     );
     print_hops(&ns, &server);
 }
@@ -741,14 +741,24 @@ async fn a_real_scout_mails_a_real_builder_and_the_swarm_is_suspended_and_resume
         .await
         .unwrap();
     let pods: Api<Pod> = ns.api();
-    wait_in(&ns, "the swarm's pods gone", CLI_WAIT, || {
+    // The builder had ended its loop (Done): it stays as it ended, its pod kept for
+    // the operator's pod retention; the others' pods go.
+    wait_in(&ns, "the running members' pods gone", CLI_WAIT, || {
         let pods = pods.clone();
         async move {
             let list = pods
                 .list(&kube::api::ListParams::default().labels("overseer.dev/swarm=team"))
                 .await
                 .ok()?;
-            list.items.is_empty().then_some(())
+            let running = list.items.iter().filter(|p| {
+                let agent = p
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("overseer.dev/agent"));
+                agent.is_some_and(|a| a != "team-builder")
+            });
+            (running.count() == 0).then_some(())
         }
     })
     .await;
