@@ -561,9 +561,9 @@ async fn a_real_codex_builder_escalates_and_its_real_claude_overseer_answers() {
             ),
             turn(
                 tool_result("read-escalations"),
-                shell(&format!(
-                    "{OVERSEER} loop add builder && {OVERSEER} send builder '{answer}' && echo answered"
-                )),
+                // An overseer answers with `send` (`loop add` is a person's: it writes
+                // the Agent's annotations, which no agent may); the send acknowledges.
+                shell(&format!("{OVERSEER} send builder '{answer}' && echo answered")),
             ),
             turn(tool_result("answered"), text("Answered the builder.")),
             turn(
