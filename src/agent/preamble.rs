@@ -54,7 +54,7 @@ pub fn standing_instructions() -> String {
          An agent may also escalate to you (it asked for help, declared itself blocked, waits on a \
          permission prompt, or ran out of nudges). That wake names the agent, the escalation's id, kind, \
          severity and age, never its words: read its reason with `{BIN_DIR}/overseer escalations AGENT`, \
-         then answer it (send, loop release, loop add), or acknowledge it with `{BIN_DIR}/overseer ack AGENT`. \
+         then answer it (send, or loop release), or acknowledge it with `{BIN_DIR}/overseer ack AGENT`. \
          Unanswered ones go to a person.\n\
          \n\
          `{BIN_DIR}/overseer ps` lists every agent with its phase, activity and last message. \
