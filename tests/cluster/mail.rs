@@ -245,3 +245,55 @@ async fn bad_mail_is_refused_with_its_reason_and_nobody_writes_anothers_mail() {
     );
     assert!(!peeked.status.success(), "{peeked:?}");
 }
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn unread_mail_expires_and_its_sender_is_told() {
+    let ns = setup("mail-expiry").await;
+    let _operator = operator(&ns);
+    create_object::<overseer::swarm::Swarm>(
+        &ns,
+        json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm",
+            "metadata": {"name": "team"},
+            "spec": {
+                "defaults": {"runtime": {"name": "pi", "mode": "tui", "image": "example.com/pi:1"}},
+                "coordination": {"mail": {"expiry": "3s"}},
+                "agents": [{"name": "scout", "role": "scout"}, {"name": "builder", "role": "builder"}]
+            }
+        }),
+    )
+    .await;
+    for member in ["team-scout", "team-builder"] {
+        wait_condition(&ns, member, "an attempt", |a| {
+            a.status.as_ref().and_then(|s| s.attempt).is_some()
+        })
+        .await;
+    }
+    // The builder's CLI never reports itself idle (no shim runs it): no notice, and
+    // nobody reads the message.
+    let user = agent_account(&ns, "team-scout");
+    let sent = overseer_as(
+        &ns,
+        Some(&user),
+        &[
+            "mail",
+            "--agent",
+            "team-scout",
+            "send",
+            "builder",
+            "read me soon",
+        ],
+    );
+    assert!(sent.status.success(), "{sent:?}");
+    wait_condition(&ns, "team-scout", "its mail Expired", |a| {
+        receipt_state(a, 1, "team-builder") == Some(ReceiptState::Expired)
+    })
+    .await;
+    let builder = agent(&ns, "team-builder").await.status.unwrap();
+    assert!(
+        builder.mailbox.is_empty(),
+        "expired mail leaves the mailbox"
+    );
+    assert_eq!(builder.mail.unwrap().received_count, 1);
+}
