@@ -470,23 +470,35 @@ async fn update_status(
     name: &str,
     change: impl Fn(&AgentStatus) -> Option<AgentStatus>,
 ) -> Result<()> {
-    const TRIES: usize = 5;
-    for _ in 0..TRIES {
+    let fields = |current: &AgentStatus| change(current).map(|s| operator_fields(&s)).transpose();
+    write_onto_version(agents, name, (CONTROLLER_MANAGER, 5), fields).await
+}
+
+/// Applies the status fields `fields` makes from agent `name`'s fresh status (None:
+/// nothing to write) under the field manager of `writer`, onto the version read: a
+/// writer that changed the agent meanwhile makes it read and try again, up to the
+/// writer's number of tries.
+pub(super) async fn write_onto_version(
+    agents: &Api<Agent>,
+    name: &str,
+    (manager, tries): (&str, usize),
+    mut fields: impl FnMut(&AgentStatus) -> Result<Option<serde_json::Value>>,
+) -> Result<()> {
+    for _ in 0..tries {
         let fresh = agents.get(name).await?;
         let current = fresh.status.clone().unwrap_or_default();
-        let Some(status) = change(&current) else {
+        let Some(fields) = fields(&current)? else {
             return Ok(());
         };
         let version = fresh.resource_version().unwrap_or_default();
-        let fields = operator_fields(&status)?;
-        match api::apply_status_at(agents, name, CONTROLLER_MANAGER, &version, &fields).await {
+        match api::apply_status_at(agents, name, manager, &version, &fields).await {
             Ok(()) => return Ok(()),
             Err(kube::Error::Api(status)) if status.code == 409 => continue,
             Err(error) => return Err(error.into()),
         }
     }
     Err(Error::Invalid(format!(
-        "agent {name} changed {TRIES} times while its status was written"
+        "agent {name} changed {tries} times while {manager} wrote its status"
     )))
 }
 

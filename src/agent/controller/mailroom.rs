@@ -14,8 +14,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::context::{AgentContext, owning_swarm};
-use super::delivery::type_input;
-use crate::api;
+use super::delivery::{type_input, write_onto_version};
 use crate::delivery::mail::{self, Member, Route};
 use crate::kinds::agent::{
     Agent, AgentPhase, AgentStatus, ExitOutcome, Mail, MailStatus, ReceiptState,
@@ -281,22 +280,8 @@ async fn update_mail(
     name: &str,
     mut change: impl FnMut(&AgentStatus) -> Option<(Vec<Mail>, MailStatus)>,
 ) -> Result<()> {
-    const TRIES: usize = 16;
-    for _ in 0..TRIES {
-        let fresh = agents.get_status(name).await?;
-        let status = fresh.status.clone().unwrap_or_default();
-        let Some((mailbox, record)) = change(&status) else {
-            return Ok(());
-        };
-        let version = fresh.resource_version().unwrap_or_default();
-        let fields = json!({"mailbox": mailbox, "mail": record});
-        match api::apply_status_at(agents, name, MAIL_MANAGER, &version, &fields).await {
-            Ok(()) => return Ok(()),
-            Err(kube::Error::Api(status)) if status.code == 409 => continue,
-            Err(error) => return Err(error.into()),
-        }
-    }
-    Err(Error::Invalid(format!(
-        "agent {name} changed {TRIES} times while its mail was written"
-    )))
+    let fields = |status: &AgentStatus| {
+        Ok(change(status).map(|(mailbox, record)| json!({"mailbox": mailbox, "mail": record})))
+    };
+    write_onto_version(agents, name, (MAIL_MANAGER, 16), fields).await
 }
