@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use kube::Api;
+use kube::api::{Patch, PatchParams};
 
-use crate::kinds::agent::Agent;
+use crate::kinds::agent::{Agent, AgentStatus};
 use crate::{Error, Result};
 
 /// How many times a list in an agent's status is read and written again when another
@@ -47,4 +48,48 @@ pub(crate) fn refused(action: &str, agent: &str, error: kube::Error) -> Error {
 
 pub(crate) async fn get(api: &Api<Agent>, action: &str, agent: &str) -> Result<Agent> {
     api.get(agent).await.map_err(|e| refused(action, agent, e))
+}
+
+/// Agent `agent` as its status read shows it (its own status is all an agent may
+/// read), for `action`.
+pub(crate) async fn own_status(api: &Api<Agent>, action: &str, agent: &str) -> Result<Agent> {
+    api.get_status(agent)
+        .await
+        .map_err(|e| refused(action, agent, e))
+}
+
+/// Writes the status fields `queue` makes from the agent's current status (a merge
+/// patch under `manager`) onto the version they were made from: when another writer
+/// changed the agent in between, it reads and tries again, so concurrent writers of
+/// one list lose nothing. What `queue` returned with the written fields; None when the
+/// agent changed every time.
+pub(crate) async fn queue_onto_version<T>(
+    api: &Api<Agent>,
+    agent: &str,
+    (action, manager): (&str, &str),
+    mut queue: impl FnMut(&AgentStatus) -> Result<(serde_json::Value, T)>,
+) -> Result<Option<T>> {
+    let params = PatchParams {
+        field_manager: Some(manager.into()),
+        ..Default::default()
+    };
+    for _ in 0..WRITE_TRIES {
+        let current = own_status(api, action, agent).await?;
+        let (fields, written) = queue(&current.status.clone().unwrap_or_default())?;
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": current.metadata.resource_version},
+            "status": fields,
+        });
+        match api
+            .patch_status(agent, &params, &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => return Ok(Some(written)),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                tokio::time::sleep(retry_pause()).await;
+            }
+            Err(error) => return Err(refused(action, agent, error)),
+        }
+    }
+    Ok(None)
 }

@@ -13,7 +13,7 @@ use kube::api::{LogParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 use serde_json::json;
 
-use super::access::{WRITE_TRIES, agents, get, refused, retry_pause};
+use super::access::{WRITE_TRIES, agents, get, own_status, refused, retry_pause};
 use crate::api::{LOOP_MANAGER, WATCH_PR_MANAGER};
 use crate::delivery::inbox;
 use crate::kinds::agent::{
@@ -343,11 +343,7 @@ pub async fn watch_pr(namespace: Option<&str>, agent: &str, url: &str, stop: boo
     // landed meanwhile, then read again), so concurrent requests are all kept.
     let mut written = false;
     for _ in 0..WRITE_TRIES {
-        // Its own status is all an agent may read (its Role: agents/status, by name).
-        let current = api
-            .get_status(agent)
-            .await
-            .map_err(|e| refused("ask a pull request watch for", agent, e))?;
+        let current = own_status(&api, "ask a pull request watch for", agent).await?;
         let version = current
             .metadata
             .resource_version

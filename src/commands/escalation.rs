@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
 use serde_json::json;
 
-use super::access::{WRITE_TRIES, agents, get, refused, retry_pause};
+use super::access::{agents, get, own_status, queue_onto_version, refused};
 use crate::delivery::escalation;
 use crate::kinds::agent::{Agent, AgentStatus, EscalationRequest, Severity};
 use crate::{Error, Result};
@@ -87,48 +87,21 @@ pub async fn escalate(
         ));
     }
     let api = agents(namespace).await?;
-    let mut seq = None;
-    for _ in 0..WRITE_TRIES {
-        // Its own status is all an agent may read.
-        let current = api
-            .get_status(agent)
-            .await
-            .map_err(|e| refused("escalate for", agent, e))?;
-        let status = current.status.clone().unwrap_or_default();
-        let requests = requested(&status, severity, reason, Timestamp::now())?;
-        let patch = json!({
-            "metadata": {"resourceVersion": current.metadata.resource_version},
-            "status": {"escalationRequests": requests},
-        });
-        let params = PatchParams {
-            field_manager: Some(ESCALATE_MANAGER.into()),
-            ..Default::default()
-        };
-        match api
-            .patch_status(agent, &params, &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => {
-                seq = requests.last().map(|r| r.seq);
-                break;
-            }
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                tokio::time::sleep(retry_pause()).await;
-            }
-            Err(error) => return Err(refused("escalate for", agent, error)),
-        }
-    }
-    let seq = seq.ok_or_else(|| {
+    let action = ("escalate for", ESCALATE_MANAGER);
+    let written = queue_onto_version(&api, agent, action, |status| {
+        let requests = requested(status, severity, reason, Timestamp::now())?;
+        let seq = requests.last().map_or(0, |r| r.seq);
+        Ok((json!({"escalationRequests": requests}), seq))
+    })
+    .await?;
+    let seq = written.ok_or_else(|| {
         Error::Invalid(format!(
             "{agent} changed too often to record the escalation; try again"
         ))
     })?;
     let deadline = tokio::time::Instant::now() + wait;
     loop {
-        let current = api
-            .get_status(agent)
-            .await
-            .map_err(|e| refused("escalate for", agent, e))?;
+        let current = own_status(&api, "escalate for", agent).await?;
         let status = current.status.unwrap_or_default();
         if let Some(opened) = status
             .escalations

@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
-use super::access::{WRITE_TRIES, agents, refused, retry_pause};
+use super::access::{agents, own_status, queue_onto_version, refused};
 use crate::delivery::mail;
 use crate::kinds::agent::{Agent, AgentStatus, MailReceipt, OutgoingMail, ReceiptState};
 use crate::{Error, Result};
@@ -82,33 +82,14 @@ pub async fn send(
     wait: Duration,
 ) -> Result<()> {
     let api = agents(namespace).await?;
-    let mut seq = None;
-    for _ in 0..WRITE_TRIES {
-        let current = api
-            .get_status(agent)
-            .await
-            .map_err(|e| refused("send mail as", agent, e))?;
-        let status = current.status.clone().unwrap_or_default();
-        let outbox = queued(&status, outgoing, Timestamp::now())?;
-        let patch = json!({
-            "metadata": {"resourceVersion": current.metadata.resource_version},
-            "status": {"outbox": outbox},
-        });
-        match api
-            .patch_status(agent, &params(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => {
-                seq = outbox.last().map(|m| m.seq);
-                break;
-            }
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                tokio::time::sleep(retry_pause()).await;
-            }
-            Err(error) => return Err(refused("send mail as", agent, error)),
-        }
-    }
-    let seq = seq.ok_or_else(|| {
+    let action = ("send mail as", MAIL_MANAGER);
+    let written = queue_onto_version(&api, agent, action, |status| {
+        let outbox = queued(status, outgoing, Timestamp::now())?;
+        let seq = outbox.last().map_or(0, |m| m.seq);
+        Ok((json!({"outbox": outbox}), seq))
+    })
+    .await?;
+    let seq = written.ok_or_else(|| {
         Error::Invalid(format!(
             "{agent} changed too often to queue the mail; try again"
         ))
@@ -153,10 +134,7 @@ async fn await_receipts(
 ) -> Result<Option<Vec<MailReceipt>>> {
     let deadline = tokio::time::Instant::now() + wait;
     loop {
-        let current = api
-            .get_status(agent)
-            .await
-            .map_err(|e| refused("read the mail of", agent, e))?;
+        let current = own_status(api, "read the mail of", agent).await?;
         let record = current.status.and_then(|s| s.mail).unwrap_or_default();
         if record.routed_seq >= seq {
             let receipts = record
@@ -189,10 +167,7 @@ fn receipt_line(receipt: &MailReceipt) -> String {
 /// breaks and tabs removed) and marks it read.
 pub async fn read(namespace: Option<&str>, agent: &str) -> Result<()> {
     let api = agents(namespace).await?;
-    let current = api
-        .get_status(agent)
-        .await
-        .map_err(|e| refused("read the mail of", agent, e))?;
+    let current = own_status(&api, "read the mail of", agent).await?;
     let status = current.status.unwrap_or_default();
     let read = status.mail_read.unwrap_or(0);
     let unread: Vec<_> = status.mailbox.iter().filter(|m| m.id > read).collect();
@@ -231,10 +206,7 @@ fn plain(text: &str) -> String {
 /// `overseer mail`: the receipts of what `agent` sent, and how much waits unread.
 pub async fn status(namespace: Option<&str>, agent: &str) -> Result<()> {
     let api = agents(namespace).await?;
-    let current = api
-        .get_status(agent)
-        .await
-        .map_err(|e| refused("read the mail of", agent, e))?;
+    let current = own_status(&api, "read the mail of", agent).await?;
     let status = current.status.unwrap_or_default();
     let unread = status
         .mailbox
