@@ -63,7 +63,7 @@ pub fn step(status: &mut AgentStatus, limits: &Limits, now: Timestamp) -> Outcom
             .iter()
             .any(|e| e.kind == kind && e.attempt == attempt && e.state == EscalationState::Open);
         if !open_already {
-            let mut opened = open(status, attempt, (kind, severity, reason), None, now);
+            let opened = open(status, attempt, (kind, severity, reason), None, now);
             // The webhook heard of the agent's end already, from the same plan
             // ("Blocked", with this reason): one cause is notified once.
             if limits.webhook
@@ -73,11 +73,8 @@ pub fn step(status: &mut AgentStatus, limits: &Limits, now: Timestamp) -> Outcom
                 )
             {
                 opened.notified_time = Some(Time(now));
-                if let Some(last) = status.escalations.last_mut() {
-                    last.notified_time = Some(Time(now));
-                }
             }
-            outcome.opened.push(opened);
+            outcome.opened.push(opened.clone());
         }
     }
     take_requests(status, attempt, now, &mut outcome);
@@ -187,7 +184,7 @@ fn take_requests(status: &mut AgentStatus, attempt: i64, now: Timestamp, outcome
             request.severity,
             Some(request.reason.clone()),
         );
-        let opened = open(status, attempt, cause, Some(request.seq), now);
+        let opened = open(status, attempt, cause, Some(request.seq), now).clone();
         outcome.opened.push(opened);
         let mut counts = counts(status);
         counts.taken_seq = counts.taken_seq.max(request.seq);
@@ -205,7 +202,7 @@ fn open(
     (kind, severity, reason): (EscalationKind, Severity, Option<String>),
     request_seq: Option<i64>,
     now: Timestamp,
-) -> Escalation {
+) -> &mut Escalation {
     let mut counts = counts(status);
     counts.last_id += 1;
     let escalation = Escalation {
@@ -223,8 +220,8 @@ fn open(
         acknowledged_by: None,
     };
     status.escalation_counts = Some(counts);
-    status.escalations.push(escalation.clone());
-    escalation
+    status.escalations.push(escalation);
+    status.escalations.last_mut().expect("just pushed")
 }
 
 /// Acknowledges the open escalations an answer covers, and resolves those whose cause
