@@ -169,8 +169,7 @@ pub async fn read(namespace: Option<&str>, agent: &str) -> Result<()> {
     let api = agents(namespace).await?;
     let current = own_status(&api, "read the mail of", agent).await?;
     let status = current.status.unwrap_or_default();
-    let read = status.mail_read.unwrap_or(0);
-    let unread: Vec<_> = status.mailbox.iter().filter(|m| m.id > read).collect();
+    let unread: Vec<_> = status.unread_mail().collect();
     let Some(last) = unread.iter().map(|m| m.id).max() else {
         println!("no new mail");
         return Ok(());
@@ -208,11 +207,7 @@ pub async fn status(namespace: Option<&str>, agent: &str) -> Result<()> {
     let api = agents(namespace).await?;
     let current = own_status(&api, "read the mail of", agent).await?;
     let status = current.status.unwrap_or_default();
-    let unread = status
-        .mailbox
-        .iter()
-        .filter(|m| m.id > status.mail_read.unwrap_or(0))
-        .count();
+    let unread = status.unread_mail().count();
     println!("{unread} unread in your mailbox (overseer mail read)");
     let waiting = mail::unrouted(&status).len();
     if waiting > 0 {

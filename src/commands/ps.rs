@@ -26,8 +26,7 @@ fn open_escalations(status: &crate::kinds::agent::AgentStatus) -> String {
 
 /// How much mail waits unread in the agent's mailbox (`-`: none).
 fn unread_mail(status: &crate::kinds::agent::AgentStatus) -> String {
-    let read = status.mail_read.unwrap_or(0);
-    match status.mailbox.iter().filter(|m| m.id > read).count() {
+    match status.unread_mail().count() {
         0 => "-".into(),
         n => format!("{n} unread"),
     }

@@ -386,6 +386,12 @@ impl AgentStatus {
             .is_some_and(|a| matches!(a.state, ActivityState::Idle | ActivityState::Exited))
     }
 
+    /// The mail in the mailbox not marked read (`overseer mail read`).
+    pub fn unread_mail(&self) -> impl Iterator<Item = &Mail> {
+        let read = self.mail_read.unwrap_or(0);
+        self.mailbox.iter().filter(move |m| m.id > read)
+    }
+
     /// The exit of the current attempt; an exit of an earlier attempt is stale.
     pub fn current_exit(&self) -> Option<&AgentExit> {
         let attempt = self.attempt?;

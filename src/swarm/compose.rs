@@ -233,8 +233,7 @@ fn member_counts(
             Some(AgentPhase::Pending) | None => counts.pending += 1,
         }
         let escalations = crate::delivery::escalation::open_count(&agent_status) as i32;
-        let read = agent_status.mail_read.unwrap_or(0);
-        let unread_mail = agent_status.mailbox.iter().filter(|m| m.id > read).count() as i32;
+        let unread_mail = agent_status.unread_mail().count() as i32;
         counts.escalations += escalations;
         counts.unread_mail += unread_mail;
         listed.push(MemberStatus {

@@ -263,11 +263,8 @@ pub(super) fn next_expiry(
     expiry: Duration,
     now: jiff::Timestamp,
 ) -> Option<Duration> {
-    let read = status.mail_read.unwrap_or(0);
     status
-        .mailbox
-        .iter()
-        .filter(|m| m.id > read)
+        .unread_mail()
         .map(|m| crate::duration::after(&m.sent_time, expiry))
         .min()
         .map(|at| at.duration_since(now).try_into().unwrap_or(Duration::ZERO))
