@@ -231,8 +231,7 @@ fn count_by_phase(
         }
         for agent in store.state() {
             let Ok(agent) = &agent.0 else { continue };
-            let escalations = agent.status.iter().flat_map(|s| &s.escalations);
-            for e in escalations.filter(|e| e.state == crate::kinds::agent::EscalationState::Open) {
+            for e in agent.status.iter().flat_map(|s| s.open_escalations()) {
                 *open.entry(e.severity.label().to_string()).or_insert(0) += 1;
             }
         }

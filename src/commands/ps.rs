@@ -13,11 +13,7 @@ use crate::kinds::agent::Agent;
 
 /// The agent's open escalations: how many and the highest severity (`-`: none).
 fn open_escalations(status: &crate::kinds::agent::AgentStatus) -> String {
-    let open: Vec<_> = status
-        .escalations
-        .iter()
-        .filter(|e| e.state == crate::kinds::agent::EscalationState::Open)
-        .collect();
+    let open: Vec<_> = status.open_escalations().collect();
     match open.iter().map(|e| e.severity).max() {
         Some(worst) => format!("{} {}", open.len(), worst.label()),
         None => "-".into(),

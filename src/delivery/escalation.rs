@@ -282,19 +282,9 @@ fn prune(escalations: &mut Vec<Escalation>) {
 /// Open escalations the overseer has not been told of.
 pub fn untold(status: &AgentStatus) -> Vec<&Escalation> {
     status
-        .escalations
-        .iter()
-        .filter(|e| e.state == EscalationState::Open && e.told_time.is_none())
+        .open_escalations()
+        .filter(|e| e.told_time.is_none())
         .collect()
-}
-
-/// How many escalations of `status` are open.
-pub fn open_count(status: &AgentStatus) -> usize {
-    status
-        .escalations
-        .iter()
-        .filter(|e| e.state == EscalationState::Open)
-        .count()
 }
 
 /// The acknowledgement an answer to `status` writes (`overseer ack`, `send`, `loop
@@ -306,12 +296,7 @@ pub fn answer(
     by: &str,
     now: Timestamp,
 ) -> Option<EscalationAck> {
-    let open_max = status
-        .escalations
-        .iter()
-        .filter(|e| e.state == EscalationState::Open)
-        .map(|e| e.id)
-        .max()?;
+    let open_max = status.open_escalations().map(|e| e.id).max()?;
     Some(EscalationAck {
         through: through.unwrap_or(open_max).min(open_max),
         by: by.chars().take(253).collect(),

@@ -386,6 +386,13 @@ impl AgentStatus {
             .is_some_and(|a| matches!(a.state, ActivityState::Idle | ActivityState::Exited))
     }
 
+    /// The escalations waiting for an answer.
+    pub fn open_escalations(&self) -> impl Iterator<Item = &Escalation> {
+        self.escalations
+            .iter()
+            .filter(|e| e.state == EscalationState::Open)
+    }
+
     /// The mail in the mailbox not marked read (`overseer mail read`).
     pub fn unread_mail(&self) -> impl Iterator<Item = &Mail> {
         let read = self.mail_read.unwrap_or(0);

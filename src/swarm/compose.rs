@@ -232,7 +232,7 @@ fn member_counts(
             Some(AgentPhase::Suspended) => counts.suspended += 1,
             Some(AgentPhase::Pending) | None => counts.pending += 1,
         }
-        let escalations = crate::delivery::escalation::open_count(&agent_status) as i32;
+        let escalations = agent_status.open_escalations().count() as i32;
         let unread_mail = agent_status.unread_mail().count() as i32;
         counts.escalations += escalations;
         counts.unread_mail += unread_mail;
