@@ -67,6 +67,14 @@ pub(crate) async fn wait_condition(
     .await
 }
 
+/// Agent `name` once it has an attempt (its pod, ServiceAccount and Role made).
+pub(crate) async fn wait_started(ns: &TestNamespace, name: &str) -> Agent {
+    wait_condition(ns, name, "an attempt", |a| {
+        a.status.as_ref().and_then(|s| s.attempt).is_some()
+    })
+    .await
+}
+
 pub(crate) fn condition_true(agent: &Agent, type_: &str) -> bool {
     agent
         .status

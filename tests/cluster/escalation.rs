@@ -8,7 +8,7 @@ use std::time::Duration;
 use overseer::agent::{AgentPhase, EscalationKind, EscalationState, Severity};
 use serde_json::json;
 
-use crate::agent::{WAIT, agent, count, wait_condition, wait_events};
+use crate::agent::{WAIT, agent, count, wait_condition, wait_events, wait_started};
 use crate::overseer::{logged_at, overseer_as};
 use crate::support::cluster::{agent_account, create_agent, operator, setup};
 use crate::support::shim::{overseer_shim_running, pod_shim_with};
@@ -131,10 +131,7 @@ async fn the_webhook_hears_a_critical_and_an_unanswered_escalation_once_each() {
             "loop": {"enabled": true, "interval": "1s", "idleAfter": "1h", "ackWithin": "3s"}}),
     )
     .await;
-    wait_condition(&ns, "worker", "an attempt", |a| {
-        a.status.as_ref().and_then(|s| s.attempt).is_some()
-    })
-    .await;
+    wait_started(&ns, "worker").await;
     let user = agent_account(&ns, "worker");
     for (severity, reason) in [("critical", "the disk is full"), ("info", "which branch?")] {
         let out = overseer_as(
@@ -178,10 +175,7 @@ async fn the_webhook_hears_a_critical_and_an_unanswered_escalation_once_each() {
     );
 
     // A fellow member can neither escalate for it nor acknowledge its escalations.
-    wait_condition(&ns, "peer", "an attempt", |a| {
-        a.status.as_ref().and_then(|s| s.attempt).is_some()
-    })
-    .await;
+    wait_started(&ns, "peer").await;
     let peer = agent_account(&ns, "peer");
     let forged = overseer_as(
         &ns,

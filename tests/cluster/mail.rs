@@ -9,7 +9,7 @@ use std::time::Duration;
 use overseer::agent::{Agent, ReceiptState};
 use serde_json::json;
 
-use crate::agent::{WAIT, agent, wait_condition};
+use crate::agent::{WAIT, agent, wait_condition, wait_started};
 use crate::overseer::{logged_at, overseer_as};
 use crate::support::cluster::{TestNamespace, agent_account, create_object, operator, setup};
 use crate::support::shim::pod_shim_with;
@@ -138,10 +138,7 @@ async fn bad_mail_is_refused_with_its_reason_and_nobody_writes_anothers_mail() {
     ]);
     create_team(&ns, allow).await;
     for member in ["team-scout", "team-builder", "team-reviewer"] {
-        wait_condition(&ns, member, "an attempt", |a| {
-            a.status.as_ref().and_then(|s| s.attempt).is_some()
-        })
-        .await;
+        wait_started(&ns, member).await;
     }
     let send = |from: &str, args: &[&str]| {
         let user = agent_account(&ns, from);
@@ -265,10 +262,7 @@ async fn unread_mail_expires_and_its_sender_is_told() {
     )
     .await;
     for member in ["team-scout", "team-builder"] {
-        wait_condition(&ns, member, "an attempt", |a| {
-            a.status.as_ref().and_then(|s| s.attempt).is_some()
-        })
-        .await;
+        wait_started(&ns, member).await;
     }
     // The builder's CLI never reports itself idle (no shim runs it): no notice, and
     // nobody reads the message.
