@@ -105,19 +105,18 @@ where
 
 /// As `apply_status`, but only onto the version `resource_version` of the object: the
 /// API server refuses the apply with 409 Conflict when the object changed since.
+/// Returns the object as written.
 pub async fn apply_status_at<K>(
     api: &Api<K>,
     name: &str,
     manager: &str,
     resource_version: &str,
     status: &impl Serialize,
-) -> Result<(), kube::Error>
+) -> Result<K, kube::Error>
 where
     K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    apply_status_onto(api, name, manager, Some(resource_version), status)
-        .await
-        .map(drop)
+    apply_status_onto(api, name, manager, Some(resource_version), status).await
 }
 
 async fn apply_status_onto<K>(

@@ -360,7 +360,7 @@ pub async fn watch_pr(namespace: Option<&str>, agent: &str, url: &str, stop: boo
         )
         .await
         {
-            Ok(()) => {
+            Ok(_) => {
                 written = true;
                 break;
             }

@@ -164,7 +164,8 @@ pub(super) fn overseer_state(overseer: &Agent) -> OverseerState {
 }
 
 /// Writes the operator's part of the status: `activity` and `exit` belong to the
-/// pod (or the overseer), `inbox` to senders, `lastMessage` to `apply_last_message`.
+/// pod (or the overseer), `inbox` to senders, `lastMessage` to `apply_last_message`,
+/// `mailbox` and `mail` to the mailroom (src/agent/controller/mailroom.rs).
 /// Remembers the version written (src/fresh.rs).
 #[instrument(skip_all)]
 pub(super) async fn apply_status(
@@ -180,7 +181,8 @@ pub(super) async fn apply_status(
     Ok(())
 }
 
-/// The status fields the operator writes: the others belong to the shim and the CLI.
+/// The status fields the operator's reconciles write: the others belong to the shim,
+/// the CLI and the mailroom.
 pub(super) fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value> {
     let mut status = serde_json::to_value(status)?;
     if let Some(fields) = status.as_object_mut() {
@@ -193,6 +195,8 @@ pub(super) fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value>
             "escalationAck",
             "outbox",
             "mailRead",
+            "mailbox",
+            "mail",
         ] {
             fields.remove(owned_elsewhere);
         }

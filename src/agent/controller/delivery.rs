@@ -21,6 +21,7 @@ use crate::controller::Context;
 use crate::delivery::claims;
 use crate::delivery::escalation;
 use crate::delivery::inbox::{self, SendStep};
+use crate::fresh::Versions;
 use crate::kinds::agent::{
     Agent, AgentSpec, AgentStatus, Delivery, Escalation, InFlightDelivery, InboxMessage,
     LastMessage, LoopStatus,
@@ -165,7 +166,7 @@ impl Courier<'_> {
         // Timed on its effective spec; an agent that can no longer run (its swarm or
         // image gone) on its own spec.
         let spec = resolve(&ac.swarms, &fresh).map_or_else(|_| fresh.spec.clone(), |e| e.spec);
-        record(&ac.ctx, agents, (&fresh, &spec), &claimed, &confirmed, now).await?;
+        record(ac, agents, (&fresh, &spec), &claimed, &confirmed, now).await?;
         Ok(())
     }
 
@@ -188,14 +189,14 @@ impl Courier<'_> {
             target: name.clone(),
             reason: candidate::stop_reason(&input),
         };
-        claim(agents, &name, &nudge).await?;
+        claim(&self.ac.versions, agents, &name, &nudge).await?;
         let ids = [nudge.id.clone()];
         let outcome =
             crate::delivery::input::deliver(&ctx.input_command, pods, &pod, &text, &ids).await;
         if outcome.is_ok() {
             apply_last_message(agents, &name, OPERATOR_SENDER, &text).await?;
         }
-        record(ctx, agents, (agent, spec), &nudge, &outcome, now).await
+        record(self.ac, agents, (agent, spec), &nudge, &outcome, now).await
     }
 
     /// Wakes the overseer once for every candidate it oversees (the batch), under a lock
@@ -239,7 +240,7 @@ impl Courier<'_> {
             return Ok(true);
         };
         for (member, _, wake) in &batch.members {
-            claim(agents, &member.name_any(), wake).await?;
+            claim(&ac.versions, agents, &member.name_any(), wake).await?;
         }
         let ids: Vec<String> = batch.members.iter().map(|(.., w)| w.id.clone()).collect();
         let outcome = type_input(ctx, pods, &overseer, &batch.text, &ids).await?;
@@ -248,7 +249,7 @@ impl Courier<'_> {
         }
         let mut delivered = true;
         for (member, spec, wake) in &batch.members {
-            delivered &= record(ctx, agents, (member, spec), wake, &outcome, now).await?;
+            delivered &= record(ac, agents, (member, spec), wake, &outcome, now).await?;
         }
         Ok(delivered)
     }
@@ -333,7 +334,7 @@ impl Courier<'_> {
             .filter(|(m, _)| *m == name)
             .map(|(_, e)| e)
             .collect();
-        update_status(self.agents, &name, |status| {
+        update_status(&self.ac.versions, self.agents, &name, |status| {
             let mut status = status.clone();
             for escalation in status.escalations.iter_mut() {
                 if told.iter().any(|t| t.id == escalation.id) && escalation.told_time.is_none() {
@@ -449,11 +450,12 @@ pub(super) async fn type_input(
 /// on every member of its batch, whose own reconciles may have written their statuses
 /// since the batch was listed, and writing the status as listed would roll that back.
 async fn update_loop(
+    versions: &Versions,
     agents: &Api<Agent>,
     name: &str,
     change: impl Fn(&AgentStatus) -> Option<LoopStatus>,
 ) -> Result<()> {
-    update_status(agents, name, |status| {
+    update_status(versions, agents, name, |status| {
         let loop_status = change(status)?;
         let mut status = status.clone();
         status.loop_ = Some(loop_status);
@@ -466,12 +468,13 @@ async fn update_loop(
 /// written onto that version (retried on conflict), so that nothing written since it
 /// was listed is rolled back.
 async fn update_status(
+    versions: &Versions,
     agents: &Api<Agent>,
     name: &str,
     change: impl Fn(&AgentStatus) -> Option<AgentStatus>,
 ) -> Result<()> {
     let fields = |current: &AgentStatus| change(current).map(|s| operator_fields(&s)).transpose();
-    write_onto_version(agents, name, (CONTROLLER_MANAGER, 5), fields).await
+    write_onto_version(versions, agents, name, (CONTROLLER_MANAGER, 5), fields).await
 }
 
 /// Applies the status fields `fields` makes from agent `name`'s fresh status (None:
@@ -479,6 +482,7 @@ async fn update_status(
 /// writer that changed the agent meanwhile makes it read and try again, up to the
 /// writer's number of tries.
 pub(super) async fn write_onto_version(
+    versions: &Versions,
     agents: &Api<Agent>,
     name: &str,
     (manager, tries): (&str, usize),
@@ -492,7 +496,12 @@ pub(super) async fn write_onto_version(
         };
         let version = fresh.resource_version().unwrap_or_default();
         match api::apply_status_at(agents, name, manager, &version, &fields).await {
-            Ok(()) => return Ok(()),
+            Ok(written) => {
+                // A reconcile must not decide on a cached copy from before this write
+                // and apply its stale status over it (src/fresh.rs).
+                versions.saw(&written);
+                return Ok(());
+            }
             Err(kube::Error::Api(status)) if status.code == 409 => continue,
             Err(error) => return Err(error.into()),
         }
@@ -503,8 +512,13 @@ pub(super) async fn write_onto_version(
 }
 
 /// Claims a nudge or wake about `name` before it is typed (see `settle_claim`).
-async fn claim(agents: &Api<Agent>, name: &str, claim: &InFlightDelivery) -> Result<()> {
-    update_loop(agents, name, |status| {
+async fn claim(
+    versions: &Versions,
+    agents: &Api<Agent>,
+    name: &str,
+    claim: &InFlightDelivery,
+) -> Result<()> {
+    update_loop(versions, agents, name, |status| {
         Some(claims::claim_delivery(status, claim.clone()))
     })
     .await
@@ -531,16 +545,16 @@ fn since_threshold(agent: &Agent, spec: &AgentSpec, now: jiff::Timestamp) -> f64
 /// (counted when delivered, the claim released either way), an Event and the metrics.
 /// Returns whether it was delivered.
 async fn record(
-    ctx: &Context,
+    ac: &AgentContext,
     agents: &Api<Agent>,
     (agent, spec): (&Agent, &AgentSpec),
     claimed: &InFlightDelivery,
     outcome: &Result<(), String>,
     now: jiff::Timestamp,
 ) -> Result<bool> {
-    let name = agent.name_any();
+    let (ctx, name) = (&ac.ctx, agent.name_any());
     let delivered = outcome.is_ok();
-    update_loop(agents, &name, |status| {
+    update_loop(&ac.versions, agents, &name, |status| {
         claims::settle_delivery(&name, status, claimed, delivered, now)
     })
     .await?;

@@ -91,7 +91,7 @@ pub(super) async fn route(ac: &AgentContext, agents: &Api<Agent>, sender: &Agent
             }
         };
         let receipts = deliver_to_mailboxes(ac, agents, &fresh, &message, route, now).await?;
-        update_mail(agents, &name, |status| {
+        update_mail(ac, agents, &name, |status| {
             Some((
                 status.mailbox.clone(),
                 mail::routed(status, message.seq, receipts.clone()),
@@ -140,7 +140,7 @@ async fn deliver_to_mailboxes(
     }
     for to in recipients {
         let mut full = None;
-        update_mail(agents, &to, |status| {
+        update_mail(ac, agents, &to, |status| {
             match mail::take(status, &from, message) {
                 Ok(taken) => taken.map(|s| (s.mailbox, s.mail.unwrap_or_default())),
                 Err(reason) => {
@@ -201,14 +201,14 @@ pub(super) async fn settle(
         .collect();
     if !gone.is_empty() {
         let ids: Vec<i64> = gone.iter().map(|(m, _)| m.id).collect();
-        update_mail(agents, &name, |status| {
+        update_mail(ac, agents, &name, |status| {
             let mut mailbox = status.mailbox.clone();
             mailbox.retain(|m| !ids.contains(&m.id));
             Some((mailbox, status.mail.clone().unwrap_or_default()))
         })
         .await?;
         for (message, state) in &gone {
-            receipt_to(agents, message, &name, *state, now).await?;
+            receipt_to(ac, agents, message, &name, *state, now).await?;
         }
     }
     let Some((text, id, ids)) = room.notice else {
@@ -219,7 +219,7 @@ pub(super) async fn settle(
     if outcome.is_err() {
         return Ok(false);
     }
-    update_mail(agents, &name, |status| {
+    update_mail(ac, agents, &name, |status| {
         let mut mailbox = status.mailbox.clone();
         for message in mailbox.iter_mut().filter(|m| ids.contains(&m.id)) {
             message.noticed_time.get_or_insert(Time(now));
@@ -233,20 +233,21 @@ pub(super) async fn settle(
             .as_secs_f64()
             .max(0.0);
         ac.ctx.metrics.mail_to_notice.observe(waited);
-        receipt_to(agents, message, &name, ReceiptState::Delivered, now).await?;
+        receipt_to(ac, agents, message, &name, ReceiptState::Delivered, now).await?;
     }
     Ok(true)
 }
 
 /// Moves the receipt of `message` at `recipient` on its sender (gone: nothing to do).
 async fn receipt_to(
+    ac: &AgentContext,
     agents: &Api<Agent>,
     message: &Mail,
     recipient: &str,
     state: ReceiptState,
     now: jiff::Timestamp,
 ) -> Result<()> {
-    match update_mail(agents, &message.from, |status| {
+    match update_mail(ac, agents, &message.from, |status| {
         let advanced = mail::advance(status, message.seq, recipient, state, now)?;
         Some((status.mailbox.clone(), advanced))
     })
@@ -273,6 +274,7 @@ pub(super) fn next_expiry(
 /// Writes agent `name`'s mailbox and mail record as `change` makes them from its
 /// fresh status (None: nothing to write), onto the version read; retried on conflict.
 async fn update_mail(
+    ac: &AgentContext,
     agents: &Api<Agent>,
     name: &str,
     mut change: impl FnMut(&AgentStatus) -> Option<(Vec<Mail>, MailStatus)>,
@@ -280,5 +282,5 @@ async fn update_mail(
     let fields = |status: &AgentStatus| {
         Ok(change(status).map(|(mailbox, record)| json!({"mailbox": mailbox, "mail": record})))
     };
-    write_onto_version(agents, name, (MAIL_MANAGER, 16), fields).await
+    write_onto_version(&ac.versions, agents, name, (MAIL_MANAGER, 16), fields).await
 }
