@@ -11,8 +11,9 @@ pub const READY: &str = "Ready";
 pub const IN_LOOP: &str = "InLoop";
 /// Agent: it stopped without declaring done or blocked.
 pub const STOPPED_EARLY: &str = "StoppedEarly";
-/// Agent: working, but nothing changed for `loop.stallAfter`.
-pub const STALLED: &str = "Stalled";
+/// Agent: working, but nothing changed for `loop.stallAfter` (named `Stalled` before
+/// `Stalled` took the meaning every GitOps tool reads: docs/design-notes.md).
+pub const INACTIVE: &str = "Inactive";
 /// Agent: no progress report (`overseer loop progress`) for `loop.reportEvery`.
 pub const UNRESPONSIVE: &str = "Unresponsive";
 /// Agent: the agent its `spec.overseer` names agreed to oversee it (set only once an
@@ -34,6 +35,11 @@ pub const WATCHING: &str = "Watching";
 pub const RATE_LIMITED: &str = "RateLimited";
 /// Swarm: its spec can be composed into agents.
 pub const SPEC_VALID: &str = "SpecValid";
+/// Every kind: it will not get better without a change of its spec or a person's
+/// answer (abnormal-true, as kstatus reads it: src/health.rs).
+pub const STALLED: &str = "Stalled";
+/// Every kind: the operator works towards its spec (src/health.rs).
+pub const RECONCILING: &str = "Reconciling";
 
 /// Sets condition `type_`; returns whether its status changed (a transition).
 pub fn set(
@@ -68,6 +74,20 @@ pub fn set(
                 last_transition_time: now.clone(),
             });
             true
+        }
+    }
+}
+
+/// Restores the `lastTransitionTime` of each condition of `after` whose status is the
+/// one it had in `before` (the status as read): a condition set twice in one
+/// reconcile (False, then True again) has not changed.
+pub fn keep_transitions(before: &[Condition], after: &mut [Condition]) {
+    for condition in after.iter_mut() {
+        if let Some(was) = before
+            .iter()
+            .find(|b| b.type_ == condition.type_ && b.status == condition.status)
+        {
+            condition.last_transition_time = was.last_transition_time.clone();
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod egress;
 pub mod events;
 pub mod fresh;
 pub mod goal;
+pub mod health;
 pub mod https;
 pub mod index;
 pub mod kinds;

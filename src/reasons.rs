@@ -166,3 +166,11 @@ pub const WAKE_FAILED: &str = "WakeFailed";
 pub const WATCHING: &str = "Watching";
 /// PRWatch.
 pub const WITHIN_LIMITS: &str = "WithinLimits";
+/// Every kind (`Stalled=False`): the operator works on it.
+pub const PROGRESSING: &str = "Progressing";
+/// Every kind (`Stalled`, `Reconciling` False): as its spec asks.
+pub const AS_EXPECTED: &str = "AsExpected";
+/// Swarm (`Stalled`): its run timed out.
+pub const TIMED_OUT: &str = "TimedOut";
+/// Swarm (`Ready`): its run completed.
+pub const COMPLETED: &str = "Completed";

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the local control plane (kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, etcd, kwok, kwokctl, helm) and the real node's kubelet and kube-proxy from their Go modules at
+# kube-scheduler, kubectl, etcd, kwok, kwokctl, helm, helm4, kstatus) and the real node's kubelet and kube-proxy from their Go modules at
 # the versions pinned in versions.env, into a cache outside the repository keyed
 # by those versions. A second run finds the cache and builds nothing.
 # Prints the cache's bin directory on the last line of stdout.
@@ -10,10 +10,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/versions.env"
 
 cache_root="${OVERSEER_TESTENV_CACHE:-$HOME/.cache/overseer-testenv}"
-key="k8s-${KUBE_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}"
+key="k8s-${KUBE_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}_helm4-${HELM4_VERSION}_cli-utils-${CLI_UTILS_VERSION}"
 out="$cache_root/$key/bin"
 kube_binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
-binaries=("${kube_binaries[@]}" etcd kwok kwokctl helm)
+binaries=("${kube_binaries[@]}" etcd kwok kwokctl helm helm4 kstatus)
 
 log() { echo "testenv: $*" >&2; }
 
@@ -137,6 +137,28 @@ build_helm() {
     "helm.sh/helm/v3/cmd/helm@v${HELM_VERSION}" >&2
 }
 
+build_helm4() {
+  local mod="$work/helm4"
+  mkdir -p "$mod"
+  printf 'module overseer.dev/testenv/helm4\n\ngo 1.26.0\n\nrequire helm.sh/helm/v4 v%s\n' \
+    "$HELM4_VERSION" >"$mod/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "helm.sh/helm/v4/cmd/helm"\n' >"$mod/tools.go"
+  log "building helm v${HELM4_VERSION} (as helm4)"
+  (cd "$mod" && "$GO" mod tidy -e >&2 2>&1 && \
+    "$GO" build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=v${HELM4_VERSION}" \
+      -o "$out/helm4" helm.sh/helm/v4/cmd/helm >&2)
+}
+
+build_kstatus() {
+  local mod="$work/kstatus"
+  mkdir -p "$mod"
+  cp "$here/kstatus/main.go" "$mod/main.go"
+  printf 'module overseer.dev/testenv/kstatus\n\ngo 1.26.0\n\nrequire sigs.k8s.io/cli-utils v%s\n' \
+    "$CLI_UTILS_VERSION" >"$mod/go.mod"
+  log "building kstatus (sigs.k8s.io/cli-utils v${CLI_UTILS_VERSION})"
+  (cd "$mod" && "$GO" mod tidy -e >&2 2>&1 && "$GO" build -trimpath -ldflags "-s -w" -o "$out/kstatus" . >&2)
+}
+
 kube_built() {
   local b
   for b in "${kube_binaries[@]}"; do [ -x "$out/$b" ] || return 1; done
@@ -145,6 +167,8 @@ kube_built || build_kube
 [ -x "$out/etcd" ] || build_etcd
 [ -x "$out/kwok" ] && [ -x "$out/kwokctl" ] || build_kwok
 [ -x "$out/helm" ] || build_helm
+[ -x "$out/helm4" ] || build_helm4
+[ -x "$out/kstatus" ] || build_kstatus
 copy_default_stages
 
 all_built || { log "build incomplete in $out"; exit 1; }

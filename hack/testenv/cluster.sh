@@ -6,7 +6,8 @@
 #   cluster.sh up [test|demo]   idempotent; the profile picks the pod Stages (see stages/)
 #   cluster.sh down             stops it and removes its state
 #
-# Writes .cluster/kubeconfig and links the pinned kubectl and helm into .cluster/bin/.
+# Writes .cluster/kubeconfig and links the pinned kubectl, helm, helm4 and kstatus into
+# .cluster/bin/.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -47,19 +48,22 @@ write_config() {
   } >"$state/kwok.yaml"
 }
 
+link_tools() {
+  local tool
+  for tool in kubectl helm helm4 kstatus; do ln -sf "$bin/$tool" "$state/bin/$tool"; done
+}
+
 up() {
   local profile="${1:-test}"
   mkdir -p "$state/bin"
-  ln -sf "$bin/kubectl" "$state/bin/kubectl"
-  ln -sf "$bin/helm" "$state/bin/helm"
+  link_tools
   if answers && [ "$(cat "$state/profile" 2>/dev/null)" = "$profile" ]; then
     log "already up ($profile): $state/kubeconfig"
     return
   fi
   [ -d "$KWOK_WORKDIR" ] && down
   mkdir -p "$state/bin"
-  ln -sf "$bin/kubectl" "$state/bin/kubectl"
-  ln -sf "$bin/helm" "$state/bin/helm"
+  link_tools
   write_config "$profile"
   log "creating cluster ($profile profile)"
   "$bin/kwokctl" create cluster --name "$name" --runtime binary \

@@ -630,18 +630,28 @@ async fn report_unusable(
     reason: &'static str,
     message: &str,
 ) -> Result<()> {
-    let mut status = agent.status.clone().unwrap_or_default();
+    let before = agent.status.clone().unwrap_or_default();
+    let mut status = before.clone();
+    let (generation, now) = (agent.metadata.generation, Time(jiff::Timestamp::now()));
     status.phase = Some(AgentPhase::Pending);
+    status.observed_generation = generation;
     let changed = conditions::set(
         &mut status.conditions,
         conditions::READY,
         false,
         reason,
         message,
-        agent.metadata.generation,
-        &Time(jiff::Timestamp::now()),
+        generation,
+        &now,
     );
-    if changed {
+    crate::health::settle_agent(
+        &agent.name_any(),
+        &mut status,
+        &before.conditions,
+        generation,
+        &now,
+    );
+    if changed || status != before {
         apply_status(&ac.versions, agents, &agent.name_any(), &status).await?;
         ac.ctx.publish_about(agent, true, reason, message);
     }

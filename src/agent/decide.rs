@@ -243,6 +243,14 @@ pub fn plan(input: &Input) -> Plan {
     b.status.observed_generation = input.generation;
     decide(&mut b);
     escalations(&mut b);
+    let before = input.status.map_or(&[][..], |s| &s.conditions[..]);
+    crate::health::settle_agent(
+        input.name,
+        &mut b.status,
+        before,
+        input.generation,
+        &b.now_time,
+    );
     let now = input.now;
     let times = LoopTimes::of(&input.spec.loop_);
     let wait =
@@ -560,9 +568,9 @@ fn stalled(b: &mut Builder, pod: &AgentPod, times: &LoopTimes) -> ControlFlow<()
             b.fire_at(stalled_at);
         }
     }
-    if activity.is_some() && conditions::is_true(&b.status.conditions, conditions::STALLED) {
+    if activity.is_some() && conditions::is_true(&b.status.conditions, conditions::INACTIVE) {
         b.condition(
-            conditions::STALLED,
+            conditions::INACTIVE,
             false,
             reasons::ACTIVITY_RESUMED,
             "the new pod reports activity",
@@ -780,7 +788,7 @@ fn stall(b: &mut Builder, pod: &str) {
         "working with no activity change for {}s (loop.stallAfter)",
         times.stall_after.as_secs()
     );
-    b.condition(conditions::STALLED, true, reasons::NO_ACTIVITY, &message);
+    b.condition(conditions::INACTIVE, true, reasons::NO_ACTIVITY, &message);
     if stalls >= STALL_LIMIT {
         let message = format!("{message}; the pod was already replaced {stalls} times");
         b.finish(AgentPhase::Blocked, reasons::STALL_LIMIT, message, true);

@@ -1156,7 +1156,7 @@ fn a_stall_replaces_the_pod_up_to_the_limit_then_blocks() {
         OverseerState::Ready,
         1800,
     );
-    assert!(conditions::is_true(&plan.status.conditions, "Stalled"));
+    assert!(conditions::is_true(&plan.status.conditions, "Inactive"));
     assert_eq!(plan.status.loop_.as_ref().unwrap().stalls, 1);
     assert!(
         plan.actions

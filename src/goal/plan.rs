@@ -169,6 +169,13 @@ pub fn plan(input: &Input) -> Plan {
         input.generation,
         &Time(input.now),
     );
+    let reading = crate::health::goal(&status);
+    crate::health::set(
+        &mut status.conditions,
+        &reading,
+        input.generation,
+        &Time(input.now),
+    );
     Plan {
         status,
         actions,

@@ -429,6 +429,9 @@ fn a_step_pod_name_taken_is_one_condition_and_the_timeout_still_holds() {
         Some(1),
         &ago(4),
     );
+    // As the reconcile that wrote the refusal left it: Stalled with its reason.
+    let reading = crate::health::goal(&status);
+    crate::health::set(&mut status.conditions, &reading, Some(1), &ago(4));
     let plan = Case::new(THREE_STEPS).status(status.clone()).plan();
     assert_eq!(creates(&plan), [(0, 1)], "tried again");
     assert_eq!(

@@ -192,6 +192,8 @@ pub fn plan(input: &Input) -> Plan {
     let wake = decide(&mut b);
     let (ready, reason, message) = readiness(&b.status);
     b.condition(conditions::READY, ready, reason, &message);
+    let reading = crate::health::prwatch(&b.status);
+    crate::health::set(&mut b.status.conditions, &reading, input.generation, &b.now);
     b.status.wake_in_flight = wake.as_ref().map(|message| WakeInFlight {
         id: wake_id(input.name, b.status.wakes),
         message: message.clone(),

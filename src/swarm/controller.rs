@@ -139,6 +139,8 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
     let now = Time(jiff::Timestamp::now());
     let mut status = compose::status(&swarm, &members, &goals, &problems, &now);
     let timer = super::run::decide(&swarm, &members, &mut status, now.0);
+    let before = swarm.status.as_ref().map_or(&[][..], |s| &s.conditions[..]);
+    crate::health::settle_swarm(&mut status, before, swarm.metadata.generation, &now);
     if swarm.status.as_ref() != Some(&status) {
         let was_valid = swarm.status.as_ref().is_none_or(|s| {
             !s.conditions

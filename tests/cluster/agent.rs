@@ -357,7 +357,14 @@ async fn a_stalled_agent_gets_a_fresh_pod() {
     .await;
     let status = replaced.status.unwrap();
     assert_eq!(status.loop_.unwrap().stalls, 1);
-    assert!(overseer::conditions::is_true(&status.conditions, "Stalled"));
+    assert!(overseer::conditions::is_true(
+        &status.conditions,
+        "Inactive"
+    ));
+    assert!(
+        !overseer::conditions::is_true(&status.conditions, "Stalled"),
+        "an inactive agent whose pod the operator replaces needs no person"
+    );
     wait_in(&ns, "pod stuck-2", WAIT, || async {
         pods.get_opt("stuck-2").await.ok().flatten()
     })

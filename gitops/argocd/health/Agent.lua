@@ -1,13 +1,13 @@
 -- Argo CD health of an overseer.dev Agent (resource.customizations.health.overseer.dev_Agent).
--- A status older than the spec is Progressing; then by phase: Running with a ready pod
--- and Done are Healthy, Blocked and Failed Degraded, Suspended Suspended. A pod the
--- operator cannot have (refused by the API server, its name another owner's, its image
--- not pulled for three minutes) is Degraded, and so is a running agent with an open
--- critical escalation (it asked for help that nobody has given yet: overseer
--- escalations NAME shows it).
+-- The operator decides every kind's health in one place (src/health.rs) and writes it
+-- as the conditions kstatus reads too, so Argo CD, Flux, Helm 4 and `kubectl wait`
+-- agree (docs/gitops.md): a status older than the spec is Progressing; Stalled=True is
+-- Degraded (it needs a change or a person: the reason says which); an agent suspended
+-- by its spec is Suspended; Ready=True is Healthy (running, or finished for good);
+-- anything else Progressing.
 local hs = { status = "Progressing", message = "Waiting for the operator" }
 local status = obj.status
-if status == nil or status.phase == nil then
+if status == nil or status.observedGeneration == nil then
   return hs
 end
 if status.observedGeneration ~= obj.metadata.generation then
@@ -22,39 +22,30 @@ local function condition(type_)
   end
   return nil
 end
-local unusable = { PodRefused = true, NameTaken = true, ImageNotPulled = true }
-local phase = status.phase
-local ready = condition("Ready")
-if ready ~= nil and ready.status == "False" and unusable[ready.reason] then
+local function said(c)
+  return c.reason .. ((c.message ~= nil and c.message ~= "") and (": " .. c.message) or "")
+end
+local stalled = condition("Stalled")
+if stalled ~= nil and stalled.status == "True" then
   hs.status = "Degraded"
-  hs.message = ready.reason .. ": " .. (ready.message or "")
-elseif phase == "Done" then
-  hs.status = "Healthy"
-  hs.message = "Done"
-elseif phase == "Blocked" or phase == "Failed" then
-  local inLoop = condition("InLoop")
-  hs.status = "Degraded"
-  hs.message = phase .. ((inLoop and inLoop.reason ~= "") and (": " .. inLoop.reason) or "")
-elseif phase == "Suspended" then
+  hs.message = said(stalled)
+  return hs
+end
+if status.phase == "Suspended" then
   hs.status = "Suspended"
-  hs.message = "Suspended"
-elseif phase == "Running" then
-  local critical = nil
-  for _, e in ipairs(status.escalations or {}) do
-    if e.state == "Open" and e.severity == "critical" then
-      critical = e
-    end
-  end
-  if critical ~= nil then
-    hs.status = "Degraded"
-    hs.message = "Critical escalation #" .. tostring(critical.id) .. " open (" .. critical.kind .. "): overseer escalations " .. (obj.metadata.name or "")
-  elseif ready ~= nil and ready.status == "True" then
-    hs.status = "Healthy"
-    hs.message = "Running"
-  else
-    hs.message = "Waiting for the agent's pod" .. ((ready and ready.reason ~= "") and (": " .. ready.reason) or "")
-  end
-else
-  hs.message = phase
+  hs.message = "Suspended by spec.suspend"
+  return hs
+end
+local ready = condition("Ready")
+if ready ~= nil and ready.status == "True" then
+  hs.status = "Healthy"
+  hs.message = said(ready)
+  return hs
+end
+local reconciling = condition("Reconciling")
+if reconciling ~= nil and reconciling.status == "True" then
+  hs.message = said(reconciling)
+elseif ready ~= nil then
+  hs.message = said(ready)
 end
 return hs

@@ -1,11 +1,13 @@
 -- Argo CD health of an overseer.dev Goal (resource.customizations.health.overseer.dev_Goal).
--- An edit the operator refused (SpecConflict: a completed step changed) and a step pod
--- it cannot have (PodRefused, NameTaken) are Degraded, whatever the phase; then
--- Succeeded is Healthy; Failed, Blocked and a pause for a failed step Degraded; a pause
--- asked for (spec.paused) Suspended; anything else Progressing.
+-- The operator decides every kind's health in one place (src/health.rs) and writes it
+-- as the conditions kstatus reads too, so Argo CD, Flux, Helm 4 and `kubectl wait`
+-- agree (docs/gitops.md): a status older than the spec is Progressing; Stalled=True is
+-- Degraded (it needs a change or a person: the reason says which); a goal paused by
+-- spec.paused is Suspended; Ready=True is Healthy (running, or finished for good);
+-- anything else Progressing.
 local hs = { status = "Progressing", message = "Waiting for the operator" }
 local status = obj.status
-if status == nil or status.phase == nil then
+if status == nil or status.observedGeneration == nil then
   return hs
 end
 if status.observedGeneration ~= obj.metadata.generation then
@@ -20,31 +22,30 @@ local function condition(type_)
   end
   return nil
 end
-local progress = status.progress or ""
-local phase = status.phase
-local blocked = condition("Blocked")
-local paused = condition("Paused")
-local progressing = condition("Progressing")
-local refused = { SpecConflict = true, PodRefused = true, NameTaken = true }
-if progressing ~= nil and progressing.status == "False" and refused[progressing.reason] then
+local function said(c)
+  return c.reason .. ((c.message ~= nil and c.message ~= "") and (": " .. c.message) or "")
+end
+local stalled = condition("Stalled")
+if stalled ~= nil and stalled.status == "True" then
   hs.status = "Degraded"
-  hs.message = progressing.reason .. ": " .. (progressing.message or "")
-elseif phase == "Succeeded" then
-  hs.status = "Healthy"
-  hs.message = "Succeeded " .. progress
-elseif phase == "Failed" then
-  hs.status = "Degraded"
-  hs.message = "Failed " .. progress
-elseif blocked ~= nil and blocked.status == "True" then
-  hs.status = "Degraded"
-  hs.message = "Blocked: " .. blocked.reason
-elseif phase == "Paused" and paused ~= nil and paused.status == "True" and paused.reason == "StepFailed" then
-  hs.status = "Degraded"
-  hs.message = "Paused: a step failed " .. progress
-elseif phase == "Paused" then
+  hs.message = said(stalled)
+  return hs
+end
+if status.phase == "Paused" then
   hs.status = "Suspended"
-  hs.message = "Paused " .. progress
-else
-  hs.message = phase .. " " .. progress
+  hs.message = "Paused by spec.paused at step " .. (status.progress or "")
+  return hs
+end
+local ready = condition("Ready")
+if ready ~= nil and ready.status == "True" then
+  hs.status = "Healthy"
+  hs.message = said(ready)
+  return hs
+end
+local reconciling = condition("Reconciling")
+if reconciling ~= nil and reconciling.status == "True" then
+  hs.message = said(reconciling)
+elseif ready ~= nil then
+  hs.message = said(ready)
 end
 return hs

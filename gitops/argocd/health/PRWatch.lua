@@ -1,9 +1,13 @@
 -- Argo CD health of an overseer.dev PRWatch (resource.customizations.health.overseer.dev_PRWatch).
--- Watching with a good last poll, Merged, Closed and Stopped are Healthy; Failing and
--- Exhausted Degraded; a watch not yet polled Progressing.
-local hs = { status = "Progressing", message = "Waiting for the first poll" }
+-- The operator decides every kind's health in one place (src/health.rs) and writes it
+-- as the conditions kstatus reads too, so Argo CD, Flux, Helm 4 and `kubectl wait`
+-- agree (docs/gitops.md): a status older than the spec is Progressing; Stalled=True is
+-- Degraded (it needs a change or a person: the reason says which); a PRWatch is never
+-- suspended; Ready=True is Healthy (running, or finished for good); anything else
+-- Progressing.
+local hs = { status = "Progressing", message = "Waiting for the operator" }
 local status = obj.status
-if status == nil or status.phase == nil then
+if status == nil or status.observedGeneration == nil then
   return hs
 end
 if status.observedGeneration ~= obj.metadata.generation then
@@ -18,20 +22,25 @@ local function condition(type_)
   end
   return nil
 end
-local phase = status.phase
-if phase == "Merged" or phase == "Closed" or phase == "Stopped" then
-  hs.status = "Healthy"
-  hs.message = phase
-elseif phase == "Failing" or phase == "Exhausted" then
+local function said(c)
+  return c.reason .. ((c.message ~= nil and c.message ~= "") and (": " .. c.message) or "")
+end
+local stalled = condition("Stalled")
+if stalled ~= nil and stalled.status == "True" then
   hs.status = "Degraded"
-  hs.message = phase
-else
-  local polling = condition("Polling")
-  if polling ~= nil and polling.status == "True" then
-    hs.status = "Healthy"
-    hs.message = "Watching"
-  elseif polling ~= nil then
-    hs.message = "Watching: " .. polling.reason
-  end
+  hs.message = said(stalled)
+  return hs
+end
+local ready = condition("Ready")
+if ready ~= nil and ready.status == "True" then
+  hs.status = "Healthy"
+  hs.message = said(ready)
+  return hs
+end
+local reconciling = condition("Reconciling")
+if reconciling ~= nil and reconciling.status == "True" then
+  hs.message = said(reconciling)
+elseif ready ~= nil then
+  hs.message = said(ready)
 end
 return hs

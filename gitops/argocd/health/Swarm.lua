@@ -1,46 +1,51 @@
 -- Argo CD health of an overseer.dev Swarm (resource.customizations.health.overseer.dev_Swarm).
--- Ready (every member exists and the overseer is ready) is Healthy; a spec that cannot
--- be composed Degraded; a suspended run Suspended; a run that ended Healthy when every
--- member ended its loop, Degraded when it timed out; anything else Progressing.
+-- The operator decides every kind's health in one place (src/health.rs) and writes it
+-- as the conditions kstatus reads too, so Argo CD, Flux, Helm 4 and `kubectl wait`
+-- agree (docs/gitops.md): a status older than the spec is Progressing; Stalled=True is
+-- Degraded (it needs a change or a person: the reason says which); a swarm suspended by
+-- its spec is Suspended; Ready=True is Healthy (running, or finished for good);
+-- anything else Progressing.
 local hs = { status = "Progressing", message = "Waiting for the operator" }
 local status = obj.status
-if status == nil then
+if status == nil or status.observedGeneration == nil then
   return hs
 end
 if status.observedGeneration ~= obj.metadata.generation then
   hs.message = "The operator has not yet seen this generation"
   return hs
 end
-for _, c in ipairs(status.conditions or {}) do
-  if c.type == "SpecValid" and c.status == "False" then
-    hs.status = "Degraded"
-    hs.message = "Invalid spec: " .. c.reason
-    return hs
+local function condition(type_)
+  for _, c in ipairs(status.conditions or {}) do
+    if c.type == type_ then
+      return c
+    end
   end
+  return nil
+end
+local function said(c)
+  return c.reason .. ((c.message ~= nil and c.message ~= "") and (": " .. c.message) or "")
+end
+local stalled = condition("Stalled")
+if stalled ~= nil and stalled.status == "True" then
+  hs.status = "Degraded"
+  hs.message = said(stalled)
+  return hs
 end
 if status.phase == "Suspended" then
   hs.status = "Suspended"
-  hs.message = "Suspended: spec.suspend"
+  hs.message = "Suspended by spec.suspend"
   return hs
 end
-if status.phase == "Ended" and status["end"] ~= nil then
-  if status["end"].reason == "TimedOut" then
-    hs.status = "Degraded"
-    hs.message = "The run timed out (spec.timeout); its report is in status.end"
-  else
-    hs.status = "Healthy"
-    hs.message = "The run completed; its report is in status.end"
-  end
+local ready = condition("Ready")
+if ready ~= nil and ready.status == "True" then
+  hs.status = "Healthy"
+  hs.message = said(ready)
   return hs
 end
-for _, c in ipairs(status.conditions or {}) do
-  if c.type == "Ready" then
-    if c.status == "True" then
-      hs.status = "Healthy"
-      hs.message = "Ready"
-    else
-      hs.message = "Not ready: " .. c.reason
-    end
-  end
+local reconciling = condition("Reconciling")
+if reconciling ~= nil and reconciling.status == "True" then
+  hs.message = said(reconciling)
+elseif ready ~= nil then
+  hs.message = said(ready)
 end
 return hs
