@@ -16,7 +16,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::conditions;
-use crate::kinds::agent::{AgentPhase, AgentStatus, EscalationState, Severity};
+use crate::kinds::agent::{AgentPhase, AgentStatus, EscalationState, ExitOutcome, Severity};
 use crate::kinds::goal::{GoalPhase, GoalStatus};
 use crate::kinds::prwatch::{PRWatchPhase, PRWatchStatus};
 use crate::kinds::swarm::{EndReason, SwarmPhase, SwarmStatus};
@@ -159,15 +159,23 @@ pub fn settle_agent(
     now: &Time,
 ) {
     if status.phase == Some(AgentPhase::Done) {
-        let (reason, message) = when(&status.conditions, conditions::IN_LOOP, "False")
-            .unwrap_or_else(|| (reasons::DONE.into(), "the agent finished".into()));
-        let message = format!("finished, no pod runs: {message}");
+        let released = status
+            .current_exit()
+            .is_some_and(|e| e.outcome == ExitOutcome::Released);
+        let (reason, message) = if released {
+            (
+                reasons::RELEASED,
+                "released by its overseer (overseer loop release); no pod runs",
+            )
+        } else {
+            (reasons::DONE, "finished (overseer loop done); no pod runs")
+        };
         conditions::set(
             &mut status.conditions,
             conditions::READY,
             true,
-            &reason,
-            &message,
+            reason,
+            message,
             generation,
             now,
         );

@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::support::cluster::{
     TestNamespace, agent_account, can_i, create_agent, kubectl, operator, setup, wait_in,
 };
-use crate::support::health::assert_argocd;
+use crate::support::health::assert_readers;
 use crate::support::shim::pod_shim;
 use crate::support::webhook::{Webhook, url_secret};
 
@@ -440,7 +440,7 @@ async fn a_lost_pod_is_replaced_and_suspend_keeps_the_record() {
         })
     })
     .await;
-    assert_argocd("Agent", &running, "Healthy");
+    assert_readers("Agent", "running, its pod ready", &running, "Healthy");
     assert!(!wait_events(&ns, "x", "PodLost").await.is_empty());
     assert_eq!(agent(&ns, "x").await.status.unwrap().attempt, Some(2));
 
@@ -454,7 +454,12 @@ async fn a_lost_pod_is_replaced_and_suspend_keeps_the_record() {
         a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Suspended)
     })
     .await;
-    assert_argocd("Agent", &suspended, "Suspended");
+    assert_readers(
+        "Agent",
+        "suspended by spec.suspend",
+        &suspended,
+        "Suspended",
+    );
     wait_in(&ns, "pod x-2 deleted", WAIT, || async {
         exists("x-2").await.is_none().then_some(())
     })
@@ -493,7 +498,12 @@ async fn a_session_timeout_stops_the_agent_and_keeps_its_state() {
         a.status.as_ref().and_then(|s| s.phase) == Some(AgentPhase::Blocked)
     })
     .await;
-    assert_argocd("Agent", &stopped, "Degraded");
+    assert_readers(
+        "Agent",
+        "blocked by its session timeout",
+        &stopped,
+        "Degraded",
+    );
     let status = stopped.status.unwrap();
     assert!(
         status

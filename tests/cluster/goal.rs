@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::support::cluster::{
     Operator, TestNamespace, create_object, kubeconfig_path, kubectl, setup, wait_in,
 };
-use crate::support::health::assert_argocd;
+use crate::support::health::assert_readers;
 use crate::support::webhook::{Webhook, url_secret};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -228,7 +228,12 @@ async fn three_steps_succeed_in_order_with_results_passed_on() {
         "",
     );
     assert!(waited.status.success(), "kubectl wait: {waited:?}");
-    assert_argocd("Goal", &f.goals.get("ship").await.unwrap(), "Healthy");
+    assert_readers(
+        "Goal",
+        "succeeded",
+        &f.goals.get("ship").await.unwrap(),
+        "Healthy",
+    );
     // One Event per step, each related to its pod (not merged into one series).
     let succeeded = f.events("StepSucceeded").await;
     let related: BTreeSet<String> = succeeded
@@ -312,7 +317,12 @@ async fn retries_run_out_the_goal_pauses_and_resumes_from_the_checkpoint() {
         (condition.status.as_str(), condition.reason.as_str()),
         ("True", "StepFailed")
     );
-    assert_argocd("Goal", &f.goals.get("pause").await.unwrap(), "Degraded");
+    assert_readers(
+        "Goal",
+        "paused by its failed step",
+        &f.goals.get("pause").await.unwrap(),
+        "Degraded",
+    );
     let warnings = f.events("StepFailed").await;
     assert!(
         warnings
@@ -512,7 +522,12 @@ async fn spec_paused_stops_new_steps_and_clearing_it_continues() {
         f.pods.get_opt("hold-s1-a1").await.unwrap().is_none(),
         "no new step while paused"
     );
-    assert_argocd("Goal", &f.goals.get("hold").await.unwrap(), "Suspended");
+    assert_readers(
+        "Goal",
+        "paused by spec.paused",
+        &f.goals.get("hold").await.unwrap(),
+        "Suspended",
+    );
     let unpause = json!({"spec": {"paused": false}});
     f.goals
         .patch("hold", &PatchParams::default(), &Patch::Merge(&unpause))
@@ -618,7 +633,12 @@ async fn edited_completed_steps_conflict_and_appended_steps_run() {
     assert_eq!(conflict.steps, done.steps, "nothing else changed");
     assert_eq!(conflict.completed_steps, 1);
     // Git says one thing, the cluster did another: Argo CD shows it.
-    assert_argocd("Goal", &f.goals.get("grow").await.unwrap(), "Degraded");
+    assert_readers(
+        "Goal",
+        "a completed step edited (SpecConflict)",
+        &f.goals.get("grow").await.unwrap(),
+        "Degraded",
+    );
 
     let append = json!({"spec": {"steps": [{"name": "a", "action": "Implement a"}, {"name": "b", "action": "Implement b"}]}});
     f.goals

@@ -20,5 +20,6 @@ mod leader_election;
 mod mail;
 mod overseer;
 mod prwatch;
+mod readers;
 mod swarm;
 mod tenancy;

@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::agent::{WAIT, agent, wait_events};
 use crate::support::cluster::{TestNamespace, create_agent, operator, setup, wait_in};
 use crate::support::github::{FakeGitHub, Reply, create_watch, fixture};
-use crate::support::health::assert_argocd;
+use crate::support::health::assert_readers;
 use crate::support::shim::{Shim, pod_shim};
 
 const PR: &str = "https://github.com/acme/billing/pull/7";
@@ -225,7 +225,7 @@ async fn merge_ends_the_watch_and_polling_stops_and_stop_ends_it_too() {
     })
     .await;
     let merged: PRWatch = ns.api().get("pr7").await.unwrap();
-    assert_argocd("PRWatch", &merged, "Healthy");
+    assert_readers("PRWatch", "merged", &merged, "Healthy");
     // The watches by phase, and the token's rate limit as GitHub gave it (the fixture's).
     let metrics = operator.metrics().await.expect("/metrics answers");
     let origin = github.url.trim_end_matches("/graphql");
@@ -257,7 +257,12 @@ async fn merge_ends_the_watch_and_polling_stops_and_stop_ends_it_too() {
             .then_some(watch)
     })
     .await;
-    assert_argocd("PRWatch", &watching, "Healthy");
+    assert_readers(
+        "PRWatch",
+        "watching, its last poll good",
+        &watching,
+        "Healthy",
+    );
     api.patch(
         "pr8",
         &PatchParams::default(),
@@ -291,7 +296,7 @@ async fn failed_polls_in_a_row_end_the_watch_and_the_agent_is_told() {
     })
     .await;
     let failing: PRWatch = ns.api().get("pr7").await.unwrap();
-    assert_argocd("PRWatch", &failing, "Degraded");
+    assert_readers("PRWatch", "failing", &failing, "Degraded");
     wait_in(&ns, "the agent told", WAIT, || async {
         shim.fake_log()
             .contains("failed 2 polls in a row")

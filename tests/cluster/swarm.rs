@@ -17,7 +17,7 @@ use crate::agent::{WAIT, wait_condition, wait_events};
 use crate::support::cluster::{
     TestNamespace, agent_account, can_i, create_object, kubectl, operator, setup, wait_in,
 };
-use crate::support::health::assert_argocd;
+use crate::support::health::assert_readers;
 
 async fn create_swarm(ns: &TestNamespace, name: &str, spec: serde_json::Value) {
     create_object::<Swarm>(
@@ -284,7 +284,7 @@ async fn a_swarm_creates_its_agents_with_roles_instructions_and_permissions() {
         overseer::conditions::is_true(&status_of(&swarm).conditions, "Ready").then_some(swarm)
     })
     .await;
-    assert_argocd("Swarm", &ready, "Healthy");
+    assert_readers("Swarm", "ready", &ready, "Healthy");
     let metrics = operator.metrics().await.expect("/metrics answers");
     let line = "overseer_swarms{phase=\"Ready\"} 1";
     assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
@@ -743,6 +743,7 @@ async fn a_suspended_swarm_stops_its_members_and_resumes_them_where_they_were() 
     )
     .await;
     let swarm = swarms.get("billing").await.unwrap();
+    assert_readers("Swarm", "suspended by spec.suspend", &swarm, "Suspended");
     assert_eq!(
         swarm.status.unwrap().phase,
         Some(overseer::kinds::swarm::SwarmPhase::Suspended)
@@ -789,6 +790,8 @@ async fn a_swarm_past_its_timeout_ends_with_a_report() {
     })
     .await;
     assert_eq!(ended.reason, overseer::kinds::swarm::EndReason::TimedOut);
+    let timed_out = swarms.get("billing").await.unwrap();
+    assert_readers("Swarm", "its run timed out", &timed_out, "Degraded");
     let names: Vec<&str> = ended.report.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(
         names,

@@ -5,12 +5,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 )
 
@@ -19,6 +19,7 @@ func main() {
 	if err != nil {
 		fail("reading stdin: %v", err)
 	}
+	// As client-go decodes: whole numbers are int64 (kstatus reads generations so).
 	var object unstructured.Unstructured
 	if err := json.Unmarshal(data, &object.Object); err != nil {
 		fail("stdin is not a JSON object: %v", err)
