@@ -116,3 +116,63 @@ fn anchors_are_githubs() {
     );
     assert_eq!(anchor("Metrics"), "metrics");
 }
+
+/// The quoted strings of `text`, in order.
+fn quoted(text: &str) -> Vec<String> {
+    text.split('"')
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(_, s)| s.to_string())
+        .collect()
+}
+
+/// docs/gitops.md's table of what each tool sees is the cluster tests' `assert_readers`
+/// calls, row for row, and its kstatus column is what kstatus answers for each Argo CD
+/// health (as `support::health::kstatus_for` asserts on the live objects).
+#[test]
+fn the_gitops_table_is_what_the_cluster_tests_read() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/gitops.md")).unwrap();
+    let table = doc
+        .split("<!-- readers:begin -->")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- readers:end -->").next())
+        .expect("docs/gitops.md has its readers table between the markers");
+    let mut documented = Vec::new();
+    for row in table.lines().filter(|l| l.starts_with('|')).skip(2) {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        let [kind, state, argocd, kstatus] = cells[..] else {
+            panic!("a row of four cells: {row}");
+        };
+        let expected = match argocd {
+            "Healthy" => "Current",
+            "Degraded" => "Failed",
+            "Progressing" | "Suspended" => "InProgress",
+            other => panic!("no Argo CD health {other:?}: {row}"),
+        };
+        assert_eq!(kstatus, expected, "{row}");
+        documented.push(format!("{kind} | {state} | {argocd}"));
+    }
+    let mut tested = Vec::new();
+    for entry in std::fs::read_dir(root.join("tests/cluster")).unwrap() {
+        let source = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for call in source.split("assert_readers(").skip(1) {
+            let args = quoted(call.split(");").next().unwrap());
+            let (Some(kind), Some(state), Some(argocd)) = (args.first(), args.get(1), args.last())
+            else {
+                panic!("assert_readers with a kind, a state and a health: {call}");
+            };
+            tested.push(format!("{kind} | {state} | {argocd}"));
+        }
+    }
+    documented.sort();
+    tested.sort();
+    assert!(
+        !tested.is_empty(),
+        "no assert_readers call found in tests/cluster"
+    );
+    assert_eq!(
+        documented, tested,
+        "docs/gitops.md's table and the cluster tests' reads"
+    );
+}

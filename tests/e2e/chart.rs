@@ -10,8 +10,8 @@ use overseer::agent::Agent;
 use overseer::goal::{Goal, GoalPhase};
 
 use crate::release::{
-    POD_START, address_for_pods, agent_image, create, from_pod, install, is_ready, namespace,
-    upgrade,
+    POD_START, address_for_pods, agent_image, create, from_pod, install, install_with, is_ready,
+    namespace, uninstall_with, upgrade, upgrade_with,
 };
 use crate::support::cluster::{TestNamespace, wait_in};
 use crate::support::otlp::Collector;
@@ -167,4 +167,33 @@ async fn succeeded(ns: &TestNamespace, name: &str) -> Goal {
         }
     })
     .await
+}
+
+/// Helm 4 beside Helm 3: install, upgrade over objects the operator wrote (server-side
+/// apply: Helm owns the chart's fields, the operator only status), and uninstall, which
+/// leaves the CRDs and the users' objects. Helm 3 uninstalls its release the same way.
+#[tokio::test]
+#[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
+async fn the_chart_installs_upgrades_and_uninstalls_with_helm_4_and_helm_3() {
+    for helm in ["helm4", "helm"] {
+        let ns = namespace(&format!("chart-{helm}")).await;
+        install_with(&ns, helm).await;
+        one_step_goal(&ns, "one", "succeed: build it").await;
+        succeeded(&ns, "one").await;
+        upgrade_with(&ns, helm, &["concurrency=4"]).await;
+        one_step_goal(&ns, "two", "succeed: build it again").await;
+        succeeded(&ns, "two").await;
+        uninstall_with(&ns, helm).await;
+        let goals: Api<Goal> = ns.api();
+        let kept = goals.get("one").await.unwrap().status.unwrap();
+        assert_eq!(
+            kept.phase,
+            Some(GoalPhase::Succeeded),
+            "{helm}: the record stays"
+        );
+        println!(
+            "e2e[{}]: {helm} installed, upgraded and uninstalled the chart",
+            ns.name
+        );
+    }
 }

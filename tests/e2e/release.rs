@@ -142,11 +142,16 @@ pub async fn address_for_pods(ns: &TestNamespace) -> std::net::IpAddr {
 /// `ns`: two replicas with leader election, from the image under test. Returns once
 /// both pods are Ready (their readiness probes answered) and one of them holds the Lease.
 pub async fn install(ns: &TestNamespace) -> Release {
+    install_with(ns, "helm").await
+}
+
+/// As `install`, with `helm` (Helm 3) or `helm4` (Helm 4, which applies server-side).
+pub async fn install_with(ns: &TestNamespace, helm: &str) -> Release {
     let image = operator_image();
     let (repository, tag) = image.rsplit_once(':').expect("image has a tag");
     let started = Instant::now();
     run_ok(
-        Command::new(tool("helm"))
+        Command::new(tool(helm))
             .arg("--kubeconfig")
             .arg(kubeconfig_path())
             .args(["install", "overseer"])
@@ -194,6 +199,11 @@ pub async fn install(ns: &TestNamespace) -> Release {
 /// release's own. Returns once the Deployment has rolled out: both pods of the new
 /// template Ready.
 pub async fn upgrade(ns: &TestNamespace, values: &[&str]) {
+    upgrade_with(ns, "helm", values).await
+}
+
+/// As `upgrade`, with `helm` (Helm 3) or `helm4` (Helm 4).
+pub async fn upgrade_with(ns: &TestNamespace, helm: &str, values: &[&str]) {
     let crds = run_ok(
         Command::new(tool("helm"))
             .args(["show", "crds"])
@@ -208,16 +218,17 @@ pub async fn upgrade(ns: &TestNamespace, values: &[&str]) {
         "the CRDs of the packaged chart: {}",
         String::from_utf8_lossy(&applied.stderr)
     );
-    let mut helm = Command::new(tool("helm"));
-    helm.arg("--kubeconfig")
+    let mut command = Command::new(tool(helm));
+    command
+        .arg("--kubeconfig")
         .arg(kubeconfig_path())
         .args(["upgrade", "overseer"])
         .arg(packaged_chart())
         .args(["--namespace", &ns.name, "--reuse-values"]);
     for value in values {
-        helm.args(["--set", value]);
+        command.args(["--set", value]);
     }
-    run_ok(&mut helm);
+    run_ok(&mut command);
     let deployments: Api<Deployment> = ns.api();
     wait_in(ns, "the upgraded Deployment rolled out", POD_START, || {
         let deployments = deployments.clone();
@@ -308,4 +319,28 @@ pub fn read_in_pod(ns: &TestNamespace, pod: &str, path: &str) -> String {
 /// Creates the object in `yaml` in `ns`.
 pub async fn create<K: Namespaced>(ns: &TestNamespace, yaml: &str) -> K {
     create_object(ns, serde_saphyr::from_str(yaml).expect("test object YAML")).await
+}
+
+/// `helm uninstall` of the release with `helm` (Helm 3) or `helm4`; returns once the
+/// operator's Deployment is gone. The CRDs stay (Helm never deletes `crds/`), and so do
+/// the objects of every kind.
+pub async fn uninstall_with(ns: &TestNamespace, helm: &str) {
+    run_ok(
+        Command::new(tool(helm))
+            .arg("--kubeconfig")
+            .arg(kubeconfig_path())
+            .args(["uninstall", "overseer", "--namespace", &ns.name]),
+    );
+    let deployments: Api<Deployment> = ns.api();
+    wait_in(ns, "the operator's Deployment gone", POD_START, || {
+        let deployments = deployments.clone();
+        async move {
+            deployments
+                .get_opt("overseer")
+                .await
+                .ok()
+                .and_then(|d| d.is_none().then_some(()))
+        }
+    })
+    .await;
 }
