@@ -12,7 +12,19 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         .map(|crd| rewrite_schema(crd, bound_timestamps))
         .map(|crd| rewrite_schema(crd, brief_embedded_types))
         .map(|crd| rewrite_schema(crd, bound_mount_paths))
+        .map(|crd| rewrite_schema(crd, unobserved_until_written))
         .collect()
+}
+
+/// An object the operator has not written a status for yet reads (the API server
+/// defaults it on every read) as `status.observedGeneration: 0`: kstatus, which reads
+/// an object without conditions as Current, then sees a generation not yet observed
+/// and waits (InProgress), so `helm install --wait` (Helm 4) or a Flux `wait` never
+/// passes on a Goal the operator has not even looked at.
+fn unobserved_until_written(schema: &mut serde_json::Value) {
+    if let Some(status) = schema.pointer_mut("/properties/status") {
+        status["default"] = serde_json::json!({"observedGeneration": 0});
+    }
 }
 
 /// RFC 3339 as the API server's `date-time` format takes it, but with at most nine

@@ -105,14 +105,18 @@ fn helm4_install(
         .expect("start helm4 (built by hack/testenv/build.sh, linked by `make cluster`)")
 }
 
-/// Has kwok finish the step pod `pod` with `outcome` once it runs.
-async fn finish_step(ns: &TestNamespace, pod: &str, outcome: &str) {
+async fn wait_step_running(ns: &TestNamespace, pod: &str) {
     let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = ns.api();
     crate::support::cluster::wait_in(ns, &format!("step pod {pod} Running"), WAIT, || async {
         let found = pods.get_opt(pod).await.ok()??;
         (found.status?.phase.as_deref() == Some("Running")).then_some(())
     })
     .await;
+}
+
+/// Has kwok finish the running step pod `pod` with `outcome`.
+async fn finish_step(ns: &TestNamespace, pod: &str, outcome: &str) {
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = ns.api();
     let patch = json!({"metadata": {"annotations": {
         "kwok.overseer.dev/outcome": outcome, "kwok.overseer.dev/message": "exit 2: tests fail"
     }}});
@@ -138,6 +142,11 @@ async fn helm_4_waits_for_a_goal_and_fails_with_its_reason() {
         let ns = crate::support::cluster::setup(&format!("helm4-{release}")).await;
         let _operator = crate::support::cluster::operator(&ns);
         let mut helm = helm4_install(&ns, release, &user_chart(release));
+        wait_step_running(&ns, "ship-s0-a1").await;
+        assert!(
+            helm.try_wait().unwrap().is_none(),
+            "helm4 --wait returned while the goal's step still ran"
+        );
         finish_step(&ns, "ship-s0-a1", outcome).await;
         let finished = std::time::Instant::now();
         let out = tokio::task::spawn_blocking(move || {

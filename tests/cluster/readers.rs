@@ -188,3 +188,32 @@ async fn goals_and_swarms_read_alike_by_kstatus_and_argocd() {
     let completed = swarms.get("solo").await.unwrap_or(completed);
     assert_readers("Swarm", "its run completed", &completed, "Healthy");
 }
+
+/// Before the operator has written any status, the API server's schema default
+/// (`status.observedGeneration: 0`) makes every reader wait: kstatus reads an object
+/// without conditions as Current, and a Helm 4 `--wait` would pass at once.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn an_object_the_operator_has_not_seen_is_in_progress_to_every_reader() {
+    let ns = setup("readers-unseen").await;
+    let goal = create_object::<Goal>(
+        &ns,
+        json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": "unseen"},
+            "spec": {"defaults": {"runtime": {"name": "codex", "image": "example.com/codex:1"}},
+                "steps": [{"name": "build", "action": "Build it"}]}}),
+    )
+    .await;
+    assert_eq!(
+        goal.status.as_ref().and_then(|s| s.observed_generation),
+        Some(0),
+        "the schema's default"
+    );
+    let (status, message) = crate::support::health::kstatus(&goal);
+    assert_eq!(status, "InProgress", "{message}");
+    assert!(
+        message.contains("latest observed generation is 0"),
+        "{message}"
+    );
+    let (health, _) = crate::support::health::argocd("Goal", &goal);
+    assert_eq!(health, "Progressing");
+}
