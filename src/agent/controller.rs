@@ -456,7 +456,9 @@ async fn apply(
         }
     }
     if agent.status.as_ref() != Some(&plan.status) {
-        apply_status(&ac.versions, &shell.agents, &agent.name_any(), &plan.status).await?;
+        if !apply_status(&ac.versions, &shell.agents, agent, &plan.status).await? {
+            return Ok(None);
+        }
         agent.status = Some(plan.status.clone());
     }
     let requeue = plan.requeue_after;
@@ -651,8 +653,7 @@ async fn report_unusable(
         generation,
         &now,
     );
-    if changed || status != before {
-        apply_status(&ac.versions, agents, &agent.name_any(), &status).await?;
+    if (changed || status != before) && apply_status(&ac.versions, agents, agent, &status).await? {
         ac.ctx.publish_about(agent, true, reason, message);
     }
     Ok(())

@@ -166,19 +166,31 @@ pub(super) fn overseer_state(overseer: &Agent) -> OverseerState {
 /// Writes the operator's part of the status: `activity` and `exit` belong to the
 /// pod (or the overseer), `inbox` to senders, `lastMessage` to `apply_last_message`,
 /// `mailbox` and `mail` to the mailroom (src/agent/controller/mailroom.rs).
-/// Remembers the version written (src/fresh.rs).
+/// Written onto the version of `agent` it was decided on: false when someone wrote
+/// the agent since (a courier, the shim, another agent's delivery), whose watch event
+/// brings the agent back to be decided again; applying over that write would roll it
+/// back. Remembers the version written (src/fresh.rs).
 #[instrument(skip_all)]
 pub(super) async fn apply_status(
     versions: &Versions,
     agents: &Api<Agent>,
-    name: &str,
+    agent: &Agent,
     status: &AgentStatus,
-) -> Result<()> {
+) -> Result<bool> {
     let fields = operator_fields(status)?;
-    let written =
-        api::apply_status_returning::<Agent>(agents, name, CONTROLLER_MANAGER, &fields).await?;
-    versions.saw(&written);
-    Ok(())
+    let (name, version) = (
+        agent.name_any(),
+        agent.resource_version().unwrap_or_default(),
+    );
+    match api::apply_status_at::<Agent>(agents, &name, CONTROLLER_MANAGER, &version, &fields).await
+    {
+        Ok(written) => {
+            versions.saw(&written);
+            Ok(true)
+        }
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// The status fields the operator's reconciles write: the others belong to the shim,

@@ -31,9 +31,7 @@ use crate::reasons;
 use crate::{Error, Result};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::context::{
-    AgentContext, apply_status, operator_fields, overseer_state, owning_swarm, resolve,
-};
+use super::context::{AgentContext, operator_fields, overseer_state, owning_swarm, resolve};
 
 /// What types into an agent's pod for the Agent reconciler: its inbox, the nudges
 /// and wakes about it, and the settling of a delivery an operator left in flight. Each
@@ -93,10 +91,16 @@ impl Courier<'_> {
                     (message.seq, message.from, Err(reason))
                 }
                 SendStep::Deliver(message) => {
-                    let mut claimed = status.clone();
-                    claimed.sends = Some(inbox::claim_send(&status, message.seq));
-                    apply_status(&ac.versions, agents, &agent.name_any(), &claimed).await?;
-                    agent.status = Some(claimed);
+                    let seq = message.seq;
+                    let claimed = update_status(&ac.versions, agents, &agent.name_any(), |s| {
+                        let mut claimed = s.clone();
+                        claimed.sends = Some(inbox::claim_send(s, seq));
+                        Some(claimed)
+                    })
+                    .await?;
+                    if let Some(claimed) = claimed {
+                        *agent = claimed;
+                    }
                     let outcome = type_send(ctx, agents, pods, agent, &message).await?;
                     (message.seq, message.from, outcome)
                 }
@@ -106,16 +110,15 @@ impl Courier<'_> {
                     (message.seq, message.from, outcome)
                 }
             };
-            let mut settled = agent.status.clone().unwrap_or_default();
-            settled.sends = Some(inbox::settle_send(
-                &settled,
-                seq,
-                &from,
-                outcome.clone(),
-                now,
-            ));
-            apply_status(&ac.versions, agents, &agent.name_any(), &settled).await?;
-            agent.status = Some(settled);
+            let settled = update_status(&ac.versions, agents, &agent.name_any(), |s| {
+                let mut settled = s.clone();
+                settled.sends = Some(inbox::settle_send(s, seq, &from, outcome.clone(), now));
+                Some(settled)
+            })
+            .await?;
+            if let Some(settled) = settled {
+                *agent = settled;
+            }
             prune_inbox(agents, &agent.name_any(), seq).await;
             ctx.metrics.count_delivery("send", &outcome);
             match outcome {
@@ -462,17 +465,18 @@ async fn update_loop(
         Some(status)
     })
     .await
+    .map(drop)
 }
 
 /// Writes `change` of agent `name`'s status (None: nothing to write), read fresh and
 /// written onto that version (retried on conflict), so that nothing written since it
-/// was listed is rolled back.
+/// was listed is rolled back. The agent as written, if it was.
 async fn update_status(
     versions: &Versions,
     agents: &Api<Agent>,
     name: &str,
     change: impl Fn(&AgentStatus) -> Option<AgentStatus>,
-) -> Result<()> {
+) -> Result<Option<Agent>> {
     let fields = |current: &AgentStatus| change(current).map(|s| operator_fields(&s)).transpose();
     write_onto_version(versions, agents, name, (CONTROLLER_MANAGER, 5), fields).await
 }
@@ -487,12 +491,12 @@ pub(super) async fn write_onto_version(
     name: &str,
     (manager, tries): (&str, usize),
     mut fields: impl FnMut(&AgentStatus) -> Result<Option<serde_json::Value>>,
-) -> Result<()> {
+) -> Result<Option<Agent>> {
     for _ in 0..tries {
         let fresh = agents.get(name).await?;
         let current = fresh.status.clone().unwrap_or_default();
         let Some(fields) = fields(&current)? else {
-            return Ok(());
+            return Ok(None);
         };
         let version = fresh.resource_version().unwrap_or_default();
         match api::apply_status_at(agents, name, manager, &version, &fields).await {
@@ -500,7 +504,7 @@ pub(super) async fn write_onto_version(
                 // A reconcile must not decide on a cached copy from before this write
                 // and apply its stale status over it (src/fresh.rs).
                 versions.saw(&written);
-                return Ok(());
+                return Ok(Some(written));
             }
             Err(kube::Error::Api(status)) if status.code == 409 => continue,
             Err(error) => return Err(error.into()),

@@ -282,5 +282,7 @@ async fn update_mail(
     let fields = |status: &AgentStatus| {
         Ok(change(status).map(|(mailbox, record)| json!({"mailbox": mailbox, "mail": record})))
     };
-    write_onto_version(&ac.versions, agents, name, (MAIL_MANAGER, 16), fields).await
+    write_onto_version(&ac.versions, agents, name, (MAIL_MANAGER, 16), fields)
+        .await
+        .map(drop)
 }
