@@ -786,6 +786,20 @@ mod tests {
                     ("GET", _, None) => {
                         (StatusCode::NOT_FOUND, status(404, "NotFound", "not found"))
                     }
+                    // An apply onto a version the object has moved past.
+                    ("PATCH", p, Some(object))
+                        if p.ends_with("/status")
+                            && body["metadata"]["resourceVersion"]
+                                .as_str()
+                                .is_some_and(|v| !v.is_empty())
+                            && body["metadata"]["resourceVersion"]
+                                != object["metadata"]["resourceVersion"] =>
+                    {
+                        (
+                            StatusCode::CONFLICT,
+                            status(409, "Conflict", "the object has been modified"),
+                        )
+                    }
                     ("PATCH", p, Some(object)) if p.ends_with("/status") => {
                         for (field, value) in body["status"].as_object().into_iter().flatten() {
                             object["status"][field] = value.clone();
@@ -983,5 +997,64 @@ mod tests {
             })
             .get();
         assert_eq!(failed, 1);
+    }
+
+    /// A status decided on a version someone has written past (a courier's claim, the
+    /// shim) is not applied over that write, and nothing of the plan is acted on: the
+    /// write's own watch event brings the agent back to be decided again.
+    #[tokio::test]
+    async fn a_plan_decided_on_an_outdated_agent_writes_nothing_and_acts_on_nothing() {
+        let uid = "0b5e6f0e-1111-2222-3333-444455556666";
+        let agent_json = |version: &str| {
+            json!({
+                "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+                "metadata": {"name": "builder", "namespace": "team", "uid": uid,
+                    "generation": 1, "resourceVersion": version},
+                "spec": {"runtime": {"name": "claude", "image": "example.com/claude:1"}},
+                "status": {"phase": "Running", "attempt": 1, "podName": "builder-1"}
+            })
+        };
+        let (client, seen) = scripted_client(vec![("/agents/builder", agent_json("8"))]);
+        let ac = agent_context(client.clone());
+        let shell = Shell {
+            ac: &ac,
+            agents: Api::namespaced(client.clone(), "team"),
+            pods: Api::namespaced(client, "team"),
+        };
+        let mut agent: Agent = serde_json::from_value(agent_json("7")).unwrap();
+        let observed = Observed {
+            effective: Effective {
+                spec: agent.spec.clone(),
+                swarm: None,
+            },
+            pods: Vec::new(),
+            overseen: Vec::new(),
+            acts_as_overseer: false,
+            overseer: OverseerState::Unset,
+        };
+        let mut status = agent.status.clone().unwrap();
+        status.phase = Some(crate::agent::AgentPhase::Pending);
+        let plan = decide::Plan {
+            status,
+            actions: vec![decide::Action::DeletePod {
+                name: "builder-1".into(),
+            }],
+            requeue_after: None,
+        };
+        let outcome = apply(&shell, &mut agent, &observed, &plan).await.unwrap();
+        assert!(outcome.is_none(), "decided again, not acted on");
+        let seen = seen.lock().unwrap().clone();
+        let applied = seen
+            .iter()
+            .find(|(method, path, _)| method == "PATCH" && path.ends_with("/agents/builder/status"))
+            .expect("the status was applied");
+        assert_eq!(
+            applied.2["metadata"]["resourceVersion"], "7",
+            "onto the version decided on"
+        );
+        assert!(
+            !seen.iter().any(|(method, _, _)| method == "DELETE"),
+            "no pod deleted: {seen:?}"
+        );
     }
 }
