@@ -24,7 +24,7 @@ use crate::delivery::inbox::{self, SendStep};
 use crate::fresh::Versions;
 use crate::kinds::agent::{
     Agent, AgentSpec, AgentStatus, Delivery, Escalation, InFlightDelivery, InboxMessage,
-    LastMessage, LoopStatus,
+    LastMessage, LoopStatus, SendStatus,
 };
 use crate::metrics::DeliveryLabels;
 use crate::reasons;
@@ -92,15 +92,7 @@ impl Courier<'_> {
                 }
                 SendStep::Deliver(message) => {
                     let seq = message.seq;
-                    let claimed = update_status(&ac.versions, agents, &agent.name_any(), |s| {
-                        let mut claimed = s.clone();
-                        claimed.sends = Some(inbox::claim_send(s, seq));
-                        Some(claimed)
-                    })
-                    .await?;
-                    if let Some(claimed) = claimed {
-                        *agent = claimed;
-                    }
+                    write_sends(ac, agents, agent, |s| inbox::claim_send(s, seq)).await?;
                     let outcome = type_send(ctx, agents, pods, agent, &message).await?;
                     (message.seq, message.from, outcome)
                 }
@@ -110,15 +102,10 @@ impl Courier<'_> {
                     (message.seq, message.from, outcome)
                 }
             };
-            let settled = update_status(&ac.versions, agents, &agent.name_any(), |s| {
-                let mut settled = s.clone();
-                settled.sends = Some(inbox::settle_send(s, seq, &from, outcome.clone(), now));
-                Some(settled)
+            write_sends(ac, agents, agent, |s| {
+                inbox::settle_send(s, seq, &from, outcome.clone(), now)
             })
             .await?;
-            if let Some(settled) = settled {
-                *agent = settled;
-            }
             prune_inbox(agents, &agent.name_any(), seq).await;
             ctx.metrics.count_delivery("send", &outcome);
             match outcome {
@@ -388,6 +375,26 @@ async fn type_send(
         apply_last_message(agents, &agent.name_any(), &message.from, &message.text).await?;
     }
     Ok(outcome)
+}
+
+/// Writes the agent's `sends` as `change` makes them from its fresh status, onto the
+/// version read, and takes the agent as written: the inbox's next step reads it.
+async fn write_sends(
+    ac: &AgentContext,
+    agents: &Api<Agent>,
+    agent: &mut Agent,
+    change: impl Fn(&AgentStatus) -> SendStatus,
+) -> Result<()> {
+    let written = update_status(&ac.versions, agents, &agent.name_any(), |s| {
+        let mut next = s.clone();
+        next.sends = Some(change(s));
+        Some(next)
+    })
+    .await?;
+    if let Some(written) = written {
+        *agent = written;
+    }
+    Ok(())
 }
 
 /// Removes a handled message from the head of the inbox so its text is not kept.
