@@ -1066,7 +1066,15 @@ fn a_send_is_claimed_before_delivery_and_settled_after() {
         next_send(&status, true, Duration::from_secs(300), at(5)),
         SendStep::Abandon { seq: 1 }
     );
+    assert!(claim_held_elsewhere(&status, Some(1)), "not settled yet");
     status.sends = Some(settle_send(&status, 1, "lead", Ok(()), at(5)));
+    assert!(!claim_held_elsewhere(&status, Some(1)), "settled");
+    assert!(!claim_held_elsewhere(&status, None), "nothing settled yet");
+    let written = serde_json::to_value(status.sends.as_ref().unwrap()).unwrap();
+    assert!(
+        written["inFlightSeq"].is_null() && written.get("inFlightSeq").is_some(),
+        "the settled claim is written as null, so an apply clears it: {written}"
+    );
     assert_eq!(
         next_send(&status, true, Duration::from_secs(300), at(5)),
         SendStep::Deliver(message(2, 0))

@@ -92,6 +92,13 @@ pub fn next_send(
     }
 }
 
+/// Whether the claim of `settled`, the message just settled, is still in `status` as
+/// written: the settle writes the claim as null, so this holds only if something
+/// else wrote it back; settling it again would loop.
+pub fn claim_held_elsewhere(status: &AgentStatus, settled: Option<i64>) -> bool {
+    settled.is_some() && status.sends.as_ref().and_then(|s| s.in_flight_seq) == settled
+}
+
 /// Inbox messages not handled yet, in delivery order.
 pub fn pending_messages(status: &AgentStatus) -> Vec<InboxMessage> {
     let handled = status.sends.as_ref().map_or(0, |s| s.handled_seq);

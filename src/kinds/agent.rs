@@ -507,7 +507,8 @@ pub struct LoopStatus {
     pub stalls: i32,
     /// A nudge or wake claimed before it was typed and not recorded yet: an operator
     /// that stopped in between asks the target's shim whether it was delivered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Written as null when settled, as `SendStatus::in_flight_seq`.
+    #[serde(default)]
     pub in_flight: Option<InFlightDelivery>,
 }
 
@@ -805,10 +806,13 @@ pub struct SendStatus {
     /// delivered again under the same id, which the shim of the pod it was claimed for
     /// confirms without typing it twice; when that pod is gone it is reported failed,
     /// never delivered again.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Written as null when settled, never left out: a server-side apply that leaves a
+    // field out does not remove it when another field manager also set it (a person's
+    // patch), and a claim that outlives its settling would block the inbox.
+    #[serde(default)]
     pub in_flight_seq: Option<i64>,
     /// The attempt whose pod the in-flight message was claimed for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub in_flight_attempt: Option<i64>,
     /// Outcomes of the most recent messages, newest last (at most 10).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

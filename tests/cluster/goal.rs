@@ -62,7 +62,7 @@ impl Fixture {
         check: impl Fn(&GoalStatus) -> bool,
     ) -> GoalStatus {
         wait_in(&self.ns, &format!("goal {name}: {what}"), WAIT, || async {
-            let status = self.goals.get(name).await.ok()?.status?;
+            let status = written(self.goals.get(name).await.ok()?)?;
             check(&status).then_some(status)
         })
         .await
@@ -82,7 +82,7 @@ impl Fixture {
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
         let statuses = watcher(self.goals.clone(), config)
             .applied_objects()
-            .filter_map(|goal| async move { goal.ok()?.status })
+            .filter_map(|goal| async move { written(goal.ok()?) })
             .filter(move |status| std::future::ready(check(status)));
         let what = format!("goal {name}: {what}");
         tokio::spawn(async move {
@@ -143,6 +143,12 @@ fn steps(names: &[&str]) -> serde_json::Value {
             .map(|n| json!({"name": n, "action": format!("Implement {n}")}))
             .collect::<Vec<_>>()
     )
+}
+
+/// The goal's status once the operator has written one (until then the API server
+/// gives the schema's default, `observedGeneration: 0`).
+fn written(goal: Goal) -> Option<GoalStatus> {
+    goal.status.filter(|s| s.observed_generation != Some(0))
 }
 
 fn runtime() -> serde_json::Value {

@@ -84,7 +84,7 @@ async fn agents_read_alike_by_kstatus_argocd_and_kubectl_wait() {
     );
 
     wait_condition(&ns, "bare-builder", "its image reported missing", |a| {
-        a.status.is_some()
+        a.status.as_ref().and_then(|s| s.observed_generation) == a.metadata.generation
     })
     .await;
     assert_kubectl_waits(&ns, "Stalled", "agent/bare-builder");

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::agent::candidate::{self, OverseerState};
 use crate::agent::message;
@@ -56,8 +56,13 @@ impl Courier<'_> {
     ) -> Result<Option<Duration>> {
         let (ac, agents, pods) = (self.ac, self.agents, self.pods);
         let ctx = &ac.ctx;
+        let mut settled = None;
         loop {
             let status = agent.status.clone().unwrap_or_default();
+            if inbox::claim_held_elsewhere(&status, settled) {
+                warn!(seq = ?settled, "the inbox claim stays after it was settled: another field manager holds status.sends");
+                return Ok(None);
+            }
             let now = jiff::Timestamp::now();
             let (seq, from, outcome) = match inbox::next_send(
                 &status,
@@ -106,6 +111,7 @@ impl Courier<'_> {
                 inbox::settle_send(s, seq, &from, outcome.clone(), now)
             })
             .await?;
+            settled = Some(seq);
             prune_inbox(agents, &agent.name_any(), seq).await;
             ctx.metrics.count_delivery("send", &outcome);
             match outcome {
