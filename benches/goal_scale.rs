@@ -12,7 +12,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,13 +23,17 @@ use kube::runtime::{WatchStreamExt, watcher};
 use overseer::goal::Goal;
 use serde_json::json;
 use support::cluster::{Operator, TestNamespace, setup};
-use support::measure::{cpu_seconds, create_goals, sum_of};
+use support::measure::{api_server_writes, cpu_seconds, create_goals, grown, sum_of};
 use tokio::sync::Semaphore;
 
 const STEPS: usize = 3;
 /// Writes in flight at once, for the kubelet this benchmark plays and for the bare
 /// controller alike.
 const IN_FLIGHT: usize = 64;
+/// The writes of this benchmark itself and of the cluster's other parts, as the API
+/// server counts them: the kubelet it plays (pod status), the scheduler's bindings,
+/// every component's leases and the Goals it creates.
+const NOT_THE_CONTROLLERS: [&str; 4] = ["pods/status ", "pods/binding ", "leases ", "goals POST"];
 /// A run that has not finished by then has stalled.
 const RUN_LIMIT: Duration = Duration::from_secs(900);
 
@@ -57,6 +61,30 @@ struct Measured {
     latencies: Vec<Duration>,
     /// From the first Succeeded write to the last transition.
     window: Duration,
+}
+
+/// The controller's writes the API server served in a run, by `resource VERB`.
+fn controller_writes(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+) -> BTreeMap<String, f64> {
+    let mut writes = grown(before, after);
+    writes.retain(|key, _| {
+        !NOT_THE_CONTROLLERS
+            .iter()
+            .any(|other| key.starts_with(other))
+    });
+    writes
+}
+
+/// `writes` per goal, each kind and in all.
+fn per_goal(writes: &BTreeMap<String, f64>, goals: usize) -> String {
+    let total: f64 = writes.values().sum();
+    let each: Vec<String> = writes
+        .iter()
+        .map(|(key, n)| format!("{key} {:.2}", n / goals as f64))
+        .collect();
+    format!("{:.2} per goal ({})", total / goals as f64, each.join(", "))
 }
 
 impl Measured {
@@ -182,7 +210,8 @@ async fn bare_controller(pods: Api<Pod>) {
     }
 }
 
-async fn run_bare(ns: &TestNamespace, goals: usize) -> Measured {
+async fn run_bare(ns: &TestNamespace, goals: usize) -> (Measured, BTreeMap<String, f64>) {
+    let before = api_server_writes(&ns.client).await;
     let pods: Api<Pod> = ns.api();
     let controller = tokio::spawn(bare_controller(pods.clone()));
     let kubelet = tokio::spawn(play_kubelet(pods.clone(), goals));
@@ -198,10 +227,15 @@ async fn run_bare(ns: &TestNamespace, goals: usize) -> Measured {
         .await;
     let measured = kubelet.await.unwrap();
     controller.abort();
-    measured
+    let writes = controller_writes(&before, &api_server_writes(&ns.client).await);
+    (measured, writes)
 }
 
-async fn run_operator(ns: &TestNamespace, goals: usize) -> (Measured, Option<String>) {
+async fn run_operator(
+    ns: &TestNamespace,
+    goals: usize,
+) -> (Measured, Option<String>, BTreeMap<String, f64>) {
+    let before = api_server_writes(&ns.client).await;
     let mut args = vec!["--namespace".to_string(), ns.name.clone()];
     if let Ok(concurrency) = std::env::var("OVERSEER_BENCH_CONCURRENCY") {
         args.extend(["--concurrency".to_string(), concurrency]);
@@ -235,7 +269,8 @@ async fn run_operator(ns: &TestNamespace, goals: usize) -> (Measured, Option<Str
             break;
         }
     }
-    (measured, metrics)
+    let writes = controller_writes(&before, &api_server_writes(&ns.client).await);
+    (measured, metrics, writes)
 }
 
 #[tokio::main]
@@ -245,10 +280,21 @@ async fn main() {
     println!(
         "goal_scale: {goals} chains of {STEPS} steps started at once ({transitions} transitions each run)"
     );
-    let bare = run_bare(&setup("bench-scale-bare").await, goals).await;
+    let (bare, bare_writes) = run_bare(&setup("bench-scale-bare").await, goals).await;
     println!("{}", bare.line("bare controller"));
-    let (ours, metrics) = run_operator(&setup("bench-scale-operator").await, goals).await;
+    let (ours, metrics, our_writes) =
+        run_operator(&setup("bench-scale-operator").await, goals).await;
     println!("{}", ours.line("operator"));
+    // Of a goal of STEPS steps, a transition at steady state is its status write and its
+    // next pod; the first step's start and the goal's end write once per goal.
+    println!(
+        "API server writes, bare controller: {}",
+        per_goal(&bare_writes, goals)
+    );
+    println!(
+        "API server writes, operator: {}",
+        per_goal(&our_writes, goals)
+    );
     if let Some(metrics) = metrics {
         let writes = sum_of(&metrics, "overseer_api_writes_total{");
         let reconciles = sum_of(

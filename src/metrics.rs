@@ -222,6 +222,8 @@ pub struct Metrics {
     pub api_reads: Family<RequestLabels, Counter>,
     /// Events dropped because their publisher's queue was full (src/events.rs).
     pub events_dropped: Counter,
+    /// Goal step progress Events folded into the goal's next Event (src/goal/progress.rs).
+    pub step_events_folded: Counter,
     /// GitHub's GraphQL points left for the token, by API origin, at the last poll.
     pub github_rate_limit_remaining: Family<OriginLabels, Gauge>,
     /// Agents and goals by phase (set once the caches exist).
@@ -263,6 +265,7 @@ impl Default for Metrics {
             api_writes: Family::default(),
             api_reads: Family::default(),
             events_dropped: Counter::default(),
+            step_events_folded: Counter::default(),
             github_rate_limit_remaining: Family::default(),
         };
         metrics.register_controller_metrics(build_info);
@@ -366,6 +369,11 @@ impl Metrics {
             "goal_steps",
             "Goal steps finished, by result",
             self.step_results.clone(),
+        );
+        r.register(
+            "goal_step_events_folded",
+            "Step progress Events folded into the goal's next Event (status.steps has each step)",
+            self.step_events_folded.clone(),
         );
         r.register(
             "goal_step_retries",

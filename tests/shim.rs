@@ -33,7 +33,7 @@ async fn a_tui_agent_works_goes_idle_and_takes_typed_input_then_enter() {
         stderr(&delivered)
     );
     // The line was submitted (Enter after the text): the agent read it whole.
-    assert_eq!(shim.fake_log(), format!("{message}\n"));
+    assert_eq!(shim.wait_for_log(message).await, format!("{message}\n"));
     shim.wait_for(ActivityState::Working).await;
     shim.wait_for(ActivityState::Idle).await;
 }
@@ -50,7 +50,11 @@ async fn a_delivery_retried_under_its_ids_is_confirmed_without_being_typed_twice
         assert!(delivered.status.success(), "{}", stderr(&delivered));
         shim.wait_for(ActivityState::Idle).await;
     }
-    assert_eq!(shim.fake_log(), format!("{wake}\n"), "typed once");
+    assert_eq!(
+        shim.wait_for_log(wake).await,
+        format!("{wake}\n"),
+        "typed once"
+    );
     // Asking (as an operator does after a crash) types nothing.
     assert!(shim.confirms(&ids[1..]) && shim.confirms(&ids));
     assert!(!shim.confirms(&["wake/builder/1", "wake/builder/2"]));
@@ -68,7 +72,7 @@ async fn a_delivery_retried_under_its_ids_is_confirmed_without_being_typed_twice
     assert!(fresh.status.success(), "{}", stderr(&fresh));
     shim.wait_for(ActivityState::Idle).await;
     assert_eq!(
-        shim.fake_log(),
+        shim.wait_for_log("tester and more").await,
         format!("{wake}\nno ids\ntester and more\n"),
         "the retried subset was skipped; the rest typed"
     );
@@ -109,7 +113,7 @@ async fn an_exited_tui_reports_its_code_and_input_resumes_it() {
     let delivered = shim.input("continue where you stopped");
     assert!(delivered.status.success(), "{}", stderr(&delivered));
     assert_eq!(
-        shim.fake_log(),
+        shim.wait_for_log("continue where you stopped").await,
         "args: \nargs: --continue\ncontinue where you stopped\n",
         "restarted with the resume flag, then the message typed"
     );
@@ -127,7 +131,7 @@ async fn a_headless_agent_that_exits_early_is_resumed_with_the_message_as_prompt
     assert!(delivered.status.success(), "{}", stderr(&delivered));
     shim.wait_for(ActivityState::Exited).await;
     assert_eq!(
-        shim.fake_log(),
+        shim.wait_for_log("the API docs are missing").await,
         "args: \nargs: --continue continue: the API docs are missing\n"
     );
 }
@@ -286,7 +290,11 @@ async fn first_run_dialogs_are_answered_and_the_agent_reaches_its_prompt() {
     shim.wait_for(ActivityState::Idle).await;
     let delivered = shim.input("start on the parser");
     assert!(delivered.status.success(), "{}", stderr(&delivered));
-    assert!(shim.fake_log().ends_with("start on the parser\n"));
+    assert!(
+        shim.wait_for_log("start on the parser")
+            .await
+            .ends_with("start on the parser\n")
+    );
     // Claude Code's first-run state, seeded into the CLI's home before it started.
     let state: serde_json::Value =
         serde_json::from_slice(&std::fs::read(shim.dir.join(".claude.json")).unwrap()).unwrap();
@@ -370,12 +378,15 @@ async fn control_characters_in_a_message_never_reach_the_terminal() {
     let delivered = shim.input("stop\x1b[201~\x03 now\x1b\x04");
     assert!(delivered.status.success(), "{}", stderr(&delivered));
     shim.wait_for(ActivityState::Idle).await;
-    assert_eq!(shim.fake_log(), "stop[201~ now\n");
+    assert_eq!(shim.wait_for_log(" now").await, "stop[201~ now\n");
     let again = shim.input("still here");
     assert!(
         again.status.success(),
         "the CLI did not survive: {}",
         stderr(&again)
     );
-    assert_eq!(shim.fake_log(), "stop[201~ now\nstill here\n");
+    assert_eq!(
+        shim.wait_for_log("still here").await,
+        "stop[201~ now\nstill here\n"
+    );
 }

@@ -18,6 +18,7 @@ use super::dependencies::GoalSummary;
 use super::message::StepOutcome;
 use super::plan::{self, NotifyReason, PodPhase, StepPod};
 use super::pod::{self, StepPodParams};
+use super::progress::{self, ProgressEvents, Verdict};
 use crate::agent::Agent;
 use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
@@ -87,6 +88,7 @@ pub async fn run(
         versions: Versions::default(),
         creating,
         applied: crate::fresh::Applied::default(),
+        progress: ProgressEvents::default(),
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
@@ -103,6 +105,8 @@ struct GoalContext {
     creating: Arc<Creating<StepPod>>,
     /// Each Goal's sandbox as this operator last applied it.
     applied: crate::fresh::Applied,
+    /// Each Goal's last step progress Event, for folding the next (src/goal/progress.rs).
+    progress: ProgressEvents,
 }
 
 fn dependents(store: &Store<Guarded<Goal>>, changed: &Goal) -> Vec<ObjectRef<Guarded<Goal>>> {
@@ -295,7 +299,8 @@ async fn apply(
 ) -> Result<Action> {
     let ctx = &gc.ctx;
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &goal.namespace().unwrap_or_default());
-    write_status_and_results(gc, goal, plan).await?;
+    let results = pod::results(goal, &plan.status);
+    write_status_and_results(gc, goal, plan, &results).await?;
     let recorded_success =
         plan.status.completed_steps > goal.status.as_ref().map_or(0, |s| s.completed_steps);
     // Pods first: Events and notifications must not delay the next step.
@@ -328,6 +333,7 @@ async fn apply(
                     template: template.as_ref().clone(),
                     read_only: *read_only,
                     instructions,
+                    results: &results,
                     overseer_image: &ctx.overseer_image,
                 };
                 match create_step_pod(gc, goal, &plan.status, &params).await? {
@@ -355,7 +361,16 @@ async fn apply(
                 reason,
                 message,
                 pod,
-            } => publish_event(ctx, goal, *warning, reason, message, pod.as_deref()),
+                progress,
+            } => publish_event(
+                gc,
+                goal,
+                *warning,
+                reason,
+                message,
+                pod.as_deref(),
+                *progress,
+            ),
             plan::Action::Notify {
                 reason, message, ..
             } => notify(ctx, goal, *reason, message, None).await,
@@ -384,11 +399,17 @@ fn spawn_wake(ctx: &Arc<Context>, goal: &Goal, outcome: &StepOutcome) {
     }
 }
 
-/// Writes the planned status and, when a step pod is to be created, the results it
-/// reads, together, before the pod: the results derive from the planned status, and
-/// writing them again after a status write that failed is harmless.
+/// Writes the planned status and, when a step pod is to be created and its results
+/// are too large to travel in the pod, their ConfigMap, together, before the pod: the
+/// results derive from the planned status, and writing them again after a status
+/// write that failed is harmless.
 #[instrument(skip_all)]
-async fn write_status_and_results(gc: &GoalContext, goal: &Goal, plan: &plan::Plan) -> Result<()> {
+async fn write_status_and_results(
+    gc: &GoalContext,
+    goal: &Goal,
+    plan: &plan::Plan,
+    results: &pod::Results,
+) -> Result<()> {
     let goals: Api<Goal> =
         Api::namespaced(gc.ctx.client.clone(), &goal.namespace().unwrap_or_default());
     let status = async {
@@ -401,37 +422,31 @@ async fn write_status_and_results(gc: &GoalContext, goal: &Goal, plan: &plan::Pl
         Ok::<_, crate::Error>(())
     };
     let results = async {
-        if plan
+        let creates_pod = plan
             .actions
             .iter()
-            .any(|a| matches!(a, plan::Action::CreatePod { .. }))
-        {
-            apply_results(&gc.ctx, goal, &plan.status).await?;
+            .any(|a| matches!(a, plan::Action::CreatePod { .. }));
+        match results {
+            pod::Results::ConfigMap(cm) if creates_pod => apply_results(&gc.ctx, goal, cm).await,
+            _ => Ok(()),
         }
-        Ok(())
     };
     futures::try_join!(status, results)?;
     Ok(())
 }
 
-/// Queues an Event about the goal (related to a step pod, if named), and counts step
-/// results.
+/// Counts step results, and queues an Event about the goal (related to a step pod, if
+/// named) unless it is step progress folded into the goal's next Event.
 fn publish_event(
-    ctx: &Context,
+    gc: &GoalContext,
     goal: &Goal,
     warning: bool,
     reason: &str,
     message: &str,
     pod: Option<&str>,
+    progress: bool,
 ) {
-    let related = pod.map(|name| ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Pod".into()),
-        name: Some(name.to_string()),
-        namespace: goal.namespace(),
-        ..Default::default()
-    });
-    ctx.publish(&goal.object_ref(&()), warning, reason, message, related);
+    let ctx = &gc.ctx;
     // Label values in the snake case of every other label (`rate_limited`, `delivered`).
     let result = match reason {
         reasons::STEP_SUCCEEDED => Some("succeeded"),
@@ -444,15 +459,35 @@ fn publish_event(
             .get_or_create(&crate::metrics::StepResultLabels { result })
             .inc();
     }
+    let key = format!(
+        "{}/{}",
+        goal.namespace().unwrap_or_default(),
+        goal.name_any()
+    );
+    let folded = match gc.progress.judge(&key, progress, std::time::Instant::now()) {
+        Verdict::Publish { folded } => folded,
+        Verdict::Fold => {
+            ctx.metrics.step_events_folded.inc();
+            return;
+        }
+    };
+    let related = pod.map(|name| ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: Some(name.to_string()),
+        namespace: goal.namespace(),
+        ..Default::default()
+    });
+    let message = progress::with_folded(message, folded);
+    ctx.publish(&goal.object_ref(&()), warning, reason, &message, related);
 }
 
-/// Applies the ConfigMap of the results of `status`'s completed steps, which a step pod reads.
-async fn apply_results(ctx: &Context, goal: &Goal, status: &GoalStatus) -> Result<()> {
-    let cm = pod::results_config_map(goal, status);
+/// Applies the ConfigMap of results too large for the step pod's annotation.
+async fn apply_results(ctx: &Context, goal: &Goal, cm: &ConfigMap) -> Result<()> {
     let cms: Api<ConfigMap> =
         Api::namespaced(ctx.client.clone(), &goal.namespace().unwrap_or_default());
     let name = cm.metadata.name.clone().unwrap_or_default();
-    crate::api::apply_owned(&cms, &name, &goal.uid().unwrap_or_default(), &cm).await?;
+    crate::api::apply_owned(&cms, &name, &goal.uid().unwrap_or_default(), cm).await?;
     Ok(())
 }
 
@@ -493,7 +528,7 @@ enum StepPodCreated {
     NameTaken,
 }
 
-/// Creates a step pod (its results ConfigMap is applied already). A refusal or a
+/// Creates a step pod (its results ConfigMap, if any, is applied already). A refusal or a
 /// name taken is a condition and a Warning, written once while it lasts.
 #[instrument(skip_all)]
 async fn create_step_pod(

@@ -6,6 +6,7 @@ pub mod plan;
 #[cfg(test)]
 mod plan_tests;
 pub mod pod;
+pub mod progress;
 pub mod review;
 pub mod roles;
 

@@ -110,6 +110,9 @@ pub enum Action {
         message: String,
         /// The step pod the Event is about, if any (its `related` object).
         pod: Option<String>,
+        /// A step's progress (started, succeeded): `status.steps` records every one, so
+        /// the controller may fold it into the goal's next Event (src/goal/progress.rs).
+        progress: bool,
     },
     /// `effort: high`: wake the goal's overseer with a step's outcome.
     WakeOverseer(StepOutcome),
@@ -666,18 +669,32 @@ impl Planner<'_> {
             reason,
             message,
             pod: None,
+            progress: false,
         });
     }
 
-    /// An Event about step `i`, related to its current pod: Events of different
+    /// A Warning about step `i`, related to its current pod: Events of different
     /// attempts stay apart instead of being merged into one series.
-    fn step_event(&mut self, i: usize, warning: bool, reason: &'static str, message: String) {
+    fn step_warning(&mut self, i: usize, reason: &'static str, message: String) {
         let pod = self.status.steps[i].pod_name.clone();
         self.actions.push(Action::Event {
-            warning,
+            warning: true,
             reason,
             message,
             pod,
+            progress: false,
+        });
+    }
+
+    /// A Normal Event of step `i`'s progress, related to its current pod.
+    fn step_progress(&mut self, i: usize, reason: &'static str, message: String) {
+        let pod = self.status.steps[i].pod_name.clone();
+        self.actions.push(Action::Event {
+            warning: false,
+            reason,
+            message,
+            pod,
+            progress: true,
         });
     }
 }

@@ -1,10 +1,11 @@
-//! The step pod and the results ConfigMap, built as plain values (no I/O).
+//! The step pod and the results it carries, built as plain values (no I/O).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, EnvVar, Pod, PodSpec, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource,
+    EnvVar, ObjectFieldSelector, Pod, PodSpec, Volume, VolumeMount,
 };
 use kube::Resource;
 use kube::api::ObjectMeta;
@@ -21,6 +22,40 @@ pub use crate::pods::BIN_DIR;
 /// Where the step pod finds the results of the earlier steps.
 pub const RESULTS_FILE: &str = "/overseer/results/results.json";
 
+/// The pod annotation that carries the earlier steps' results, read through the
+/// downward API as `RESULTS_FILE`.
+pub const RESULTS_ANNOTATION: &str = "overseer.dev/results";
+/// Results up to this size travel in the step pod's own annotation, so that starting a
+/// step costs no write besides the pod (the API server allows 256 KiB of annotations in
+/// all; the rest is left to the user's template). Beyond it, a ConfigMap carries them.
+pub const INLINE_RESULTS_BYTES: usize = 128 * 1024;
+
+/// Where a step pod finds the results of the goal's completed steps.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Results {
+    /// `results.json` itself, as the pod's annotation `RESULTS_ANNOTATION`.
+    Inline(String),
+    /// Too large for an annotation: the ConfigMap `<goal>-results`, applied before the pod.
+    ConfigMap(Box<ConfigMap>),
+}
+
+/// The results of `status`'s completed steps, and where they travel.
+pub fn results(goal: &Goal, status: &GoalStatus) -> Results {
+    let results: Vec<serde_json::Value> = status
+        .steps
+        .iter()
+        .take(status.completed_steps as usize)
+        .filter(|s| s.phase == StepPhase::Succeeded)
+        .map(|s| serde_json::json!({"step": s.name, "result": s.result}))
+        .collect();
+    let json = serde_json::Value::from(results).to_string();
+    if json.len() <= INLINE_RESULTS_BYTES {
+        Results::Inline(json)
+    } else {
+        Results::ConfigMap(Box::new(results_config_map(goal, json)))
+    }
+}
+
 pub struct StepPodParams<'a> {
     pub goal: &'a Goal,
     pub step: usize,
@@ -34,6 +69,8 @@ pub struct StepPodParams<'a> {
     pub read_only: bool,
     /// What the step's agent is told besides its action, placed by `overseer step`.
     pub instructions: &'a str,
+    /// The earlier steps' results.
+    pub results: &'a Results,
     /// Image holding the `overseer` binary (the operator's own).
     pub overseer_image: &'a str,
 }
@@ -64,14 +101,7 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
     });
     let mut volumes = vec![pods::overseer_volume()];
     volumes.extend(workspace::volumes(&workspace, &goal_name));
-    volumes.push(Volume {
-        name: "results".into(),
-        config_map: Some(ConfigMapVolumeSource {
-            name: results_name(&goal_name),
-            ..Default::default()
-        }),
-        ..Default::default()
-    });
+    volumes.push(results_volume(p.results, &goal_name));
     let sync = workspace::sync_container(
         &workspace,
         p.runtime.image.as_deref(),
@@ -112,10 +142,46 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
         status: None,
     };
     p.template.clone().dress(&mut pod);
+    // After the template's annotations: theirs never stand for the results.
+    let annotations = pod.metadata.annotations.get_or_insert_default();
+    match p.results {
+        Results::Inline(json) => annotations.insert(RESULTS_ANNOTATION.into(), json.clone()),
+        Results::ConfigMap(_) => annotations.remove(RESULTS_ANNOTATION),
+    };
     if p.read_only {
         pods::read_only_mounts(&mut pod);
     }
     pod
+}
+
+/// The volume that holds `results.json`: the pod's own annotation through the downward
+/// API, or the results ConfigMap.
+fn results_volume(results: &Results, goal_name: &str) -> Volume {
+    match results {
+        Results::Inline(_) => Volume {
+            name: "results".into(),
+            downward_api: Some(DownwardAPIVolumeSource {
+                items: Some(vec![DownwardAPIVolumeFile {
+                    path: results_file_name().into(),
+                    field_ref: Some(ObjectFieldSelector {
+                        field_path: format!("metadata.annotations['{RESULTS_ANNOTATION}']"),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        Results::ConfigMap(_) => Volume {
+            name: "results".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: results_name(goal_name),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    }
 }
 
 /// The step pod's labels: the operator's, the goal's, the step's and its attempt's.
@@ -161,16 +227,14 @@ fn step_env(p: &StepPodParams, goal_name: &str, workspace: &Workspace) -> Vec<En
     .collect()
 }
 
-/// The results of the completed steps, as the file a step pod reads.
-pub fn results_config_map(goal: &Goal, status: &GoalStatus) -> ConfigMap {
+/// `results.json`: the name of `RESULTS_FILE` in its volume.
+fn results_file_name() -> &'static str {
+    RESULTS_FILE.rsplit('/').next().unwrap_or(RESULTS_FILE)
+}
+
+/// The ConfigMap that carries `json`, the results too large for the pod's annotation.
+fn results_config_map(goal: &Goal, json: String) -> ConfigMap {
     let goal_name = goal.metadata.name.clone().unwrap_or_default();
-    let results: Vec<serde_json::Value> = status
-        .steps
-        .iter()
-        .take(status.completed_steps as usize)
-        .filter(|s| s.phase == StepPhase::Succeeded)
-        .map(|s| serde_json::json!({"step": s.name, "result": s.result}))
-        .collect();
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(results_name(&goal_name)),
@@ -182,10 +246,7 @@ pub fn results_config_map(goal: &Goal, status: &GoalStatus) -> ConfigMap {
             owner_references: goal.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()
         },
-        data: Some(BTreeMap::from([(
-            "results.json".to_string(),
-            serde_json::to_string_pretty(&results).unwrap_or_else(|_| "[]".into()),
-        )])),
+        data: Some(BTreeMap::from([(results_file_name().to_string(), json)])),
         ..Default::default()
     }
 }
@@ -218,6 +279,7 @@ mod tests {
                 template: template.clone(),
                 read_only,
                 instructions: "",
+                results: &Results::Inline("[]".into()),
                 overseer_image: "overseer:1",
             });
             let mounts = pod.spec.unwrap().containers[0]
@@ -233,5 +295,90 @@ mod tests {
             assert_eq!(mount(BIN_DIR).read_only, Some(true), "{mounts:?}");
             assert_ne!(mount("/overseer").read_only, Some(true), "{mounts:?}");
         }
+    }
+
+    /// A goal's status with `n` steps succeeded, each with `result`.
+    fn succeeded(n: usize, result: &str) -> GoalStatus {
+        serde_json::from_value(serde_json::json!({
+            "completedSteps": n,
+            "steps": (0..n).map(|i| serde_json::json!({
+                "name": format!("s{i}"), "phase": "Succeeded", "result": result,
+            })).collect::<Vec<_>>(),
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn results_travel_in_the_pods_own_annotation_and_only_when_too_large_in_a_config_map() {
+        let goal: Goal = serde_json::from_value(serde_json::json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
+            "metadata": {"name": "ship", "namespace": "team", "uid": "goal-uid"},
+            "spec": {"steps": [{"name": "s0", "action": "a"}, {"name": "s1", "action": "b"}]}
+        }))
+        .unwrap();
+        // The user's template sets the same annotation: the results win.
+        let template: PodTemplate = serde_json::from_value(serde_json::json!({
+            "annotations": {RESULTS_ANNOTATION: "forged", "theirs": "kept"}
+        }))
+        .unwrap();
+        let pod_with = |results: &Results| {
+            step_pod(&StepPodParams {
+                goal: &goal,
+                step: 1,
+                attempt: 1,
+                role: "builder",
+                runtime: &RuntimeSpec::default(),
+                timeout: Duration::from_secs(60),
+                template: template.clone(),
+                read_only: false,
+                instructions: "",
+                results,
+                overseer_image: "overseer:1",
+            })
+        };
+        let volume = |pod: &Pod| {
+            let volumes = pod.spec.clone().unwrap().volumes.unwrap();
+            volumes.into_iter().find(|v| v.name == "results").unwrap()
+        };
+
+        let small = results(&goal, &succeeded(1, "built \"it\"\n"));
+        let Results::Inline(json) = &small else {
+            panic!("{small:?}")
+        };
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(json).unwrap(),
+            serde_json::json!([{"step": "s0", "result": "built \"it\"\n"}])
+        );
+        let pod = pod_with(&small);
+        let annotations = pod.metadata.annotations.clone().unwrap();
+        assert_eq!(annotations[RESULTS_ANNOTATION], *json);
+        assert_eq!(annotations["theirs"], "kept");
+        let file = &volume(&pod).downward_api.unwrap().items.unwrap()[0];
+        assert_eq!(file.path, "results.json");
+        assert_eq!(
+            file.field_ref.as_ref().unwrap().field_path,
+            "metadata.annotations['overseer.dev/results']"
+        );
+
+        // 40 results of 4 KiB: more than an annotation should carry.
+        let large = results(&goal, &succeeded(40, &"x".repeat(4096)));
+        let Results::ConfigMap(cm) = &large else {
+            panic!("the large results stayed inline")
+        };
+        assert_eq!(cm.metadata.name.as_deref(), Some("ship-results"));
+        assert!(cm.data.as_ref().unwrap()["results.json"].len() > INLINE_RESULTS_BYTES);
+        let pod = pod_with(&large);
+        assert!(
+            !pod.metadata
+                .annotations
+                .clone()
+                .unwrap()
+                .contains_key(RESULTS_ANNOTATION)
+        );
+        assert_eq!(
+            volume(&pod).config_map.unwrap().name,
+            "ship-results",
+            "the pod mounts the ConfigMap instead"
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use overseer::goal::pod::RESULTS_ANNOTATION;
 use overseer::goal::{Goal, GoalPhase, GoalStatus, StepPhase};
 use serde_json::json;
 
@@ -190,14 +191,15 @@ async fn three_steps_succeed_in_order_with_results_passed_on() {
         assert_eq!(value("OVERSEER_STEP").as_deref(), Some(*step));
         assert_eq!(value("OVERSEER_STEP_INDEX"), Some(i.to_string()));
         if i == 2 {
-            // The earlier results are in the file the step pod mounts.
-            let cms: Api<ConfigMap> = f.ns.api();
-            let results =
-                cms.get("ship-results").await.unwrap().data.unwrap()["results.json"].clone();
+            // The earlier results travel in the pod itself, mounted as the file it
+            // reads: starting a step writes nothing but the pod and the status.
+            let results = pod.metadata.annotations.clone().unwrap()[RESULTS_ANNOTATION].clone();
             assert!(
                 results.contains("result of a") && results.contains("result of b"),
                 "{results}"
             );
+            let cms: Api<ConfigMap> = f.ns.api();
+            assert!(cms.get_opt("ship-results").await.unwrap().is_none());
         }
         f.finish(
             &format!("ship-s{i}-a1"),
@@ -254,6 +256,78 @@ async fn three_steps_succeed_in_order_with_results_passed_on() {
     assert_eq!(
         f.pod_names().await,
         names(&["ship-s0-a1", "ship-s1-a1", "ship-s2-a1"])
+    );
+}
+
+/// Results too large for an annotation (control characters take six bytes each in
+/// JSON) travel in the ConfigMap `<goal>-results` instead, which the pod mounts; a
+/// ConfigMap of that name that is another owner's is never taken over.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn results_too_large_for_the_pod_travel_in_a_config_map_never_another_owners() {
+    let f = Fixture::new("goal-big-results").await;
+    let cms: Api<ConfigMap> = f.ns.api();
+    let theirs = serde_json::from_value(json!({
+        "metadata": {"name": "squatted-results", "labels": {"owner": "someone-else"}},
+        "data": {"theirs": "kept"}
+    }))
+    .unwrap();
+    cms.create(&PostParams::default(), &theirs).await.unwrap();
+    let names = ["s0", "s1", "s2", "s3", "s4", "s5", "s6"];
+    let spec = json!({"defaults": {"runtime": runtime()}, "steps": steps(&names)});
+    f.create("big", spec.clone()).await;
+    f.create("squatted", spec).await;
+    let result = "\u{1}".repeat(4096);
+    for goal in ["big", "squatted"] {
+        for i in 0..6 {
+            f.finish(&format!("{goal}-s{i}-a1"), "Succeeded", &result)
+                .await;
+        }
+    }
+    let pod = f.running_pod("big-s6-a1").await;
+    let volumes = pod.spec.unwrap().volumes.unwrap();
+    let volume = volumes.iter().find(|v| v.name == "results").unwrap();
+    assert_eq!(
+        volume.config_map.as_ref().map(|c| c.name.as_str()),
+        Some("big-results"),
+        "{volume:?}"
+    );
+    let json = cms.get("big-results").await.unwrap().data.unwrap()["results.json"].clone();
+    let results: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    assert_eq!(results.len(), 6);
+    assert_eq!(results[5]["result"], result.as_str());
+
+    let progressing = f
+        .status_where("squatted", "NameTaken", |s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Progressing" && c.reason == "NameTaken")
+        })
+        .await;
+    let condition = progressing
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .unwrap();
+    assert!(
+        condition.message.contains("ConfigMap squatted-results"),
+        "{condition:?}"
+    );
+    assert!(f.pods.get_opt("squatted-s6-a1").await.unwrap().is_none());
+    let theirs = cms.get("squatted-results").await.unwrap();
+    assert!(theirs.metadata.owner_references.is_none(), "{theirs:?}");
+    assert_eq!(
+        theirs.data.unwrap(),
+        std::collections::BTreeMap::from([("theirs".to_string(), "kept".to_string())])
+    );
+    assert!(
+        theirs
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .all(|m| m.manager.as_deref() != Some("overseer-controller")),
+        "the operator wrote to a foreign ConfigMap"
     );
 }
 

@@ -78,8 +78,8 @@ async fn steps_run_in_real_containers_with_results_retries_and_timeouts() {
         test.result
             .as_deref()
             .unwrap_or_default()
-            .contains("test done on attempt 2"),
-        "{test:?}"
+            .contains(r#"test done on attempt 2 after "step":"parse""#),
+        "the earlier step's result was in the file the step read: {test:?}"
     );
     assert_eq!(wait.phase, StepPhase::TimedOut, "{wait:?}");
 

@@ -2,7 +2,8 @@
 # A headless step run in a real container (`codex exec ACTION` in the agent test
 # image): the action's first word picks what it does, so a Goal scripts its steps.
 #   succeed ...   works for a moment and exits 0; its last line is the step's result
-#   flaky ...     fails (exit 3) on attempt 1, succeeds on later attempts
+#   flaky ...     fails (exit 3) on attempt 1, succeeds on later attempts, naming the
+#                 steps whose results it was given
 #   slow ...      as succeed, after 8 s (a step still running when the leader dies)
 #   hang ...      never finishes (a step past its timeout)
 action="${*: -1}"
@@ -22,7 +23,9 @@ case "$action" in
       echo "$OVERSEER_STEP failed on attempt 1"
       exit 3
     fi
-    echo "$OVERSEER_STEP done on attempt $OVERSEER_ATTEMPT"
+    # The steps whose results it was given (the file the step pod mounts).
+    echo "$OVERSEER_STEP done on attempt $OVERSEER_ATTEMPT after" \
+      $(grep -o '"step":"[a-z]*"' "$OVERSEER_RESULTS_FILE")
     ;;
   hang*)
     echo "$OVERSEER_STEP hangs"

@@ -71,3 +71,60 @@ pub async fn create_goals(
         })
         .await;
 }
+
+/// Write requests the API server has served so far (`apiserver_request_total` of every
+/// verb that writes, whatever the response), keyed `resource[/subresource] VERB`: a
+/// count no client can get wrong about itself.
+pub async fn api_server_writes(client: &kube::Client) -> std::collections::BTreeMap<String, f64> {
+    const WRITES: [&str; 6] = [
+        "POST",
+        "PUT",
+        "PATCH",
+        "APPLY",
+        "DELETE",
+        "DELETECOLLECTION",
+    ];
+    let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let metrics = client
+        .request_text(request)
+        .await
+        .expect("the API server's /metrics");
+    let mut writes = std::collections::BTreeMap::new();
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|l| l.strip_prefix(&format!("{name}=\"")))
+                .map(|v| v.trim_end_matches('"'))
+                .unwrap_or_default()
+        };
+        if !WRITES.contains(&label("verb")) {
+            continue;
+        }
+        let resource = match label("subresource") {
+            "" => label("resource").to_string(),
+            sub => format!("{}/{sub}", label("resource")),
+        };
+        let key = format!("{resource} {}", label("verb"));
+        *writes.entry(key).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
+    }
+    writes
+}
+
+/// What grew from `before` to `after`, by key.
+pub fn grown(
+    before: &std::collections::BTreeMap<String, f64>,
+    after: &std::collections::BTreeMap<String, f64>,
+) -> std::collections::BTreeMap<String, f64> {
+    after
+        .iter()
+        .map(|(key, n)| (key.clone(), n - before.get(key).copied().unwrap_or(0.0)))
+        .filter(|(_, n)| *n > 0.0)
+        .collect()
+}

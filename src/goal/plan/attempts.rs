@@ -65,9 +65,8 @@ impl Planner<'_> {
             template: Box::new(template),
         });
         if new_attempt {
-            self.step_event(
+            self.step_progress(
                 i,
-                false,
                 reasons::STEP_STARTED,
                 format!("step {} attempt {attempt} started", step.name),
             );
@@ -139,12 +138,7 @@ impl Planner<'_> {
         entry.next_retry_time = None;
         entry.message = None;
         self.status.completed_steps = i as i32 + 1;
-        self.step_event(
-            i,
-            false,
-            reasons::STEP_SUCCEEDED,
-            format!("step {name} succeeded"),
-        );
+        self.step_progress(i, reasons::STEP_SUCCEEDED, format!("step {name} succeeded"));
         let next = match self.input.spec.steps.get(i + 1) {
             Some(step) => format!("step {} starts", step.name),
             None => "the goal succeeded".into(),
@@ -190,9 +184,8 @@ impl Planner<'_> {
             let at = duration::later(self.input.now, delay);
             entry.next_retry_time = Some(Time(at));
             self.wake_overseer(i, outcome, format!("retry in {}", humanize(delay)));
-            self.step_event(
+            self.step_warning(
                 i,
-                true,
                 reasons::STEP_FAILED,
                 format!(
                     "step {name} attempt {attempts}: {message}; retry in {}",
@@ -221,7 +214,7 @@ impl Planner<'_> {
                     reasons::STEP_FAILED,
                     &summary,
                 );
-                self.step_event(i, true, reasons::STEP_FAILED, summary.clone());
+                self.step_warning(i, reasons::STEP_FAILED, summary.clone());
                 self.actions.push(Action::Notify {
                     reason: NotifyReason::Paused,
                     message: summary,
