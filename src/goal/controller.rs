@@ -739,3 +739,7 @@ impl crate::controller::ControllerContext for GoalContext {
         &self.ctx
     }
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;

@@ -19,6 +19,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use overseer::agent::{Agent, AgentPhase};
+use overseer::goal::pod::RESULTS_ANNOTATION;
 use overseer::goal::{Goal, GoalPhase};
 use overseer::prwatch::PRWatch;
 use overseer::swarm::Swarm;
@@ -559,6 +560,12 @@ impl Scenario for GoalWithRetry {
                 step.name, step.phase, step.attempts, step.pod_name, step.result
             );
         }
+        // The last step's pod carried the earlier results, whatever write the operator
+        // died at between the status that recorded them and the pod.
+        let last = status.steps.last()?.pod_name.clone()?;
+        let pod = ns.api::<Pod>().get(&last).await.ok()?;
+        let carried = pod.metadata.annotations?.remove(RESULTS_ANNOTATION)?;
+        let _ = writeln!(end, "results given to {last}: {carried}");
         let _ = write!(end, "pods: {}", world.created_once("Pod"));
         Some(end)
     }
