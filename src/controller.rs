@@ -320,8 +320,8 @@ pub trait ControllerContext: Send + Sync + 'static {
     fn shared(&self) -> &Arc<Context>;
 }
 
-/// Runs `controller` until its graceful shutdown: `concurrency` objects at once, each
-/// reconcile through `reconcile_guarded`, failures through `retry_after_error`, and
+/// Runs `controller` until its graceful shutdown: `concurrency` objects at once, taken
+/// fairly between namespaces (src/fair.rs), each reconcile through `reconcile_guarded`, failures through `retry_after_error`, and
 /// what its stream says through `log_outcome`. The wiring all four kinds share.
 pub async fn run_controller<K, C, Fut>(
     controller: kube::runtime::Controller<DeserializeGuard<K>>,
@@ -340,17 +340,25 @@ pub async fn run_controller<K, C, Fut>(
     C: ControllerContext,
     Fut: Future<Output = Result<kube::runtime::controller::Action>> + Send + 'static,
 {
-    let concurrency = context.shared().concurrency;
+    // kube's own bound is lifted: its queue drains in hash order (src/fair.rs).
+    let slots = crate::fair::FairSlots::new(context.shared().concurrency.into());
     let shared = context.shared().clone();
     controller
-        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
+        .with_config(kube::runtime::controller::Config::default().concurrency(0))
         .graceful_shutdown_on(shutdown)
         .run(
             move |object, context: Arc<C>| {
                 let shared = context.shared().clone();
-                reconcile_guarded(shared, name, object, move |object| {
-                    reconcile(object, context)
-                })
+                let slots = slots.clone();
+                async move {
+                    let _slot = slots
+                        .acquire(object.meta().namespace.as_deref().unwrap_or_default())
+                        .await;
+                    reconcile_guarded(shared, name, object, move |object| {
+                        reconcile(object, context)
+                    })
+                    .await
+                }
             },
             move |object, error, context| {
                 retry_after_error(context.shared(), name, &*object, error)

@@ -17,6 +17,7 @@ pub mod delivery;
 pub mod duration;
 pub mod egress;
 pub mod events;
+pub mod fair;
 pub mod fresh;
 pub mod goal;
 pub mod health;

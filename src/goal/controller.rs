@@ -313,29 +313,8 @@ async fn apply(
         });
     for action in pod_actions.into_iter().chain(other_actions) {
         match action {
-            plan::Action::CreatePod {
-                step,
-                attempt,
-                role,
-                runtime,
-                timeout,
-                read_only,
-                instructions,
-                template,
-            } => {
-                let params = StepPodParams {
-                    goal,
-                    step: *step,
-                    attempt: *attempt,
-                    role,
-                    runtime,
-                    timeout: *timeout,
-                    template: template.as_ref().clone(),
-                    read_only: *read_only,
-                    instructions,
-                    results: &results,
-                    overseer_image: &ctx.overseer_image,
-                };
+            plan::Action::CreatePod { .. } => {
+                let params = step_pod_params(ctx, goal, action, &results);
                 match create_step_pod(gc, goal, &plan.status, &params).await? {
                     StepPodCreated::Yes => {}
                     // The refused pod would be refused again: the goal waits for a change.
@@ -378,6 +357,41 @@ async fn apply(
         }
     }
     Ok(duration::requeue(plan.requeue_after))
+}
+
+/// What the step pod of a planned `CreatePod` is built from.
+fn step_pod_params<'a>(
+    ctx: &'a Context,
+    goal: &'a Goal,
+    create: &'a plan::Action,
+    results: &'a pod::Results,
+) -> StepPodParams<'a> {
+    let plan::Action::CreatePod {
+        step,
+        attempt,
+        role,
+        runtime,
+        timeout,
+        read_only,
+        instructions,
+        template,
+    } = create
+    else {
+        unreachable!("called for CreatePod only")
+    };
+    StepPodParams {
+        goal,
+        step: *step,
+        attempt: *attempt,
+        role,
+        runtime,
+        timeout: *timeout,
+        template: template.as_ref().clone(),
+        read_only: *read_only,
+        instructions,
+        results,
+        overseer_image: &ctx.overseer_image,
+    }
 }
 
 /// Tells the goal's overseer of a step's outcome out of the reconcile, on its
