@@ -5,7 +5,8 @@
 //! This benchmark plays the kubelet for both: it writes each pod Succeeded as soon as
 //! it appears, and times that write to the chain's next pod appearing in its watch.
 //! Prints p50, p99 and transitions/s of each, and the operator's ratio to the bare
-//! controller. `OVERSEER_BENCH_GOALS` sets `GOALS` (default 1,000),
+//! controller. Then tenant fairness: one namespace's single goal, alone and beside
+//! another namespace's `GOALS` goals. `OVERSEER_BENCH_GOALS` sets `GOALS` (default 1,000),
 //! `OVERSEER_BENCH_CONCURRENCY` the operator's `--concurrency` (default: its own).
 //! Needs the test cluster: `make bench`.
 
@@ -301,6 +302,28 @@ async fn run_operator(
     (measured, metrics, writes)
 }
 
+/// Tenant fairness: one tenant's single goal alone, then started while another tenant's
+/// `goals` goals are under way, on one operator watching every namespace. Returns the
+/// single goal's step advances in each case.
+async fn run_tenants(goals: usize) -> (Measured, Measured) {
+    let _operator = Operator::start(&[]);
+    let alone_ns = setup("bench-tenant-alone").await;
+    let kubelet = tokio::spawn(play_kubelet(alone_ns.api(), 1));
+    create_goals(&alone_ns.api(), "q", 1, STEPS).await;
+    let alone = kubelet.await.unwrap();
+    let (busy_ns, quiet_ns) = (
+        setup("bench-tenant-busy").await,
+        setup("bench-tenant-quiet").await,
+    );
+    let busy = tokio::spawn(play_kubelet(busy_ns.api(), goals));
+    create_goals(&busy_ns.api(), "c", goals, STEPS).await;
+    let kubelet = tokio::spawn(play_kubelet(quiet_ns.api(), 1));
+    create_goals(&quiet_ns.api(), "q", 1, STEPS).await;
+    let beside = kubelet.await.unwrap();
+    busy.await.unwrap();
+    (alone, beside)
+}
+
 #[tokio::main]
 async fn main() {
     let goals = goals();
@@ -344,6 +367,16 @@ async fn main() {
             1000.0 * reconciling / reconciles.max(1.0)
         );
     }
+    let (alone, beside) = run_tenants(goals).await;
+    println!("{}", alone.line("quiet tenant's goal alone"));
+    println!(
+        "{}",
+        beside.line("quiet tenant's goal beside a busy tenant")
+    );
+    println!(
+        "the quiet tenant's slowest step advance beside the busy one: {:.2}x its slowest alone (target <= 2x)",
+        ms(beside.percentile(1.0)) / ms(alone.percentile(1.0))
+    );
     println!(
         "operator / bare: p50 {:.2}x, p99 {:.2}x (target <= 1.5x), transitions/s {:.2}x (target >= 0.9x)",
         ms(ours.percentile(0.50)) / ms(bare.percentile(0.50)),
