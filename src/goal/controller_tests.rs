@@ -89,10 +89,10 @@ fn first_step_running() -> Goal {
         },
         "status": {
             "observedGeneration": 1, "phase": "Running", "completedSteps": 0,
-            "startedAt": "2026-12-06T04:00:00Z",
+            "startedAt": jiff::Timestamp::now().to_string(),
             "steps": [
                 {"name": "parse", "phase": "Running", "attempts": 1, "podName": "ship-s0-a1",
-                 "startedAt": "2026-12-06T04:00:00Z"},
+                 "startedAt": jiff::Timestamp::now().to_string()},
                 {"name": "test", "phase": "Pending", "attempts": 0},
                 {"name": "ship", "phase": "Pending", "attempts": 0}
             ]
@@ -101,7 +101,8 @@ fn first_step_running() -> Goal {
     .unwrap()
 }
 
-/// Step `index`'s first pod, succeeded with `result`.
+/// Step `index`'s first pod, succeeded with `result` just now (well within the pod
+/// retention, after which a finished pod is deleted).
 fn succeeded_pod(index: usize, step: &str, result: &str) -> Pod {
     serde_json::from_value(json!({
         "metadata": {"name": format!("ship-s{index}-a1"), "namespace": "team",
@@ -115,7 +116,7 @@ fn succeeded_pod(index: usize, step: &str, result: &str) -> Pod {
             "name": "agent", "image": "example.com/codex:1", "imageID": "", "ready": false,
             "restartCount": 0,
             "state": {"terminated": {"exitCode": 0, "reason": "Completed", "message": result,
-                "finishedAt": "2026-12-06T04:01:00Z"}}}]}
+                "finishedAt": jiff::Timestamp::now().to_string()}}}]}
     }))
     .unwrap()
 }
