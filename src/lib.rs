@@ -108,6 +108,9 @@ impl Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]
+mod scripted;
+
+#[cfg(test)]
 mod tests {
     use super::Error;
 

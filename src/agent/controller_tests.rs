@@ -2,14 +2,12 @@
 //! fixtures): each request is answered by what `answer` says and recorded.
 use std::sync::Arc;
 
-use http::{Request, Response, StatusCode};
-use kube::client::Body;
+use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::*;
 use crate::fresh::{Applied, Deleting, Versions};
-
-type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
+use crate::scripted::{self, Seen};
 
 /// A client whose API server refuses every new pod as invalid and every exec as
 /// forbidden, keeps `objects` (by `<plural>/<name>`) and answers their reads (404
@@ -17,90 +15,66 @@ type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
 /// fields replaced, the others kept, as server-side apply does for them), and
 /// echoes any other write back as written.
 fn scripted_client(objects: Vec<(&'static str, Value)>) -> (kube::Client, Seen) {
-    let seen: Seen = Arc::default();
-    let record = seen.clone();
     let objects = Arc::new(Mutex::new(objects));
-    let service = tower::service_fn(move |request: Request<Body>| {
-        let (record, objects) = (record.clone(), objects.clone());
-        async move {
-            let (parts, body) = request.into_parts();
-            let bytes = body.collect_bytes().await.unwrap_or_default();
-            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            let (method, path) = (parts.method.to_string(), parts.uri.path().to_string());
-            record
-                .lock()
-                .unwrap()
-                .push((method.clone(), path.clone(), body.clone()));
-            let mut kept = objects.lock().unwrap();
-            let stored = kept
-                .iter_mut()
-                .find(|(at, _)| path.trim_end_matches("/status").ends_with(at))
-                .map(|(_, object)| object);
-            let status = |code: u16, reason: &str, message: &str| {
-                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                    "reason": reason, "code": code, "message": message})
-            };
-            let (code, answer) = match (method.as_str(), path.as_str(), stored) {
-                ("POST", p, _) if p.ends_with("/pods") => (
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    status(
-                        422,
-                        "Invalid",
-                        "Pod \"builder-1\" is invalid: spec.containers[0].image: Required value",
-                    ),
+    scripted::client(move |method, path, body| {
+        let mut kept = objects.lock().unwrap();
+        let stored = kept
+            .iter_mut()
+            .find(|(at, _)| path.trim_end_matches("/status").ends_with(at))
+            .map(|(_, object)| object);
+        match (method, path, stored) {
+            ("POST", p, _) if p.ends_with("/pods") => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                scripted::failure(
+                    422,
+                    "Invalid",
+                    "Pod \"builder-1\" is invalid: spec.containers[0].image: Required value",
                 ),
-                ("GET", p, _) if p.ends_with("/exec") => (
-                    StatusCode::FORBIDDEN,
-                    status(
-                        403,
-                        "Forbidden",
-                        "pods \"builder-1\" is forbidden: exec refused",
-                    ),
+            ),
+            ("GET", p, _) if p.ends_with("/exec") => (
+                StatusCode::FORBIDDEN,
+                scripted::failure(
+                    403,
+                    "Forbidden",
+                    "pods \"builder-1\" is forbidden: exec refused",
                 ),
-                ("GET", _, Some(object)) => (StatusCode::OK, object.clone()),
-                ("GET", _, None) => (StatusCode::NOT_FOUND, status(404, "NotFound", "not found")),
-                // An apply onto a version the object has moved past.
-                ("PATCH", p, Some(object))
-                    if p.ends_with("/status")
-                        && body["metadata"]["resourceVersion"]
-                            .as_str()
-                            .is_some_and(|v| !v.is_empty())
-                        && body["metadata"]["resourceVersion"]
-                            != object["metadata"]["resourceVersion"] =>
-                {
-                    (
-                        StatusCode::CONFLICT,
-                        status(409, "Conflict", "the object has been modified"),
-                    )
+            ),
+            ("GET", _, Some(object)) => (StatusCode::OK, object.clone()),
+            ("GET", _, None) => (
+                StatusCode::NOT_FOUND,
+                scripted::failure(404, "NotFound", "not found"),
+            ),
+            // An apply onto a version the object has moved past.
+            ("PATCH", p, Some(object))
+                if p.ends_with("/status")
+                    && body["metadata"]["resourceVersion"]
+                        .as_str()
+                        .is_some_and(|v| !v.is_empty())
+                    && body["metadata"]["resourceVersion"]
+                        != object["metadata"]["resourceVersion"] =>
+            {
+                (
+                    StatusCode::CONFLICT,
+                    scripted::failure(409, "Conflict", "the object has been modified"),
+                )
+            }
+            ("PATCH", p, Some(object)) if p.ends_with("/status") => {
+                for (field, value) in body["status"].as_object().into_iter().flatten() {
+                    object["status"][field] = value.clone();
                 }
-                ("PATCH", p, Some(object)) if p.ends_with("/status") => {
-                    for (field, value) in body["status"].as_object().into_iter().flatten() {
-                        object["status"][field] = value.clone();
-                    }
-                    (StatusCode::OK, object.clone())
+                (StatusCode::OK, object.clone())
+            }
+            (_, _, _) => {
+                let mut written =
+                    scripted::as_written(path, body, "0b5e6f0e-1111-2222-3333-444455556666", "7");
+                // The whole object comes back, as the API server returns it.
+                if path.contains("/agents/") && written.get("spec").is_none() {
+                    written["spec"] = json!({"runtime": {}});
                 }
-                (_, _, _) => {
-                    let mut written = body;
-                    written["metadata"]["name"] =
-                        json!(path.rsplit('/').nth(usize::from(path.ends_with("/status"))));
-                    written["metadata"]["uid"] = json!("0b5e6f0e-1111-2222-3333-444455556666");
-                    written["metadata"]["resourceVersion"] = json!("7");
-                    // The whole object comes back, as the API server returns it.
-                    if path.contains("/agents/") && written.get("spec").is_none() {
-                        written["spec"] = json!({"runtime": {}});
-                    }
-                    (StatusCode::OK, written)
-                }
-            };
-            let response = Response::builder()
-                .status(code)
-                .header("content-type", "application/json")
-                .body(Body::from(serde_json::to_vec(&answer).unwrap()))
-                .unwrap();
-            Ok::<_, std::convert::Infallible>(response)
+                (StatusCode::OK, written)
+            }
         }
-    });
-    (kube::Client::new(service, "team"), seen)
+    })
 }
 
 fn agent_context(client: kube::Client) -> AgentContext {

@@ -1,58 +1,31 @@
 //! The goal reconciler's writes against a scripted API server (controller-rs's
 //! fixtures): every request is recorded, and each write is answered as written.
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use http::{Request, Response, StatusCode};
-use kube::client::Body;
+use http::StatusCode;
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 
 use super::*;
-
-type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
+use crate::scripted::{self, Seen};
 
 /// A client whose API server answers every write with the object as written (a name,
 /// uid and version added) and every read with 404, recording each request.
 fn scripted_client() -> (kube::Client, Seen) {
-    let seen: Seen = Arc::default();
-    let record = seen.clone();
-    let service = tower::service_fn(move |request: Request<Body>| {
-        let record = record.clone();
-        async move {
-            let (parts, body) = request.into_parts();
-            let bytes = body.collect_bytes().await.unwrap_or_default();
-            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            let (method, path) = (parts.method.to_string(), parts.uri.path().to_string());
-            record
-                .lock()
-                .unwrap()
-                .push((method.clone(), path.clone(), body.clone()));
-            let (code, answer) = if method == "GET" {
-                let missing = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                    "reason": "NotFound", "code": 404, "message": "not found"});
-                (StatusCode::NOT_FOUND, missing)
-            } else {
-                let mut written = body;
-                if written["metadata"]["name"].is_null() {
-                    written["metadata"]["name"] =
-                        json!(path.rsplit('/').nth(usize::from(path.ends_with("/status"))));
-                }
-                written["metadata"]["uid"] = json!("9c2d7b1e-1111-2222-3333-444455556666");
-                written["metadata"]["resourceVersion"] = json!("8");
-                if path.contains("/goals/") && written.get("spec").is_none() {
-                    written["spec"] = json!({"steps": []});
-                }
-                (StatusCode::OK, written)
-            };
-            let response = Response::builder()
-                .status(code)
-                .header("content-type", "application/json")
-                .body(Body::from(serde_json::to_vec(&answer).unwrap()))
-                .unwrap();
-            Ok::<_, std::convert::Infallible>(response)
+    scripted::client(|method, path, body| {
+        if method == "GET" {
+            return (
+                StatusCode::NOT_FOUND,
+                scripted::failure(404, "NotFound", "not found"),
+            );
         }
-    });
-    (kube::Client::new(service, "team"), seen)
+        let mut written =
+            scripted::as_written(path, body, "9c2d7b1e-1111-2222-3333-444455556666", "8");
+        if path.contains("/goals/") && written.get("spec").is_none() {
+            written["spec"] = json!({"steps": []});
+        }
+        (StatusCode::OK, written)
+    })
 }
 
 /// The goal's context, its caches empty.
