@@ -299,8 +299,13 @@ async fn apply(
 ) -> Result<Action> {
     let ctx = &gc.ctx;
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &goal.namespace().unwrap_or_default());
-    let results = pod::results(goal, &plan.status);
-    write_status_and_results(gc, goal, plan, &results).await?;
+    // Built only for a pod to carry: most reconciles create none.
+    let results = plan
+        .actions
+        .iter()
+        .any(|a| matches!(a, plan::Action::CreatePod { .. }))
+        .then(|| pod::results(goal, &plan.status));
+    write_status_and_results(gc, goal, plan, results.as_ref()).await?;
     let recorded_success =
         plan.status.completed_steps > goal.status.as_ref().map_or(0, |s| s.completed_steps);
     // Pods first: Events and notifications must not delay the next step.
@@ -314,7 +319,9 @@ async fn apply(
     for action in pod_actions.into_iter().chain(other_actions) {
         match action {
             plan::Action::CreatePod { .. } => {
-                let params = step_pod_params(ctx, goal, action, &results);
+                let Some(params) = step_pod_params(ctx, goal, action, results.as_ref()) else {
+                    continue;
+                };
                 match create_step_pod(gc, goal, &plan.status, &params).await? {
                     StepPodCreated::Yes => {}
                     // The refused pod would be refused again: the goal waits for a change.
@@ -359,27 +366,31 @@ async fn apply(
     Ok(duration::requeue(plan.requeue_after))
 }
 
-/// What the step pod of a planned `CreatePod` is built from.
+/// What the step pod of a planned `CreatePod` is built from, with the results it
+/// carries; None for any other action.
 fn step_pod_params<'a>(
     ctx: &'a Context,
     goal: &'a Goal,
     create: &'a plan::Action,
-    results: &'a pod::Results,
-) -> StepPodParams<'a> {
-    let plan::Action::CreatePod {
-        step,
-        attempt,
-        role,
-        runtime,
-        timeout,
-        read_only,
-        instructions,
-        template,
-    } = create
+    results: Option<&'a pod::Results>,
+) -> Option<StepPodParams<'a>> {
+    let (
+        plan::Action::CreatePod {
+            step,
+            attempt,
+            role,
+            runtime,
+            timeout,
+            read_only,
+            instructions,
+            template,
+        },
+        Some(results),
+    ) = (create, results)
     else {
-        unreachable!("called for CreatePod only")
+        return None;
     };
-    StepPodParams {
+    Some(StepPodParams {
         goal,
         step: *step,
         attempt: *attempt,
@@ -391,7 +402,7 @@ fn step_pod_params<'a>(
         instructions,
         results,
         overseer_image: &ctx.overseer_image,
-    }
+    })
 }
 
 /// Tells the goal's overseer of a step's outcome out of the reconcile, on its
@@ -413,8 +424,9 @@ fn spawn_wake(ctx: &Arc<Context>, goal: &Goal, outcome: &StepOutcome) {
     }
 }
 
-/// Writes the planned status and, when a step pod is to be created and its results
-/// are too large to travel in the pod, their ConfigMap, together, before the pod: the
+/// Writes the planned status and, when a step pod is to be created (`results` are
+/// given) and its results are too large to travel in the pod, their ConfigMap,
+/// together, before the pod: the
 /// results derive from the planned status, and writing them again after a status
 /// write that failed is harmless.
 #[instrument(skip_all)]
@@ -422,7 +434,7 @@ async fn write_status_and_results(
     gc: &GoalContext,
     goal: &Goal,
     plan: &plan::Plan,
-    results: &pod::Results,
+    results: Option<&pod::Results>,
 ) -> Result<()> {
     let goals: Api<Goal> =
         Api::namespaced(gc.ctx.client.clone(), &goal.namespace().unwrap_or_default());
@@ -436,12 +448,8 @@ async fn write_status_and_results(
         Ok::<_, crate::Error>(())
     };
     let results = async {
-        let creates_pod = plan
-            .actions
-            .iter()
-            .any(|a| matches!(a, plan::Action::CreatePod { .. }));
         match results {
-            pod::Results::ConfigMap(cm) if creates_pod => apply_results(&gc.ctx, goal, cm).await,
+            Some(pod::Results::ConfigMap(cm)) => apply_results(&gc.ctx, goal, cm).await,
             _ => Ok(()),
         }
     };
