@@ -111,7 +111,7 @@ fn creates(plan: &Plan) -> Vec<(usize, i32)> {
     plan.actions
         .iter()
         .filter_map(|a| match a {
-            Action::CreatePod { step, attempt, .. } => Some((*step, *attempt)),
+            Action::CreatePod(run) => Some((run.step, run.attempt)),
             _ => None,
         })
         .collect()
@@ -518,18 +518,19 @@ roles:
         .unwrap(),
     );
     let plan = case.plan();
-    let Some(Action::CreatePod {
+    let Some(Action::CreatePod(run)) = plan
+        .actions
+        .iter()
+        .find(|a| matches!(a, Action::CreatePod(_)))
+    else {
+        panic!("no pod: {:?}", plan.actions);
+    };
+    let StepRun {
         role,
         runtime,
         template,
         ..
-    }) = plan
-        .actions
-        .iter()
-        .find(|a| matches!(a, Action::CreatePod { .. }))
-    else {
-        panic!("no pod: {:?}", plan.actions);
-    };
+    } = run.as_ref();
     assert_eq!(role, "reviewer");
     assert_eq!(
         runtime.image.as_deref(),
@@ -556,15 +557,16 @@ roles:
         reason: None,
     });
     let next = later.plan();
-    let Some(Action::CreatePod {
-        runtime, template, ..
-    }) = next
+    let Some(Action::CreatePod(run)) = next
         .actions
         .iter()
-        .find(|a| matches!(a, Action::CreatePod { .. }))
+        .find(|a| matches!(a, Action::CreatePod(_)))
     else {
         panic!("no second pod: {:?}", next.actions);
     };
+    let StepRun {
+        runtime, template, ..
+    } = run.as_ref();
     assert_eq!(runtime.image.as_deref(), Some("example.com/claude:1"));
     assert!(template.is_empty());
 }
@@ -910,7 +912,7 @@ fn a_step_whose_role_only_reads_gets_a_read_only_workspace() {
     case.swarm = Some(serde_saphyr::from_str("roles: {tester: {readOnly: true}}").unwrap());
     let read_only = |plan: &Plan| {
         plan.actions.iter().find_map(|a| match a {
-            Action::CreatePod { read_only, .. } => Some(*read_only),
+            Action::CreatePod(run) => Some(run.read_only),
             _ => None,
         })
     };

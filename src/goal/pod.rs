@@ -1,7 +1,6 @@
 //! The step pod and the results it carries, built as plain values (no I/O).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource,
@@ -10,10 +9,10 @@ use k8s_openapi::api::core::v1::{
 use kube::Resource;
 use kube::api::ObjectMeta;
 
-use crate::api::{MANAGED_BY, RuntimeSpec, label_value};
+use super::plan::StepRun;
+use crate::api::{MANAGED_BY, label_value};
 use crate::kinds::goal::{Goal, GoalStatus, StepPhase};
 use crate::labels;
-use crate::template::PodTemplate;
 use crate::workspace::Workspace;
 use crate::{pods, runtimes, workspace};
 
@@ -58,17 +57,8 @@ pub fn results(goal: &Goal, status: &GoalStatus) -> Results {
 
 pub struct StepPodParams<'a> {
     pub goal: &'a Goal,
-    pub step: usize,
-    pub attempt: i32,
-    pub role: &'a str,
-    pub runtime: &'a RuntimeSpec,
-    pub timeout: Duration,
-    /// The step's pod settings, merged.
-    pub template: PodTemplate,
-    /// The step's role only reads: its workspace is mounted read-only.
-    pub read_only: bool,
-    /// What the step's agent is told besides its action, placed by `overseer step`.
-    pub instructions: &'a str,
+    /// The attempt the plan decided on.
+    pub run: &'a StepRun,
     /// The earlier steps' results.
     pub results: &'a Results,
     /// Image holding the `overseer` binary (the operator's own).
@@ -85,14 +75,14 @@ pub fn results_name(goal: &str) -> String {
 
 pub fn step_pod(p: &StepPodParams) -> Pod {
     let goal_name = p.goal.metadata.name.clone().unwrap_or_default();
-    let step = &p.goal.spec.steps[p.step];
+    let step = &p.goal.spec.steps[p.run.step];
     let workspace = p.goal.spec.workspace.clone().unwrap_or_default();
     let mut command = vec![format!("{BIN_DIR}/overseer"), "step".into(), "--".into()];
-    command.extend(runtimes::headless_command(p.runtime, &step.action));
+    command.extend(runtimes::headless_command(&p.run.runtime, &step.action));
     // Every step works in the goal's workspace: with persistent storage, on the files
     // the step before left.
     let mut mounts = pods::overseer_mounts().to_vec();
-    mounts.extend(workspace::mounts(&workspace, p.read_only));
+    mounts.extend(workspace::mounts(&workspace, p.run.read_only));
     mounts.push(VolumeMount {
         name: "results".into(),
         mount_path: "/overseer/results".into(),
@@ -104,12 +94,12 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
     volumes.push(results_volume(p.results, &goal_name));
     let sync = workspace::sync_container(
         &workspace,
-        p.runtime.image.as_deref(),
+        p.run.runtime.image.as_deref(),
         &workspace::default_branch(&goal_name),
     );
     let mut pod = Pod {
         metadata: ObjectMeta {
-            name: Some(super::plan::pod_name(&goal_name, p.step, p.attempt)),
+            name: Some(super::plan::pod_name(&goal_name, p.run.step, p.run.attempt)),
             namespace: p.goal.metadata.namespace.clone(),
             labels: Some(step_labels(p, &goal_name)),
             owner_references: p.goal.controller_owner_ref(&()).map(|r| vec![r]),
@@ -117,7 +107,7 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
         },
         spec: Some(PodSpec {
             restart_policy: Some("Never".into()),
-            active_deadline_seconds: Some(p.timeout.as_secs().max(1) as i64),
+            active_deadline_seconds: Some(p.run.timeout.as_secs().max(1) as i64),
             automount_service_account_token: Some(false),
             security_context: Some(pods::restricted_pod()),
             init_containers: Some(
@@ -127,7 +117,7 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
             ),
             containers: vec![Container {
                 name: "agent".into(),
-                image: p.runtime.image.clone(),
+                image: p.run.runtime.image.clone(),
                 command: Some(command),
                 working_dir: Some(workspace::DIR.into()),
                 env: Some(step_env(p, &goal_name, &workspace)),
@@ -141,14 +131,14 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
         }),
         status: None,
     };
-    p.template.clone().dress(&mut pod);
+    p.run.template.clone().dress(&mut pod);
     // After the template's annotations: theirs never stand for the results.
     let annotations = pod.metadata.annotations.get_or_insert_default();
     match p.results {
         Results::Inline(json) => annotations.insert(RESULTS_ANNOTATION.into(), json.clone()),
         Results::ConfigMap(_) => annotations.remove(RESULTS_ANNOTATION),
     };
-    if p.read_only {
+    if p.run.read_only {
         pods::read_only_mounts(&mut pod);
     }
     pod
@@ -186,14 +176,14 @@ fn results_volume(results: &Results, goal_name: &str) -> Volume {
 
 /// The step pod's labels: the operator's, the goal's, the step's and its attempt's.
 fn step_labels(p: &StepPodParams, goal_name: &str) -> BTreeMap<String, String> {
-    let step = &p.goal.spec.steps[p.step];
+    let step = &p.goal.spec.steps[p.run.step];
     let mut labels = BTreeMap::from([
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
         (labels::GOAL.into(), label_value(goal_name)),
         (labels::STEP.into(), step.name.clone()),
-        (labels::STEP_INDEX.into(), p.step.to_string()),
-        (labels::ATTEMPT.into(), p.attempt.to_string()),
-        (labels::ROLE.into(), p.role.to_string()),
+        (labels::STEP_INDEX.into(), p.run.step.to_string()),
+        (labels::ATTEMPT.into(), p.run.attempt.to_string()),
+        (labels::ROLE.into(), p.run.role.clone()),
     ]);
     if let Some(swarm) = &p.goal.spec.swarm {
         labels.insert(labels::SWARM.into(), label_value(swarm));
@@ -204,18 +194,22 @@ fn step_labels(p: &StepPodParams, goal_name: &str) -> BTreeMap<String, String> {
 /// What the step's command reads from its environment: the goal, step and attempt,
 /// the action, where the results and instructions are, and the workspace's git source.
 fn step_env(p: &StepPodParams, goal_name: &str, workspace: &Workspace) -> Vec<EnvVar> {
-    let step = &p.goal.spec.steps[p.step];
-    let instruction_file =
-        runtimes::lookup(p.runtime.name.unwrap_or(crate::api::RuntimeName::Claude))
-            .instruction_file;
+    let step = &p.goal.spec.steps[p.run.step];
+    let instruction_file = runtimes::lookup(
+        p.run
+            .runtime
+            .name
+            .unwrap_or(crate::api::RuntimeName::Claude),
+    )
+    .instruction_file;
     [
         ("OVERSEER_GOAL", goal_name.to_string()),
         ("OVERSEER_STEP", step.name.clone()),
-        ("OVERSEER_STEP_INDEX", p.step.to_string()),
-        ("OVERSEER_ATTEMPT", p.attempt.to_string()),
+        ("OVERSEER_STEP_INDEX", p.run.step.to_string()),
+        ("OVERSEER_ATTEMPT", p.run.attempt.to_string()),
         ("OVERSEER_ACTION", step.action.clone()),
         ("OVERSEER_RESULTS_FILE", RESULTS_FILE.to_string()),
-        ("OVERSEER_STEP_INSTRUCTIONS", p.instructions.to_string()),
+        ("OVERSEER_STEP_INSTRUCTIONS", p.run.instructions.clone()),
         (
             "OVERSEER_INSTRUCTIONS",
             format!("{}/{instruction_file}", super::instructions::DIR),
@@ -253,7 +247,11 @@ fn results_config_map(goal: &Goal, json: String) -> ConfigMap {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::api::RuntimeSpec;
+    use crate::template::PodTemplate;
 
     #[test]
     fn a_read_only_steps_template_mounts_are_read_only_and_the_binary_always() {
@@ -271,14 +269,16 @@ mod tests {
         for read_only in [false, true] {
             let pod = step_pod(&StepPodParams {
                 goal: &goal,
-                step: 0,
-                attempt: 1,
-                role: "reviewer",
-                runtime: &RuntimeSpec::default(),
-                timeout: Duration::from_secs(60),
-                template: template.clone(),
-                read_only,
-                instructions: "",
+                run: &StepRun {
+                    step: 0,
+                    attempt: 1,
+                    role: "reviewer".into(),
+                    runtime: RuntimeSpec::default(),
+                    timeout: Duration::from_secs(60),
+                    template: template.clone(),
+                    read_only,
+                    instructions: String::new(),
+                },
                 results: &Results::Inline("[]".into()),
                 overseer_image: "overseer:1",
             });
@@ -324,14 +324,16 @@ mod tests {
         let pod_with = |results: &Results| {
             step_pod(&StepPodParams {
                 goal: &goal,
-                step: 1,
-                attempt: 1,
-                role: "builder",
-                runtime: &RuntimeSpec::default(),
-                timeout: Duration::from_secs(60),
-                template: template.clone(),
-                read_only: false,
-                instructions: "",
+                run: &StepRun {
+                    step: 1,
+                    attempt: 1,
+                    role: "builder".into(),
+                    runtime: RuntimeSpec::default(),
+                    timeout: Duration::from_secs(60),
+                    template: template.clone(),
+                    read_only: false,
+                    instructions: String::new(),
+                },
                 results,
                 overseer_image: "overseer:1",
             })

@@ -3,7 +3,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{Action, NotifyReason, Planner, backoff, fingerprint, pod_name};
+use super::{Action, NotifyReason, Planner, StepRun, backoff, fingerprint, pod_name};
 use crate::goal::message::{StepOutcome, humanize};
 use crate::kinds::goal::*;
 use crate::reasons;
@@ -54,7 +54,7 @@ impl Planner<'_> {
             entry.started_at = Some(self.now.clone());
             entry.message = None;
         }
-        self.actions.push(Action::CreatePod {
+        self.actions.push(Action::CreatePod(Box::new(StepRun {
             step: i,
             attempt,
             role,
@@ -62,8 +62,8 @@ impl Planner<'_> {
             timeout,
             read_only,
             instructions,
-            template: Box::new(template),
-        });
+            template,
+        })));
         if new_attempt {
             self.step_progress(
                 i,

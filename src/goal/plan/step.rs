@@ -1,0 +1,212 @@
+//! One step in the plan: a notify step sent by the operator, or a step run as a pod
+//! by a role (its runtime, template and timeout), followed through its pod's life.
+
+use super::*;
+
+impl Planner<'_> {
+    /// A notify step: the operator sends it (planned first as an action, then, once
+    /// sent, recorded as done). Continue: go on with the next step.
+    pub(super) fn notify_step(&mut self, i: usize, step: &Step) -> ControlFlow<()> {
+        if self.input.notified != Some(i) {
+            self.actions.push(Action::Notify {
+                reason: NotifyReason::Step,
+                message: step.action.clone(),
+                step: Some(i),
+            });
+            return ControlFlow::Break(());
+        }
+        let entry = &mut self.status.steps[i];
+        entry.role = Some("notify".into());
+        entry.fingerprint = Some(fingerprint(step));
+        entry.started_at.get_or_insert(self.now.clone());
+        self.complete_step(i, Some("notification sent by the operator".into()));
+        ControlFlow::Continue(())
+    }
+
+    /// A step run as a pod by `role`. Continue: it succeeded, go on with the next step.
+    pub(super) fn run_step(&mut self, i: usize, step: &Step, role: String) -> ControlFlow<()> {
+        self.status.steps[i].role = Some(role);
+        self.adopt_newest_pod(i, step);
+        let entry = &self.status.steps[i];
+        let (attempt, phase) = (entry.attempts, entry.phase);
+        let pods = self.input.pods;
+        let pod = pods.iter().find(|p| p.step == i && p.attempt == attempt);
+        match (phase, pod) {
+            (StepPhase::Running, Some(pod)) => return self.follow_pod(i, step, pod),
+            (StepPhase::Running, None) => {
+                // Our own create is not visible yet, the pod was lost, or its name is
+                // another owner's: create it again under the same deterministic name
+                // (a twin is impossible) until the attempt's timeout, which holds
+                // whether or not its pod ever ran.
+                let started = self.status.steps[i].started_at.as_ref().map(|t| t.0);
+                let deadline = started.map(|s| duration::later(s, self.timeout(step)));
+                if deadline.is_some_and(|d| self.input.now >= d) {
+                    let message = format!(
+                        "attempt {attempt} ran past its {} timeout without a pod of its own",
+                        humanize(self.timeout(step))
+                    );
+                    self.fail_step(i, StepPhase::TimedOut, message);
+                    return ControlFlow::Break(());
+                }
+                self.start_attempt(i, attempt);
+            }
+            (StepPhase::Failed | StepPhase::TimedOut, _) => {
+                let retry_at = self.status.steps[i].next_retry_time.as_ref().map(|t| t.0);
+                match retry_at {
+                    Some(at) if self.input.now < at => {
+                        self.running(i);
+                        self.requeue_at(at);
+                    }
+                    Some(_) if self.hold_for_pause() => {}
+                    Some(_) => self.start_attempt(i, attempt.saturating_add(1)),
+                    // Out of retries; only a resume (which resets the phase) continues.
+                    None => {}
+                }
+            }
+            (StepPhase::Pending | StepPhase::Succeeded, _) => {
+                if !self.hold_for_pause() {
+                    self.start_attempt(i, attempt.saturating_add(1));
+                }
+            }
+        }
+        ControlFlow::Break(())
+    }
+
+    /// Adopts a pod beyond the recorded attempts (a crash after creating one).
+    pub(super) fn adopt_newest_pod(&mut self, i: usize, step: &Step) {
+        let pods = self.input.pods;
+        let newest_pod = pods
+            .iter()
+            .filter(|p| p.step == i)
+            .map(|p| p.attempt)
+            .max()
+            .unwrap_or(0);
+        let entry = &mut self.status.steps[i];
+        if newest_pod > entry.attempts {
+            entry.fingerprint = Some(fingerprint(step));
+            entry.attempts = newest_pod;
+            entry.phase = StepPhase::Running;
+            entry.pod_name = Some(pod_name(self.input.name, i, newest_pod));
+            entry.started_at.get_or_insert(self.now.clone());
+        }
+    }
+
+    /// The running attempt's pod: succeeded (Continue), failed, timed out, or running on.
+    pub(super) fn follow_pod(&mut self, i: usize, step: &Step, pod: &StepPod) -> ControlFlow<()> {
+        match pod.phase {
+            PodPhase::Succeeded => {
+                let result = pod.message.as_deref().map(truncate_result);
+                self.status.steps[i].finished_at = pod.finished_at.map(Time);
+                self.complete_step(i, result);
+                return ControlFlow::Continue(());
+            }
+            PodPhase::Failed => self.fail_step(i, StepPhase::Failed, failure_message(pod)),
+            PodPhase::Pending | PodPhase::Running => {
+                let timeout = self.timeout(step);
+                let started = self.status.steps[i]
+                    .started_at
+                    .as_ref()
+                    .map(|t| t.0)
+                    .unwrap_or(self.input.now);
+                let deadline = duration::later(started, timeout);
+                if self.input.now >= deadline {
+                    self.actions.push(Action::DeletePod {
+                        name: pod.name.clone(),
+                    });
+                    let message = format!(
+                        "attempt {} ran past its {} timeout",
+                        pod.attempt,
+                        humanize(timeout)
+                    );
+                    self.fail_step(i, StepPhase::TimedOut, message);
+                } else {
+                    self.running(i);
+                    self.requeue_at(deadline);
+                }
+            }
+        }
+        ControlFlow::Break(())
+    }
+
+    /// `spec.paused`: no new step starts.
+    pub(super) fn hold_for_pause(&mut self) -> bool {
+        if !self.input.spec.paused {
+            if self.paused_reason() == Some(reasons::REQUESTED)
+                && conditions::is_true(&self.status.conditions, conditions::PAUSED)
+            {
+                self.condition(
+                    conditions::PAUSED,
+                    false,
+                    reasons::UNPAUSED,
+                    "spec.paused was cleared",
+                );
+                self.event(
+                    false,
+                    reasons::UNPAUSED,
+                    "spec.paused was cleared; continuing".into(),
+                );
+            }
+            return false;
+        }
+        if self.condition(
+            conditions::PAUSED,
+            true,
+            reasons::REQUESTED,
+            "spec.paused is true: no new step starts",
+        ) {
+            self.event(
+                false,
+                reasons::PAUSED,
+                "spec.paused is true: no new step starts".into(),
+            );
+        }
+        self.condition(
+            conditions::PROGRESSING,
+            false,
+            reasons::PAUSED,
+            "spec.paused is true",
+        );
+        self.status.phase = Some(GoalPhase::Paused);
+        true
+    }
+
+    /// The role of that name in the goal's swarm: a step of that role uses its template.
+    pub(super) fn swarm_role(&self, role: &str) -> Option<&crate::swarm::SwarmRole> {
+        self.input.swarm?.roles.get(role)
+    }
+
+    /// The step's own runtime, then its swarm role's, then the goal's defaults, then
+    /// the swarm's defaults.
+    pub(super) fn runtime(&self, step: &Step, role: &str) -> Option<RuntimeSpec> {
+        let fallbacks = [
+            self.swarm_role(role).and_then(|r| r.runtime.clone()),
+            self.input.spec.defaults.runtime.clone(),
+            self.input.swarm.and_then(|s| s.defaults.runtime.clone()),
+        ];
+        let runtime = fallbacks
+            .into_iter()
+            .flatten()
+            .fold(step.runtime.clone().unwrap_or_default(), |r, f| r.or(&f));
+        runtime.image.is_some().then_some(runtime)
+    }
+
+    /// The step's pod settings: the swarm's defaults, its swarm role's, the goal's,
+    /// then its own.
+    pub(super) fn pod_template(&self, step: &Step, role: &str) -> PodTemplate {
+        PodTemplate::layered([
+            self.input
+                .swarm
+                .and_then(|s| s.defaults.pod_template.as_ref()),
+            self.swarm_role(role).and_then(|r| r.pod_template.as_ref()),
+            self.input.spec.pod_template.as_ref(),
+            step.pod_template.as_ref(),
+        ])
+    }
+
+    pub(super) fn timeout(&self, step: &Step) -> Duration {
+        step.timeout
+            .as_ref()
+            .unwrap_or(&self.input.spec.defaults.timeout)
+            .get()
+    }
+}
