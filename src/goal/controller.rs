@@ -5,47 +5,38 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::TryStreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod};
-use kube::api::{DeleteParams, PostParams};
+use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
-use serde_json::json;
-use tracing::{info, instrument};
+use tracing::instrument;
 
-use super::dependencies::GoalSummary;
-use super::message::StepOutcome;
-use super::plan::{self, NotifyReason, PodPhase, StepPod};
-use super::pod::{self, StepPodParams};
-use super::progress::{self, ProgressEvents, Verdict};
-use crate::agent::Agent;
-use crate::api::{
-    CONTROLLER_MANAGER, MANAGED_BY, apply_status, apply_status_returning, label_value,
-};
+use super::plan::{self, NotifyReason};
+use super::progress::ProgressEvents;
+use crate::Result;
+use crate::api::MANAGED_BY;
 use crate::caches::Subscription;
-use crate::conditions;
 use crate::controller::naming_swarm;
 use crate::controller::{
     Context, Shutdown, deferred, listed, readable, related_trigger, run_controller,
 };
 use crate::fresh::{Creating, Versions};
-use crate::kinds::goal::{Goal, GoalStatus};
+use crate::kinds::goal::Goal;
 use crate::kinds::swarm::Swarm;
 use crate::labels;
 use crate::reasons;
-use crate::{Result, duration};
 use kube::core::DeserializeGuard as Guarded;
 
 mod act;
+mod context;
 mod observe;
 mod tell;
 
 use act::{apply, report_not_progressing};
-use observe::{Observed, observe, step_pod};
-use tell::{notify, spawn_wake};
-
-const CONTROLLER: &str = "goal";
+use context::{CONTROLLER, GoalContext};
+use observe::{Observed, observe};
+use tell::notify;
 
 /// Runs the Goal controller on its shares of the Goal and Swarm watches until `shutdown`.
 pub async fn run(
@@ -99,22 +90,6 @@ pub async fn run(
         progress: ProgressEvents::default(),
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
-}
-
-struct GoalContext {
-    ctx: Arc<Context>,
-    store: Store<Guarded<Goal>>,
-    /// Every step pod of the goals watched.
-    pods: Store<Pod>,
-    swarms: Store<Guarded<Swarm>>,
-    /// Each Goal's version as this operator last wrote or read it (src/fresh.rs).
-    versions: Versions,
-    /// Each Goal's step pod created and not yet in `pods` (src/fresh.rs).
-    creating: Arc<Creating<StepPod>>,
-    /// Each Goal's sandbox as this operator last applied it.
-    applied: crate::fresh::Applied,
-    /// Each Goal's last step progress Event, for folding the next (src/goal/progress.rs).
-    progress: ProgressEvents,
 }
 
 fn dependents(store: &Store<Guarded<Goal>>, changed: &Goal) -> Vec<ObjectRef<Guarded<Goal>>> {
@@ -227,12 +202,6 @@ async fn decide(ctx: &Context, goal: &Goal, observed: &Observed) -> plan::Plan {
         notified: Some(step),
         ..input
     })
-}
-
-impl crate::controller::ControllerContext for GoalContext {
-    fn shared(&self) -> &Arc<Context> {
-        &self.ctx
-    }
 }
 
 #[cfg(test)]

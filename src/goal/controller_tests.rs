@@ -158,7 +158,7 @@ async fn a_step_transition_is_two_writes_the_checkpoint_then_the_pod_with_the_re
     let next = &writes[1].2;
     assert_eq!(next["metadata"]["name"], "ship-s2-a1");
     let carried: Value = serde_json::from_str(
-        next["metadata"]["annotations"][pod::RESULTS_ANNOTATION]
+        next["metadata"]["annotations"][crate::goal::pod::RESULTS_ANNOTATION]
             .as_str()
             .unwrap(),
     )

@@ -21,8 +21,6 @@ mod record;
 mod step;
 mod upkeep;
 
-use upkeep::spec_conflict;
-
 /// Annotation whose new value resumes a paused goal.
 pub const RESUME_ANNOTATION: &str = "overseer.dev/resume";
 /// A step's result is at most this long (the termination message limit).
@@ -226,7 +224,7 @@ pub fn readiness(status: &GoalStatus) -> (bool, String, String) {
 
 impl Planner<'_> {
     fn run(&mut self) {
-        if let Some(conflict) = spec_conflict(self.input.spec, &self.status) {
+        if let Some(conflict) = self.spec_conflict() {
             if self.condition(
                 conditions::PROGRESSING,
                 false,

@@ -1,7 +1,27 @@
 //! Acting on a goal's plan: status first (the commit point), then the step pod, then
 //! Events, notifications and the overseer's wake.
 
-use super::*;
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod};
+use kube::api::{DeleteParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Resource, ResourceExt};
+use tracing::{info, instrument};
+
+use super::context::GoalContext;
+use super::observe::step_pod;
+use super::tell::{notify, spawn_wake};
+use crate::api::{CONTROLLER_MANAGER, apply_status, apply_status_returning};
+use crate::conditions;
+use crate::controller::Context;
+use crate::goal::plan;
+use crate::goal::pod::{self, StepPodParams};
+use crate::goal::progress::{self, Verdict};
+use crate::kinds::goal::{Goal, GoalStatus};
+use crate::reasons;
+use crate::{Result, duration};
 
 /// Acts on the plan: status first (the commit point), then pods, then Events,
 /// notifications and the overseer's wake, which must not delay the next step.

@@ -1,7 +1,20 @@
 //! What a goal's plan reads besides the goal: its step pods (from the cache, and the one
 //! just created that the cache has not shown), the namespace's goals and its swarm.
 
-use super::*;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, ResourceExt};
+use tracing::instrument;
+
+use super::context::GoalContext;
+use crate::Result;
+use crate::api::label_value;
+use crate::controller::readable;
+use crate::goal::dependencies::GoalSummary;
+use crate::goal::plan::{PodPhase, StepPod};
+use crate::kinds::goal::Goal;
+use crate::kinds::swarm::Swarm;
+use crate::labels;
 
 /// What the plan reads besides the goal: its step pods, the namespace's goals (for
 /// `dependsOn`) and its swarm.

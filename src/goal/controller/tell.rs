@@ -1,7 +1,19 @@
 //! Telling others of a goal: its overseer (`effort: high`, through exec input, out of
 //! the reconcile) and its webhook.
 
-use super::*;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+use crate::Result;
+use crate::agent::Agent;
+use crate::controller::Context;
+use crate::goal::message::StepOutcome;
+use crate::goal::plan::NotifyReason;
+use crate::kinds::goal::Goal;
+use crate::reasons;
 
 /// Tells the goal's overseer of a step's outcome out of the reconcile, on its
 /// namespace's exec slots: an overseer whose exec hangs delays no goal, its own or

@@ -131,32 +131,34 @@ impl Planner<'_> {
             format!("resumed at step {name} with fresh attempts"),
         );
     }
-}
-/// A completed step that was edited or removed: the checkpoint would lie.
-pub(super) fn spec_conflict(spec: &GoalSpec, status: &GoalStatus) -> Option<String> {
-    let completed = status.completed_steps as usize;
-    if spec.steps.len() < completed {
-        return Some(format!(
-            "{completed} steps are completed but the spec now has {}: completed steps cannot be removed",
-            spec.steps.len()
-        ));
-    }
-    status
-        .steps
-        .iter()
-        .take(completed)
-        .zip(&spec.steps)
-        .find_map(|(done, step)| {
-            let edited = done.name != step.name
-                || done
-                    .fingerprint
-                    .as_deref()
-                    .is_some_and(|f| f != fingerprint(step));
-            edited.then(|| {
-                format!(
-                    "step {} completed and cannot be edited; revert the edit or create a new Goal",
-                    done.name
-                )
+
+    /// A completed step that was edited or removed: the checkpoint would lie.
+    pub(super) fn spec_conflict(&self) -> Option<String> {
+        let (spec, status) = (self.input.spec, &self.status);
+        let completed = status.completed_steps as usize;
+        if spec.steps.len() < completed {
+            return Some(format!(
+                "{completed} steps are completed but the spec now has {}: completed steps cannot be removed",
+                spec.steps.len()
+            ));
+        }
+        status
+            .steps
+            .iter()
+            .take(completed)
+            .zip(&spec.steps)
+            .find_map(|(done, step)| {
+                let edited = done.name != step.name
+                    || done
+                        .fingerprint
+                        .as_deref()
+                        .is_some_and(|f| f != fingerprint(step));
+                edited.then(|| {
+                    format!(
+                        "step {} completed and cannot be edited; revert the edit or create a new Goal",
+                        done.name
+                    )
+                })
             })
-        })
+    }
 }
