@@ -41,6 +41,27 @@ where
     (kube::Client::new(service, "team"), seen)
 }
 
+/// The operator's shared context with its default settings (`overseer run`), talking to
+/// `client`.
+pub fn context(client: kube::Client) -> Arc<crate::controller::Context> {
+    use clap::Parser;
+    let cli = crate::cli::Cli::parse_from(["overseer", "run"]);
+    let crate::cli::Command::Run(args) = cli.command else {
+        unreachable!("parsed `run`")
+    };
+    crate::operator::context(&args, client, Arc::default())
+}
+
+/// The requests of `seen` whose method is `method` and whose path holds `path`.
+pub fn requests(seen: &Seen, method: &str, path: &str) -> Vec<Value> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, p, _)| m == method && p.contains(path))
+        .map(|(_, _, body)| body.clone())
+        .collect()
+}
+
 /// A `Status` failure as the API server sends it.
 pub fn failure(code: u16, reason: &str, message: &str) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",

@@ -78,12 +78,7 @@ fn scripted_client(objects: Vec<(&'static str, Value)>) -> (kube::Client, Seen) 
 }
 
 fn agent_context(client: kube::Client) -> AgentContext {
-    use clap::Parser;
-    let cli = crate::cli::Cli::parse_from(["overseer", "run"]);
-    let crate::cli::Command::Run(args) = cli.command else {
-        unreachable!("parsed `run`")
-    };
-    let ctx = crate::operator::context(&args, client, Arc::default());
+    let ctx = scripted::context(client);
     AgentContext {
         ctx,
         store: reflector::store().0,

@@ -30,13 +30,8 @@ fn scripted_client() -> (kube::Client, Seen) {
 
 /// The goal's context, its caches empty.
 fn goal_context(client: kube::Client) -> GoalContext {
-    use clap::Parser;
-    let cli = crate::cli::Cli::parse_from(["overseer", "run"]);
-    let crate::cli::Command::Run(args) = cli.command else {
-        unreachable!("parsed `run`")
-    };
     GoalContext {
-        ctx: crate::operator::context(&args, client, Arc::default()),
+        ctx: scripted::context(client),
         store: reflector::store().0,
         pods: reflector::store().0,
         swarms: reflector::store().0,

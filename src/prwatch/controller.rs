@@ -363,3 +363,7 @@ async fn deliver_claimed(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;

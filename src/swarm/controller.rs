@@ -300,3 +300,7 @@ impl crate::controller::ControllerContext for SwarmContext {
         &self.ctx
     }
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;
