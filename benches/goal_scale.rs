@@ -281,7 +281,7 @@ async fn run_operator(
         100.0 * cpu / started.elapsed().as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
-    // Events are published behind the reconciles (src/events.rs): the writes are
+    // Events are published behind the reconciles (src/kubernetes/events.rs): the writes are
     // counted once they have all gone out, when the count stops growing.
     let mut metrics = operator.metrics().await;
     loop {

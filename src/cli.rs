@@ -313,7 +313,7 @@ pub enum CrdFormat {
 
 /// Runs one command line; returns the process exit code.
 pub async fn dispatch(cli: Cli) -> i32 {
-    crate::timeouts::KubeconfigChoice {
+    crate::kubernetes::timeouts::KubeconfigChoice {
         kubeconfig: cli.kubeconfig,
         context: cli.context,
     }
@@ -525,7 +525,7 @@ async fn explain(error: crate::Error) -> String {
     if !unreachable {
         return error.to_string();
     }
-    match crate::timeouts::config().await {
+    match crate::kubernetes::timeouts::config().await {
         Ok(config) => format!(
             "cannot reach the Kubernetes API server at {}: {error}",
             config.cluster_url

@@ -38,7 +38,7 @@ pub fn for_kubectl(mut command: clap::Command, words: &[String]) -> String {
     // command itself.
     let typed = |long: &str, short: Option<&str>| flag_value(words, long, short);
     let _ = NAMESPACE.set(typed("--namespace", Some("-n")));
-    crate::timeouts::KubeconfigChoice {
+    crate::kubernetes::timeouts::KubeconfigChoice {
         kubeconfig: typed("--kubeconfig", None).map(Into::into),
         context: typed("--context", None),
     }
@@ -117,7 +117,9 @@ pub fn agent_names() -> Vec<CompletionCandidate> {
 }
 
 async fn list_agents() -> Option<Vec<(String, String)>> {
-    let client = crate::timeouts::client(LIST_DEADLINE).await.ok()?;
+    let client = crate::kubernetes::timeouts::client(LIST_DEADLINE)
+        .await
+        .ok()?;
     let agents: kube::Api<crate::agent::Agent> = match NAMESPACE.get().cloned().flatten() {
         Some(namespace) => kube::Api::namespaced(client, &namespace),
         None => kube::Api::default_namespaced(client),

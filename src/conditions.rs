@@ -1,5 +1,6 @@
 //! Kubernetes Conditions kept as a list-map keyed by `type`: `lastTransitionTime`
-//! changes only when `status` changes.
+//! changes only when `status` changes; and how every kind's plan records them and
+//! the Events it asks for (`Recording`).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
@@ -75,6 +76,38 @@ pub fn set(
             });
             true
         }
+    }
+}
+
+/// An Event a pure plan asks for; its controller publishes it behind the reconcile.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PlannedEvent {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// What each kind's pure plan does besides deciding, written once here: set its
+/// conditions (each with the plan's one time and the generation it observed) and ask
+/// for Events. A plan's builder says only where its conditions and Events go.
+pub trait Recording {
+    /// The planned status's conditions, the generation observed and the plan's time.
+    fn stamped(&mut self) -> (&mut Vec<Condition>, Option<i64>, &Time);
+    /// Where an Event asked for goes.
+    fn queue(&mut self, event: PlannedEvent);
+
+    /// Sets condition `type_`; true when its status changed.
+    fn condition(&mut self, type_: &str, status: bool, reason: &str, message: &str) -> bool {
+        let (conditions, generation, now) = self.stamped();
+        set(conditions, type_, status, reason, message, generation, now)
+    }
+
+    fn event(&mut self, warning: bool, reason: &'static str, message: String) {
+        self.queue(PlannedEvent {
+            warning,
+            reason,
+            message,
+        });
     }
 }
 

@@ -22,8 +22,8 @@ use crate::{Error, Result};
 pub struct Context {
     pub client: Client,
     pub metrics: Arc<Metrics>,
-    /// Where Events are queued for publishing (src/events.rs).
-    pub events: crate::events::EventQueue,
+    /// Where Events are queued for publishing (src/kubernetes/events.rs).
+    pub events: crate::kubernetes::events::EventQueue,
     /// The one namespace watched, or all when `None`.
     pub namespace: Option<String>,
     pub concurrency: u16,
@@ -321,7 +321,7 @@ pub trait ControllerContext: Send + Sync + 'static {
 }
 
 /// Runs `controller` until its graceful shutdown: `concurrency` objects at once, taken
-/// fairly between namespaces (src/fair.rs), each reconcile through `reconcile_guarded`, failures through `retry_after_error`, and
+/// fairly between namespaces (src/kubernetes/fair.rs), each reconcile through `reconcile_guarded`, failures through `retry_after_error`, and
 /// what its stream says through `log_outcome`. The wiring all four kinds share.
 pub async fn run_controller<K, C, Fut>(
     controller: kube::runtime::Controller<DeserializeGuard<K>>,
@@ -340,8 +340,8 @@ pub async fn run_controller<K, C, Fut>(
     C: ControllerContext,
     Fut: Future<Output = Result<kube::runtime::controller::Action>> + Send + 'static,
 {
-    // kube's own bound is lifted: its queue drains in hash order (src/fair.rs).
-    let slots = crate::fair::FairSlots::new(context.shared().concurrency.into());
+    // kube's own bound is lifted: its queue drains in hash order (src/kubernetes/fair.rs).
+    let slots = crate::kubernetes::fair::FairSlots::new(context.shared().concurrency.into());
     let shared = context.shared().clone();
     controller
         .with_config(kube::runtime::controller::Config::default().concurrency(0))

@@ -19,8 +19,8 @@ use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 
 use crate::api::{MANAGED_BY, apply_owned, fit_name, label_value};
-use crate::fresh::Applied;
 use crate::kinds::swarm::SwarmSpec;
+use crate::kubernetes::fresh::Applied;
 
 /// Ranges the public internet leaves out: private, shared, link-local (the cloud
 /// metadata services, 169.254.169.254) and unique-local, where the cluster's pods,

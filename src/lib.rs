@@ -6,7 +6,6 @@
 
 pub mod agent;
 pub mod api;
-pub mod caches;
 pub mod cli;
 pub mod commands;
 pub mod completion;
@@ -16,16 +15,12 @@ pub mod crd;
 pub mod delivery;
 pub mod duration;
 pub mod egress;
-pub mod events;
-pub mod fair;
-pub mod fresh;
 pub mod goal;
 pub mod health;
 pub mod https;
-pub mod index;
 pub mod kinds;
+pub mod kubernetes;
 pub mod labels;
-pub mod leader;
 pub mod metrics;
 pub mod notify;
 pub mod operator;
@@ -39,9 +34,7 @@ pub mod step;
 pub mod swarm;
 pub mod telemetry;
 pub mod template;
-pub mod timeouts;
 pub mod workspace;
-pub mod writes;
 pub mod yaml;
 
 /// Everything that can go wrong in the operator and the CLI.

@@ -217,10 +217,10 @@ pub struct Metrics {
     pub pr_polls: Family<PollLabels, Counter>,
     /// From the poll that saw CI settle to the delivered wake.
     pub pr_settle_to_wake: Histogram,
-    /// Writes the operator sent to the API server, by verb (src/writes.rs).
+    /// Writes the operator sent to the API server, by verb (src/kubernetes/writes.rs).
     pub api_writes: Family<RequestLabels, Counter>,
     pub api_reads: Family<RequestLabels, Counter>,
-    /// Events dropped because their publisher's queue was full (src/events.rs).
+    /// Events dropped because their publisher's queue was full (src/kubernetes/events.rs).
     pub events_dropped: Counter,
     /// Goal step progress Events folded into the goal's next Event (src/goal/progress.rs).
     pub step_events_folded: Counter,

@@ -18,12 +18,12 @@ use kube::{Api, Client, Resource, api::ListParams};
 use serde::de::DeserializeOwned;
 use tracing::{error, info, warn};
 
-use crate::caches::SharedWatch;
 use crate::controller::{Context, Failures, Shutdown, scoped_api};
-use crate::leader::{Fence, FenceWrites, LeaderElector, LeaseTiming};
+use crate::kubernetes::caches::SharedWatch;
+use crate::kubernetes::leader::{Fence, FenceWrites, LeaderElector, LeaseTiming};
+use crate::kubernetes::writes::CountWrites;
 use crate::metrics::Metrics;
 use crate::telemetry::LogFormat;
-use crate::writes::CountWrites;
 use crate::{Error, Result, agent::Agent, goal::Goal, prwatch::PRWatch, swarm::Swarm};
 
 /// How `overseer run` is configured, by flags or environment.
@@ -159,7 +159,7 @@ fn shutdown_signal() -> Shutdown {
 }
 
 /// The controllers of the four kinds, each running until `shutdown`, and the one watch
-/// of each kind they share (src/caches.rs), which ends with the process.
+/// of each kind they share (src/kubernetes/caches.rs), which ends with the process.
 fn controllers(
     ctx: Arc<Context>,
     shutdown: Shutdown,
@@ -242,7 +242,7 @@ fn count_by_phase(
 /// Runs the operator until SIGTERM (Ok) or until leadership is lost (Err).
 pub async fn run(args: RunArgs) -> Result<()> {
     let metrics = Arc::new(Metrics::default());
-    // Elected replicas write only while their Lease holds (src/leader.rs).
+    // Elected replicas write only while their Lease holds (src/kubernetes/leader.rs).
     let fence = if args.leader_elect {
         Fence::closed()
     } else {
@@ -323,7 +323,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
 /// The operator's client: every request counted, every write fenced by the Lease, and
 /// every answer awaited at most `ANSWER_DEADLINE`.
 async fn operator_client(metrics: &Metrics, fence: &Fence) -> Result<Client> {
-    let config = crate::timeouts::config().await?;
+    let config = crate::kubernetes::timeouts::config().await?;
     Ok(kube::client::ClientBuilder::try_from(config)
         .map_err(|e| Error::Connect(e.to_string()))?
         .with_layer(&CountWrites::from_env(
@@ -331,8 +331,8 @@ async fn operator_client(metrics: &Metrics, fence: &Fence) -> Result<Client> {
             metrics.api_reads.clone(),
         )?)
         .with_layer(&FenceWrites(fence.clone()))
-        .with_layer(&crate::timeouts::AnswerDeadline(
-            crate::timeouts::ANSWER_DEADLINE,
+        .with_layer(&crate::kubernetes::timeouts::AnswerDeadline(
+            crate::kubernetes::timeouts::ANSWER_DEADLINE,
         ))
         .build())
 }
@@ -395,7 +395,7 @@ fn context_with(
                 .map(ToString::to_string)
                 .collect(),
         },
-        events: crate::events::EventQueue::start(
+        events: crate::kubernetes::events::EventQueue::start(
             client.clone(),
             "overseer-controller",
             metrics.events_dropped.clone(),

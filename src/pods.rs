@@ -6,26 +6,6 @@ use k8s_openapi::api::core::v1::{
     SecurityContext, Volume, VolumeMount,
 };
 
-/// Why the API server refused a pod the operator built from a user's template
-/// (400: it could not be decoded, such as a malformed quantity; 422: it is invalid;
-/// 403 from an admission plugin: a RuntimeClass that does not exist, a Pod Security
-/// violation), in words for a condition; None for any other error (an RBAC 403 says
-/// the operator "cannot create" pods: retried), which is retried. Such a pod would be
-/// refused again on every retry, so the object waits for its next change.
-pub fn refusal(error: &kube::Error) -> Option<String> {
-    const MAX: usize = 1024;
-    match error {
-        kube::Error::Api(status)
-            if matches!(status.code, 400 | 422)
-                || (status.code == 403 && !status.message.contains("cannot create")) =>
-        {
-            let message = format!("the API server refused the pod: {}", status.message);
-            Some(message.chars().take(MAX).collect())
-        }
-        _ => None,
-    }
-}
-
 /// An environment variable with a plain value.
 pub fn env(name: &str, value: impl Into<String>) -> EnvVar {
     EnvVar {
@@ -135,34 +115,5 @@ pub fn restricted() -> SecurityContext {
         }),
         run_as_non_root: Some(true),
         ..Default::default()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn refused(code: u16, message: &str) -> kube::Error {
-        kube::Error::Api(
-            kube::core::Status::failure(message, "Forbidden")
-                .with_code(code)
-                .boxed(),
-        )
-    }
-
-    #[test]
-    fn a_pod_admission_refuses_is_a_condition_and_missing_rights_are_retried() {
-        let admission = refused(
-            403,
-            "pods \"f77-1\" is forbidden: pod rejected: RuntimeClass \"x\" not found",
-        );
-        assert!(refusal(&admission).is_some(), "admission: a condition");
-        let rbac = refused(
-            403,
-            "pods is forbidden: User \"system:serviceaccount:o:o\" cannot create resource \"pods\"",
-        );
-        assert!(refusal(&rbac).is_none(), "RBAC: retried");
-        assert!(refusal(&refused(422, "spec.containers[0].image: Required value")).is_some());
-        assert!(refusal(&refused(500, "etcdserver: request timed out")).is_none());
     }
 }

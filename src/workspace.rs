@@ -1,7 +1,7 @@
 //! Where an agent or a goal's steps work: `spec.workspace` (Agent, Goal, Swarm), its
 //! storage (an emptyDir per pod, or a PersistentVolumeClaim owned by the Agent or Goal
 //! that outlives attempts and stall replacements), and the pod pieces that give it,
-//! built as plain values; `apply_claim` is its only call to the API server. The git
+//! built as plain values (src/kubernetes/pods.rs applies the claim). The git
 //! source is cloned by `overseer workspace sync` (src/workspace/sync.rs) in an init
 //! container.
 
@@ -258,26 +258,6 @@ pub fn sync_container(
         security_context: Some(pods::restricted()),
         ..Default::default()
     })
-}
-
-/// Applies the claim of a persistent workspace (server-side, idempotent) before a pod
-/// that mounts it is created; the one I/O of this module. Nothing without one.
-/// A claim of that name that `owner_uid` does not control is left alone
-/// (`Error::NameTaken`).
-pub async fn apply_claim(
-    client: &kube::Client,
-    claim: Option<PersistentVolumeClaim>,
-    owner_uid: &str,
-) -> crate::Result<()> {
-    let Some(claim) = claim else {
-        return Ok(());
-    };
-    let namespace = claim.metadata.namespace.clone().unwrap_or_default();
-    let name = claim.metadata.name.clone().unwrap_or_default();
-    let claims = kube::Api::<PersistentVolumeClaim>::namespaced(client.clone(), &namespace);
-    crate::api::apply_owned(&claims, &name, owner_uid, &claim)
-        .await
-        .map(drop)
 }
 
 /// The branch an owner's work goes on when the source names none.

@@ -301,6 +301,31 @@ fn folders_import_each_other_one_way_only() {
         })
         .collect();
     assert!(upward.is_empty(), "delivery imports {upward:?}");
+    // The Kubernetes plumbing knows no kind's rules: it reads no kind's folder, no
+    // controller, nothing of the layers above it.
+    let plumbing = &folders["kubernetes"];
+    let upward: Vec<&String> = plumbing
+        .iter()
+        .filter(|f| {
+            [
+                "agent",
+                "goal",
+                "prwatch",
+                "swarm",
+                "kinds",
+                "delivery",
+                "controller",
+                "operator",
+                "commands",
+                "cli",
+            ]
+            .contains(&f.as_str())
+        })
+        .collect();
+    assert!(
+        upward.is_empty(),
+        "the Kubernetes plumbing imports {upward:?}"
+    );
     // The commands layer is the CLI's: no controller or the operator reads it.
     let readers: Vec<&String> = folders
         .iter()

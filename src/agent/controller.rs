@@ -4,7 +4,7 @@
 //!
 //! A quiet agent's reconcile sends nothing to the API server: the Agent, its pods,
 //! its overseer and its swarm are read from caches (the Agent fresh only when the
-//! cache has not seen this operator's last write: src/fresh.rs), and its Role and
+//! cache has not seen this operator's last write: src/kubernetes/fresh.rs), and its Role and
 //! instructions are compared with what this operator last applied.
 
 use std::sync::{Arc, Mutex};
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::DeleteParams;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -23,17 +23,17 @@ use super::candidate::OverseerState;
 use super::decide;
 use super::{oversight, pod};
 use crate::api::{MANAGED_BY, label_value};
-use crate::caches::Subscription;
 use crate::controller::naming_swarm;
 use crate::controller::{Context, Shutdown, deferred, listed, related_trigger, run_controller};
 use crate::delivery::inbox::{self, SendStep};
 use crate::delivery::{escalation, mail};
-use crate::fresh::{Applied, Deleting, Versions};
-use crate::index::Index;
 use crate::kinds::agent::{Agent, AgentPhase, Delivery};
 use crate::kinds::agent_pod::{self, AgentPod, PodPhase};
 use crate::kinds::swarm::MailPolicy;
 use crate::kinds::swarm::Swarm;
+use crate::kubernetes::caches::Subscription;
+use crate::kubernetes::fresh::{Applied, Deleting, Versions};
+use crate::kubernetes::index::Index;
 use crate::labels;
 use crate::reasons;
 use crate::{Result, conditions, duration};
@@ -382,7 +382,7 @@ async fn current_agent(shell: &Shell<'_>, cached: &Agent) -> Result<Option<Agent
     let ac = shell.ac;
     let (namespace, name) = (cached.namespace().unwrap_or_default(), cached.name_any());
     // Status holds the claims and counts of deliveries: decide on a cached Agent only
-    // when it holds this operator's last write (src/fresh.rs); one the shim or a sender
+    // when it holds this operator's last write (src/kubernetes/fresh.rs); one the shim or a sender
     // wrote since is read again.
     let agent = if ac.versions.is_current(cached) {
         cached.clone()
@@ -576,18 +576,11 @@ async fn create_pod(
         )
     });
     let uid = agent.uid().unwrap_or_default();
-    crate::workspace::apply_claim(&ac.ctx.client, claim, &uid).await?;
-    match shell.pods.create(&PostParams::default(), &pod).await {
-        Ok(_) => info!(pod = pod.metadata.name.as_deref(), "created agent pod"),
-        // Ours from before a crash between create and record; another owner's is
-        // never taken for the agent's.
-        Err(kube::Error::Api(status)) if status.code == 409 => {
-            let name = pod.name_any();
-            crate::api::ours_or_absent(shell.pods.get_opt(&name).await?.as_ref(), &name, &uid)?;
-        }
+    match crate::kubernetes::pods::create(&shell.pods, claim, &pod, &uid).await {
+        Ok(()) => info!(pod = pod.metadata.name.as_deref(), "created agent pod"),
         Err(error) => {
-            let Some(message) = crate::pods::refusal(&error) else {
-                return Err(error.into());
+            let Some(message) = crate::kubernetes::pods::refusal(&error) else {
+                return Err(error);
             };
             report_unusable(ac, &shell.agents, agent, reasons::POD_REFUSED, &message).await?;
             return Ok(false);
@@ -597,7 +590,7 @@ async fn create_pod(
 }
 
 /// Deletes pod `name`, and hides it from the next reconciles until the cache shows it
-/// going (src/fresh.rs `Deleting`).
+/// going (src/kubernetes/fresh.rs `Deleting`).
 async fn delete_pod(shell: &Shell<'_>, agent: &Agent, name: &str) -> Result<()> {
     match shell.pods.delete(name, &DeleteParams::default()).await {
         Ok(_) => {

@@ -2,6 +2,8 @@
 //! truth table of DESIGN.md) and the plan (agent, its pod, its overseer, now → new
 //! status, actions, when to look again). The reconciler only executes them.
 
+use crate::conditions::{PlannedEvent, Recording};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition as KubeCondition;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -115,27 +117,30 @@ struct Builder<'a> {
     next_replace: Option<Timestamp>,
 }
 
-impl Builder<'_> {
-    fn condition(&mut self, type_: &str, status: bool, reason: &str, message: &str) -> bool {
-        conditions::set(
+impl conditions::Recording for Builder<'_> {
+    fn stamped(&mut self) -> (&mut Vec<KubeCondition>, Option<i64>, &Time) {
+        (
             &mut self.status.conditions,
-            type_,
-            status,
-            reason,
-            message,
             self.input.generation,
             &self.now_time,
         )
     }
 
-    fn event(&mut self, warning: bool, reason: &'static str, message: String) {
+    fn queue(&mut self, event: PlannedEvent) {
+        let PlannedEvent {
+            warning,
+            reason,
+            message,
+        } = event;
         self.actions.push(Action::Event {
             warning,
             reason,
             message,
         });
     }
+}
 
+impl Builder<'_> {
     fn fire_at(&mut self, at: Timestamp) {
         self.next_rule = Some(self.next_rule.map_or(at, |t| t.min(at)));
     }

@@ -24,7 +24,8 @@ pub(crate) fn retry_pause() -> Duration {
 }
 
 pub(crate) async fn agents(namespace: Option<&str>) -> Result<Api<Agent>> {
-    let client = crate::timeouts::client(crate::timeouts::ANSWER_DEADLINE).await?;
+    let client =
+        crate::kubernetes::timeouts::client(crate::kubernetes::timeouts::ANSWER_DEADLINE).await?;
     Ok(match namespace {
         Some(ns) => Api::namespaced(client, ns),
         None => Api::default_namespaced(client),

@@ -7,7 +7,8 @@ use crate::goal::{Goal, plan};
 /// `overseer goal resume NAME`: sets the resume annotation to a new value (the time),
 /// which resumes a paused goal from its checkpoint.
 pub async fn resume(name: &str, namespace: Option<&str>) -> crate::Result<()> {
-    let client = crate::timeouts::client(crate::timeouts::ANSWER_DEADLINE).await?;
+    let client =
+        crate::kubernetes::timeouts::client(crate::kubernetes::timeouts::ANSWER_DEADLINE).await?;
     let goals: Api<Goal> = match namespace {
         Some(ns) => Api::namespaced(client, ns),
         None => Api::default_namespaced(client),

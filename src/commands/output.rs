@@ -218,7 +218,8 @@ pub async fn api<K>(namespace: Option<&str>, all_namespaces: bool) -> Result<kub
 where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
 {
-    let client = crate::timeouts::client(crate::timeouts::ANSWER_DEADLINE).await?;
+    let client =
+        crate::kubernetes::timeouts::client(crate::kubernetes::timeouts::ANSWER_DEADLINE).await?;
     Ok(if all_namespaces {
         kube::Api::all(client)
     } else {

@@ -52,7 +52,7 @@ pub async fn attach(namespace: Option<&str>, agent: &str) -> Result<()> {
     let namespace = found.namespace().unwrap_or_default();
     let args = attach_args(&namespace, &pod, &std::env::var("TERM").unwrap_or_default());
     let status = std::process::Command::new("kubectl")
-        .args(crate::timeouts::KubeconfigChoice::kubectl_args())
+        .args(crate::kubernetes::timeouts::KubeconfigChoice::kubectl_args())
         .args(&args)
         .status()
         .map_err(|e| Error::Invalid(format!("attach runs kubectl, which did not start: {e}")))?;

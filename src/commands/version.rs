@@ -45,7 +45,9 @@ pub async fn run(client_only: bool, output: Option<&str>) -> Result<()> {
         ..Default::default()
     };
     if !client_only {
-        let client = crate::timeouts::client(crate::timeouts::ANSWER_DEADLINE).await?;
+        let client =
+            crate::kubernetes::timeouts::client(crate::kubernetes::timeouts::ANSWER_DEADLINE)
+                .await?;
         versions.server_version = Some(client.apiserver_version().await?.git_version);
         // Listing Deployments everywhere may be refused: then none is shown.
         let deployments: Api<Deployment> = Api::all(client);

@@ -16,14 +16,14 @@ use super::plan::{self, NotifyReason};
 use super::progress::ProgressEvents;
 use crate::Result;
 use crate::api::MANAGED_BY;
-use crate::caches::Subscription;
 use crate::controller::naming_swarm;
 use crate::controller::{
     Context, Shutdown, deferred, listed, readable, related_trigger, run_controller,
 };
-use crate::fresh::{Creating, Versions};
 use crate::kinds::goal::Goal;
 use crate::kinds::swarm::Swarm;
+use crate::kubernetes::caches::Subscription;
+use crate::kubernetes::fresh::{Creating, Versions};
 use crate::labels;
 use crate::reasons;
 use kube::core::DeserializeGuard as Guarded;
@@ -86,7 +86,7 @@ pub async fn run(
         swarms: swarm_cache,
         versions: Versions::default(),
         creating,
-        applied: crate::fresh::Applied::default(),
+        applied: crate::kubernetes::fresh::Applied::default(),
         progress: ProgressEvents::default(),
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
@@ -142,7 +142,7 @@ async fn current_goal(gc: &GoalContext, cached: Arc<Goal>) -> Result<Option<Arc<
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     // Status is the checkpoint: decide on a cached Goal only when it holds our last
-    // write (src/fresh.rs); deciding on one that does not would repeat its Events and
+    // write (src/kubernetes/fresh.rs); deciding on one that does not would repeat its Events and
     // notifications.
     let goal = if gc.versions.is_current(&*cached) {
         cached

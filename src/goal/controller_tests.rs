@@ -37,7 +37,7 @@ fn goal_context(client: kube::Client) -> GoalContext {
         swarms: reflector::store().0,
         versions: Versions::default(),
         creating: Arc::default(),
-        applied: crate::fresh::Applied::default(),
+        applied: crate::kubernetes::fresh::Applied::default(),
         progress: ProgressEvents::default(),
     }
 }

@@ -1,6 +1,7 @@
 //! The Goal's plan as one pure function: (goal, its step pods, the other goals, now)
 //! → the new status and the actions to take. The reconciler only executes it.
 
+use crate::conditions::Recording;
 use std::ops::ControlFlow;
 use std::time::Duration;
 

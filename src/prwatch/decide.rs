@@ -2,6 +2,8 @@
 //! whether the agent can take input, now) → the new status, the wake to deliver (if
 //! any), Events, and when to look again. All memory is in status.
 
+use crate::conditions::Recording;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition as KubeCondition;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -42,12 +44,8 @@ pub struct Input<'a> {
     pub now: Timestamp,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Event {
-    pub warning: bool,
-    pub reason: &'static str,
-    pub message: String,
-}
+/// An Event the plan asks for.
+pub use crate::conditions::PlannedEvent as Event;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -151,27 +149,21 @@ struct Builder<'a> {
     now: Time,
 }
 
-impl Builder<'_> {
-    fn condition(&mut self, type_: &str, ok: bool, reason: &str, message: &str) -> bool {
-        conditions::set(
+impl conditions::Recording for Builder<'_> {
+    fn stamped(&mut self) -> (&mut Vec<KubeCondition>, Option<i64>, &Time) {
+        (
             &mut self.status.conditions,
-            type_,
-            ok,
-            reason,
-            message,
             self.input.generation,
             &self.now,
         )
     }
 
-    fn event(&mut self, warning: bool, reason: &'static str, message: String) {
-        self.events.push(Event {
-            warning,
-            reason,
-            message,
-        });
+    fn queue(&mut self, event: Event) {
+        self.events.push(event);
     }
+}
 
+impl Builder<'_> {
     fn end(&mut self, phase: PRWatchPhase, reason: &'static str, message: String, warning: bool) {
         self.status.phase = Some(phase);
         self.status.next_poll_time = None;

@@ -89,7 +89,7 @@ impl Reporter {
         let Some(name) = args.agent.clone() else {
             return Ok(None);
         };
-        let client = crate::timeouts::client(REPORT_DEADLINE).await?;
+        let client = crate::kubernetes::timeouts::client(REPORT_DEADLINE).await?;
         let namespace = args
             .namespace
             .clone()

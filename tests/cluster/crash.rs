@@ -1,4 +1,4 @@
-//! Crash injection at every write (src/writes.rs). Each scenario runs once without a
+//! Crash injection at every write (src/kubernetes/writes.rs). Each scenario runs once without a
 //! fault, which counts the operator's API writes; then, for each crash point N, in a
 //! namespace of its own, with an operator that exits just before its Nth write and is
 //! started again at once without the fault. Every run must end exactly as the
@@ -21,9 +21,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use overseer::agent::{Agent, AgentPhase};
 use overseer::goal::pod::RESULTS_ANNOTATION;
 use overseer::goal::{Goal, GoalPhase};
+use overseer::kubernetes::writes::{CRASH_BEFORE_WRITE, CRASH_EXIT_CODE};
 use overseer::prwatch::PRWatch;
 use overseer::swarm::Swarm;
-use overseer::writes::{CRASH_BEFORE_WRITE, CRASH_EXIT_CODE};
 use serde_json::json;
 
 use crate::support::chaos::ChaosProxy;

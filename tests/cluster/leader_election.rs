@@ -195,7 +195,7 @@ async fn operator_made(ns: &TestNamespace) -> (BTreeMap<String, String>, Vec<Str
 
 /// The leader is frozen (SIGSTOP) in the middle of busy work, a standby that acts in
 /// another namespace takes its Lease, and work for the frozen leader is created; on
-/// SIGCONT its writes ready to go are refused by its fence (src/leader.rs) and it exits.
+/// SIGCONT its writes ready to go are refused by its fence (src/kubernetes/leader.rs) and it exits.
 /// Nothing in its namespace changes from the moment it wakes.
 #[tokio::test]
 #[ignore = "needs the test cluster: run by `make test`"]

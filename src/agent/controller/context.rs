@@ -17,10 +17,10 @@ use crate::agent::candidate::OverseerState;
 use crate::agent::{decide, oversight};
 use crate::api::{self, CONTROLLER_MANAGER};
 use crate::controller::Context;
-use crate::fresh::{Applied, Deleting, Versions};
-use crate::index::Index;
 use crate::kinds::agent::{Agent, AgentSpec, AgentStatus};
 use crate::kinds::swarm::Swarm;
+use crate::kubernetes::fresh::{Applied, Deleting, Versions};
+use crate::kubernetes::index::Index;
 use crate::reasons;
 
 /// Per (namespace, overseer): held while a wake is built and delivered.
@@ -37,7 +37,7 @@ pub(super) struct AgentContext {
     /// The pods seen of each agent.
     pub(super) pods_of: Index,
     pub(super) swarms: Store<Guarded<Swarm>>,
-    /// Each Agent's version as this operator last wrote or read it (src/fresh.rs).
+    /// Each Agent's version as this operator last wrote or read it (src/kubernetes/fresh.rs).
     pub(super) versions: Versions,
     /// The Roles and instruction ConfigMaps as this operator last applied or read them.
     pub(super) applied: Applied,
@@ -169,7 +169,7 @@ pub(super) fn overseer_state(overseer: &Agent) -> OverseerState {
 /// Written onto the version of `agent` it was decided on: false when someone wrote
 /// the agent since (a courier, the shim, another agent's delivery), whose watch event
 /// brings the agent back to be decided again; applying over that write would roll it
-/// back. Remembers the version written (src/fresh.rs).
+/// back. Remembers the version written (src/kubernetes/fresh.rs).
 #[instrument(skip_all)]
 pub(super) async fn apply_status(
     versions: &Versions,

@@ -21,11 +21,11 @@ use crate::controller::Context;
 use crate::delivery::claims;
 use crate::delivery::escalation;
 use crate::delivery::inbox::{self, SendStep};
-use crate::fresh::Versions;
 use crate::kinds::agent::{
     Agent, AgentSpec, AgentStatus, Delivery, Escalation, InFlightDelivery, InboxMessage,
     LastMessage, LoopStatus, SendStatus,
 };
+use crate::kubernetes::fresh::Versions;
 use crate::metrics::DeliveryLabels;
 use crate::reasons;
 use crate::{Error, Result};
@@ -515,7 +515,7 @@ pub(super) async fn write_onto_version(
         match api::apply_status_at(agents, name, manager, &version, &fields).await {
             Ok(written) => {
                 // A reconcile must not decide on a cached copy from before this write
-                // and apply its stale status over it (src/fresh.rs).
+                // and apply its stale status over it (src/kubernetes/fresh.rs).
                 versions.saw(&written);
                 return Ok(Some(written));
             }

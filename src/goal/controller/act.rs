@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod};
-use kube::api::{DeleteParams, PostParams};
+use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
@@ -265,19 +265,7 @@ pub(super) async fn create_step_pod(
         crate::workspace::claim(w, owner, &goal.name_any(), labels)
     });
     let uid = goal.uid().unwrap_or_default();
-    let created = match crate::workspace::apply_claim(&ctx.client, claim, &uid).await {
-        Ok(()) => match pods.create(&PostParams::default(), &pod).await {
-            Ok(_) => Ok(()),
-            // A pod of that name: ours from before (a crash between create and
-            // record), or another owner's, which is never taken for the step's.
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                let name = pod.name_any();
-                crate::api::ours_or_absent(pods.get_opt(&name).await?.as_ref(), &name, &uid)
-            }
-            Err(error) => Err(error.into()),
-        },
-        Err(error) => Err(error),
-    };
+    let created = crate::kubernetes::pods::create(&pods, claim, &pod, &uid).await;
     match created {
         Ok(()) => {
             info!(pod = pod.metadata.name.as_deref(), "created step pod");
@@ -289,9 +277,8 @@ pub(super) async fn create_step_pod(
         Err(error) => {
             gc.creating.ended(&namespace, &goal.name_any());
             let message = match &error {
-                crate::Error::Kube(error) => crate::pods::refusal(error),
                 crate::Error::NameTaken { .. } => Some(error.to_string()),
-                _ => None,
+                other => crate::kubernetes::pods::refusal(other),
             };
             let Some(message) = message else {
                 return Err(error);

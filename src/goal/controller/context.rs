@@ -8,11 +8,11 @@ use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::reflector::Store;
 
 use crate::controller::Context;
-use crate::fresh::{Applied, Creating, Versions};
 use crate::goal::plan::StepPod;
 use crate::goal::progress::ProgressEvents;
 use crate::kinds::goal::Goal;
 use crate::kinds::swarm::Swarm;
+use crate::kubernetes::fresh::{Applied, Creating, Versions};
 
 pub(super) const CONTROLLER: &str = "goal";
 
@@ -22,9 +22,9 @@ pub(super) struct GoalContext {
     /// Every step pod of the goals watched.
     pub(super) pods: Store<Pod>,
     pub(super) swarms: Store<Guarded<Swarm>>,
-    /// Each Goal's version as this operator last wrote or read it (src/fresh.rs).
+    /// Each Goal's version as this operator last wrote or read it (src/kubernetes/fresh.rs).
     pub(super) versions: Versions,
-    /// Each Goal's step pod created and not yet in `pods` (src/fresh.rs).
+    /// Each Goal's step pod created and not yet in `pods` (src/kubernetes/fresh.rs).
     pub(super) creating: Arc<Creating<StepPod>>,
     /// Each Goal's sandbox as this operator last applied it.
     pub(super) applied: Applied,

@@ -29,7 +29,7 @@ pub(super) async fn observe(gc: &GoalContext, goal: &Goal) -> Result<Observed> {
     let namespace = goal.namespace().unwrap_or_default();
     let name = goal.name_any();
     // Observe the step pods from the cache, and the one this operator just created
-    // that the cache has not shown yet (src/fresh.rs `Creating`).
+    // that the cache has not shown yet (src/kubernetes/fresh.rs `Creating`).
     let label = label_value(&name);
     let uid = goal.uid();
     let mut pods: Vec<StepPod> = gc

@@ -1,6 +1,7 @@
 //! The life of one step attempt in the plan: started, running, succeeded, or failed
 //! and retried after its backoff, paused, or the goal failed.
 
+use crate::conditions::Recording;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::{Action, NotifyReason, Planner, StepRun, backoff, fingerprint, pod_name};

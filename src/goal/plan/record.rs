@@ -2,6 +2,28 @@
 //! controller may fold it) and when a time-based rule next falls due.
 
 use super::*;
+use crate::conditions::PlannedEvent;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition as KubeCondition;
+
+impl conditions::Recording for Planner<'_> {
+    fn stamped(&mut self) -> (&mut Vec<KubeCondition>, Option<i64>, &Time) {
+        (
+            &mut self.status.conditions,
+            self.input.generation,
+            &self.now,
+        )
+    }
+
+    fn queue(&mut self, event: PlannedEvent) {
+        self.actions.push(Action::Event {
+            warning: event.warning,
+            reason: event.reason,
+            message: event.message,
+            pod: None,
+            progress: false,
+        });
+    }
+}
 
 impl Planner<'_> {
     pub(super) fn requeue_at(&mut self, at: Timestamp) {
@@ -10,34 +32,6 @@ impl Planner<'_> {
             .unwrap_or_default()
             .max(Duration::from_millis(100));
         self.requeue_after = Some(self.requeue_after.map_or(after, |r| r.min(after)));
-    }
-
-    pub(super) fn condition(
-        &mut self,
-        type_: &str,
-        status: bool,
-        reason: &str,
-        message: &str,
-    ) -> bool {
-        conditions::set(
-            &mut self.status.conditions,
-            type_,
-            status,
-            reason,
-            message,
-            self.input.generation,
-            &self.now,
-        )
-    }
-
-    pub(super) fn event(&mut self, warning: bool, reason: &'static str, message: String) {
-        self.actions.push(Action::Event {
-            warning,
-            reason,
-            message,
-            pod: None,
-            progress: false,
-        });
     }
 
     /// A Warning about step `i`, related to its current pod: Events of different

@@ -106,7 +106,7 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let path = request.uri().path();
-        let write = crate::writes::write_verb(request.method(), path);
+        let write = crate::kubernetes::writes::write_verb(request.method(), path);
         if let Some(verb) = write
             && !is_lease_write(path)
             && !self.fence.admits(Instant::now())

@@ -1,0 +1,17 @@
+//! The Kubernetes plumbing every controller stands on, apart from what they decide:
+//! the one layer all requests pass (`writes`) with a deadline on each answer
+//! (`timeouts`), the shared watches and caches (`caches`, `index`), when a cached
+//! object is fresh enough to decide on (`fresh`), Events published behind the
+//! reconcile (`events`), fair reconcile slots (`fair`), leader election (`leader`) and
+//! the one way an owned pod is created (`pods`).
+//! Nothing here knows a kind's rules: it imports no kind's folder and no controller.
+
+pub mod caches;
+pub mod events;
+pub mod fair;
+pub mod fresh;
+pub mod index;
+pub mod leader;
+pub mod pods;
+pub mod timeouts;
+pub mod writes;
