@@ -351,8 +351,9 @@ pub async fn dispatch(cli: Cli) -> i32 {
     match result {
         Ok(code) => code,
         Err(error) => {
+            let code = error.exit_code();
             eprintln!("error: {}", explain(error).await);
-            1
+            code
         }
     }
 }

@@ -18,7 +18,7 @@ pub fn requested(current: &[WatchRequest], url: &str, stop: bool) -> Result<Vec<
     let mut requests: Vec<WatchRequest> =
         current.iter().filter(|r| r.url != url).cloned().collect();
     if requests.len() >= MAX_REQUESTS {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Refused(format!(
             "this agent already asked for {MAX_REQUESTS} pull request watches"
         )));
     }

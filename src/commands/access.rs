@@ -35,11 +35,11 @@ pub(crate) async fn agents(namespace: Option<&str>) -> Result<Api<Agent>> {
 /// A refusal by the API server, in words that say what to do about it.
 pub(crate) fn refused(action: &str, agent: &str, error: kube::Error) -> Error {
     match error {
-        kube::Error::Api(status) if status.code == 403 => Error::Invalid(format!(
+        kube::Error::Api(status) if status.code == 403 => Error::Refused(format!(
             "not allowed to {action} {agent}: only its overseer (or a person with access to agents/status) may; {}",
             status.message
         )),
-        kube::Error::Api(status) if status.code == 404 => Error::Invalid(format!(
+        kube::Error::Api(status) if status.code == 404 => Error::NotFound(format!(
             "there is no agent {agent} here: {}",
             status.message
         )),

@@ -111,7 +111,7 @@ pub(crate) async fn current_pod(
         .as_ref()
         .and_then(|s| s.attempt)
         .map(|attempt| crate::kinds::agent_pod::pod_name(agent, attempt))
-        .ok_or_else(|| Error::Invalid(format!("agent {agent} has no pod yet")))?;
+        .ok_or_else(|| Error::NotReady(format!("agent {agent} has no pod yet")))?;
     let pods: Api<Pod> = Api::namespaced(api.clone().into_client(), &namespace_of(&api, namespace));
     // Only the pod the operator made for this agent: one of that name made by someone
     // else is never read, followed or attached to.
@@ -119,9 +119,9 @@ pub(crate) async fn current_pod(
         .get_opt(&pod)
         .await
         .map_err(|e| refused("read the pod of", agent, e))?
-        .ok_or_else(|| Error::Invalid(format!("agent {agent} has no pod {pod}")))?;
+        .ok_or_else(|| Error::NotReady(format!("agent {agent} has no pod {pod}")))?;
     if crate::kinds::agent_pod::own_pod(&found, &current).is_none() {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Refused(format!(
             "pod {pod} is not the operator's pod of agent {agent}: refused"
         )));
     }
@@ -139,10 +139,10 @@ fn namespace_of(api: &Api<Agent>, namespace: Option<&str>) -> String {
 /// the next seq. Refuses an empty or oversized message and a full inbox.
 pub fn enqueue(agent: &Agent, from: &str, text: &str, now: Timestamp) -> Result<Vec<InboxMessage>> {
     if text.trim().is_empty() {
-        return Err(Error::Invalid("the message is empty".into()));
+        return Err(Error::Usage("the message is empty".into()));
     }
     if text.len() > MAX_SEND_BYTES {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Usage(format!(
             "the message is {} bytes; at most {MAX_SEND_BYTES} are sent",
             text.len()
         )));
@@ -150,7 +150,7 @@ pub fn enqueue(agent: &Agent, from: &str, text: &str, now: Timestamp) -> Result<
     let status = agent.status.clone().unwrap_or_default();
     let pending = inbox::pending_messages(&status);
     if pending.len() >= INBOX_LIMIT {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Busy(format!(
             "{INBOX_LIMIT} messages are already waiting for this agent; send again once they are delivered"
         )));
     }
@@ -222,7 +222,7 @@ pub async fn send(
         }
     }
     let seq = seq.ok_or_else(|| {
-        Error::Invalid(format!(
+        Error::Busy(format!(
             "{agent} changed too often to queue the message; try again"
         ))
     })?;
@@ -231,7 +231,7 @@ pub async fn send(
         return Ok(());
     }
     let Some(result) = await_result(&api, agent, seq, wait).await? else {
-        return Err(Error::Invalid(format!(
+        return Err(Error::NotReady(format!(
             "message #{seq} is still queued for {agent} after {}s (is its pod ready?); it is delivered once the pod can take it, or reported failed (the operator's --send-expiry)",
             wait.as_secs(),
         )));
@@ -244,11 +244,11 @@ pub async fn send(
             println!("message #{seq} delivered to {agent}");
             Ok(())
         }
-        Some(result) => Err(Error::Invalid(format!(
+        Some(result) => Err(Error::NotDelivered(format!(
             "message #{seq} was not delivered to {agent}: {}",
             result.reason.unwrap_or_default()
         ))),
-        None => Err(Error::Invalid(format!("{agent} was deleted"))),
+        None => Err(Error::NotFound(format!("{agent} was deleted"))),
     }
 }
 
@@ -312,7 +312,7 @@ pub async fn release(namespace: Option<&str>, agent: &str, reason: &str) -> Resu
     }
     let attempt = status
         .attempt
-        .ok_or_else(|| Error::Invalid(format!("{agent} has not started yet")))?;
+        .ok_or_else(|| Error::NotReady(format!("{agent} has not started yet")))?;
     let exit = AgentExit {
         outcome: ExitOutcome::Released,
         reason: Some(reason.chars().take(1024).collect()),
@@ -334,7 +334,7 @@ pub async fn release(namespace: Option<&str>, agent: &str, reason: &str) -> Resu
 /// the operator makes the PRWatch, for this agent, with the access a person set.
 pub async fn watch_pr(namespace: Option<&str>, agent: &str, url: &str, stop: bool) -> Result<()> {
     if crate::prwatch::github::PullRequest::parse(url).is_none() {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Usage(format!(
             "{url} is not a pull request URL: https://HOST/OWNER/REPO/pull/N"
         )));
     }
@@ -371,7 +371,7 @@ pub async fn watch_pr(namespace: Option<&str>, agent: &str, url: &str, stop: boo
         }
     }
     if !written {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Busy(format!(
             "{agent} changed too often to record the request; try again"
         )));
     }

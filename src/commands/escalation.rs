@@ -51,7 +51,7 @@ fn requested(
         .cloned()
         .collect();
     if pending.len() >= REQUESTS_LIMIT {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Busy(format!(
             "{REQUESTS_LIMIT} escalations already wait for the operator; try again once it has opened them"
         )));
     }
@@ -82,9 +82,7 @@ pub async fn escalate(
     wait: Duration,
 ) -> Result<()> {
     if reason.trim().is_empty() {
-        return Err(Error::Invalid(
-            "--reason is empty: say what you need".into(),
-        ));
+        return Err(Error::Usage("--reason is empty: say what you need".into()));
     }
     let api = agents(namespace).await?;
     let action = ("escalate for", ESCALATE_MANAGER);
@@ -95,7 +93,7 @@ pub async fn escalate(
     })
     .await?;
     let seq = written.ok_or_else(|| {
-        Error::Invalid(format!(
+        Error::Busy(format!(
             "{agent} changed too often to record the escalation; try again"
         ))
     })?;

@@ -78,7 +78,7 @@ impl Template {
 }
 
 fn invalid(template: &str, why: &str) -> Error {
-    Error::Invalid(format!("jsonpath template {template:?}: {why}"))
+    Error::Usage(format!("jsonpath template {template:?}: {why}"))
 }
 
 /// Where the action opened at `text[0]` closes, quotes respected.

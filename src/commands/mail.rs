@@ -33,7 +33,7 @@ pub struct Outgoing<'a> {
 /// with the next seq. Refused when too many wait or the message is malformed.
 fn queued(status: &AgentStatus, outgoing: &Outgoing, now: Timestamp) -> Result<Vec<OutgoingMail>> {
     if outgoing.body.trim().is_empty() {
-        return Err(Error::Invalid("the message is empty".into()));
+        return Err(Error::Usage("the message is empty".into()));
     }
     if let Some(kind) = outgoing.type_
         && (kind.is_empty()
@@ -43,14 +43,14 @@ fn queued(status: &AgentStatus, outgoing: &Outgoing, now: Timestamp) -> Result<V
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
     {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Usage(format!(
             "--type {kind:?}: one word of lowercase letters, digits and '-', at most 32"
         )));
     }
     let routed = status.mail.as_ref().map_or(0, |m| m.routed_seq);
     let mut pending: Vec<OutgoingMail> = mail::unrouted(status).into_iter().cloned().collect();
     if pending.len() >= OUTBOX_LIMIT {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Busy(format!(
             "{OUTBOX_LIMIT} messages wait to be routed already; try again shortly"
         )));
     }
@@ -90,7 +90,7 @@ pub async fn send(
     })
     .await?;
     let seq = written.ok_or_else(|| {
-        Error::Invalid(format!(
+        Error::Busy(format!(
             "{agent} changed too often to queue the mail; try again"
         ))
     })?;
@@ -111,7 +111,7 @@ pub async fn send(
             .filter_map(|r| r.reason.clone())
             .collect::<Vec<_>>()
             .join("; ");
-        return Err(Error::Invalid(format!(
+        return Err(Error::NotDelivered(format!(
             "mail #{seq} reached nobody: {reason}"
         )));
     }

@@ -34,7 +34,7 @@ impl std::str::FromStr for Output {
             other => match other.strip_prefix("jsonpath=") {
                 Some(template) => Output::JsonPath(template.parse()?),
                 None => {
-                    return Err(crate::Error::Invalid(format!(
+                    return Err(crate::Error::Usage(format!(
                         "unknown output format {other:?}: one of wide, name, json, yaml, jsonpath=TEMPLATE"
                     )));
                 }

@@ -150,7 +150,7 @@ fn watch_failed(error: watcher::Error) -> crate::Error {
         watcher::Error::InitialListFailed(e)
         | watcher::Error::WatchStartFailed(e)
         | watcher::Error::WatchFailed(e) => e.into(),
-        other => crate::Error::Invalid(format!("watching agents failed: {other}")),
+        other => crate::Error::Watch(format!("watching agents failed: {other}")),
     }
 }
 

@@ -44,7 +44,7 @@ pub async fn attach(namespace: Option<&str>, agent: &str) -> Result<()> {
     let (found, _, pod) = current_pod(namespace, agent).await?;
     // The pod runs the mode of the spec (a swarm member's spec holds the swarm's).
     if found.spec.runtime.mode == Some(RuntimeMode::Headless) {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Usage(format!(
             "agent {agent} runs headless: it has no session to attach to; `overseer logs {agent} -f` follows its runs"
         )));
     }
@@ -55,11 +55,11 @@ pub async fn attach(namespace: Option<&str>, agent: &str) -> Result<()> {
         .args(crate::kubernetes::timeouts::KubeconfigChoice::kubectl_args())
         .args(&args)
         .status()
-        .map_err(|e| Error::Invalid(format!("attach runs kubectl, which did not start: {e}")))?;
+        .map_err(|e| Error::Refused(format!("attach runs kubectl, which did not start: {e}")))?;
     if status.success() {
         Ok(())
     } else {
-        Err(Error::Invalid(format!(
+        Err(Error::Refused(format!(
             "kubectl exec into {pod} ended with {status}"
         )))
     }

@@ -77,7 +77,7 @@ pub async fn run(client_only: bool, output: Option<&str>) -> Result<()> {
         Some("json") => format!("{}\n", serde_json::to_string_pretty(&versions)?),
         Some("yaml") => crate::yaml::to_string(&versions)?,
         Some(other) => {
-            return Err(crate::Error::Invalid(format!(
+            return Err(crate::Error::Usage(format!(
                 "unknown output format {other:?}: json or yaml"
             )));
         }

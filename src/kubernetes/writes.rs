@@ -97,7 +97,7 @@ impl CountWrites {
     ) -> crate::Result<Self> {
         let crash_before = match std::env::var(CRASH_BEFORE_WRITE) {
             Ok(value) => Some(value.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                crate::Error::Invalid(format!(
+                crate::Error::Usage(format!(
                     "{CRASH_BEFORE_WRITE} must be a write number of at least 1, not {value:?}"
                 ))
             })?),

@@ -20,7 +20,7 @@ pub async fn input(bytes: Option<usize>, ids: Vec<String>, socket: &Path) -> Res
     let mut message = Vec::new();
     match bytes {
         Some(n) if n > MAX_MESSAGE_BYTES => {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Usage(format!(
                 "message of {n} bytes is over the {MAX_MESSAGE_BYTES}-byte limit"
             )));
         }
@@ -29,7 +29,7 @@ pub async fn input(bytes: Option<usize>, ids: Vec<String>, socket: &Path) -> Res
             stdin
                 .read_exact(&mut message)
                 .await
-                .map_err(|e| Error::Invalid(format!("expected {n} bytes on stdin: {e}")))?;
+                .map_err(|e| Error::Usage(format!("expected {n} bytes on stdin: {e}")))?;
         }
         None => {
             (&mut stdin)
@@ -37,14 +37,14 @@ pub async fn input(bytes: Option<usize>, ids: Vec<String>, socket: &Path) -> Res
                 .read_to_end(&mut message)
                 .await?;
             if message.len() > MAX_MESSAGE_BYTES {
-                return Err(Error::Invalid(format!(
+                return Err(Error::Usage(format!(
                     "message is over the {MAX_MESSAGE_BYTES}-byte limit"
                 )));
             }
         }
     }
-    let message = String::from_utf8(message)
-        .map_err(|_| Error::Invalid("the message is not UTF-8".into()))?;
+    let message =
+        String::from_utf8(message).map_err(|_| Error::Usage("the message is not UTF-8".into()))?;
     let request = Request::Input { message, ids };
     confirmed(protocol::request(socket, &request, DELIVERY_TIMEOUT).await)
 }
@@ -67,10 +67,10 @@ pub async fn exit(outcome: ExitOutcome, reason: Option<String>, socket: &Path) -
 fn confirmed(reply: Result<Reply, String>) -> Result<()> {
     match reply {
         Ok(Reply { ok: true, .. }) => Ok(()),
-        Ok(Reply { error, .. }) => Err(Error::Invalid(format!(
+        Ok(Reply { error, .. }) => Err(Error::NotDelivered(format!(
             "not delivered: {}",
             error.unwrap_or_else(|| "refused".into())
         ))),
-        Err(error) => Err(Error::Invalid(format!("not delivered: {error}"))),
+        Err(error) => Err(Error::NotDelivered(format!("not delivered: {error}"))),
     }
 }

@@ -289,14 +289,14 @@ struct Settings {
 impl Settings {
     fn of(args: &ShimArgs) -> crate::Result<Settings> {
         let runtime = serde_json::from_value(json!(args.runtime))
-            .map_err(|_| crate::Error::Invalid(format!("unknown runtime {:?}", args.runtime)))?;
+            .map_err(|_| crate::Error::Usage(format!("unknown runtime {:?}", args.runtime)))?;
         let mode = serde_json::from_value(json!(args.mode)).map_err(|_| {
-            crate::Error::Invalid(format!("unknown mode {:?} (tui or headless)", args.mode))
+            crate::Error::Usage(format!("unknown mode {:?} (tui or headless)", args.mode))
         })?;
         let quiet = crate::duration::parse(&args.quiet)
-            .ok_or_else(|| crate::Error::Invalid(format!("bad --quiet {:?}", args.quiet)))?;
+            .ok_or_else(|| crate::Error::Usage(format!("bad --quiet {:?}", args.quiet)))?;
         let heartbeat_every = crate::duration::parse_heartbeat(&args.interval)
-            .ok_or_else(|| crate::Error::Invalid(format!("bad --interval {:?}", args.interval)))?
+            .ok_or_else(|| crate::Error::Usage(format!("bad --interval {:?}", args.interval)))?
             .map(|interval| interval.max(HEARTBEAT_FLOOR));
         Ok(Settings {
             runtime,

@@ -26,10 +26,10 @@ impl Source {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         Ok(Source {
             url: var("OVERSEER_GIT_URL")
-                .ok_or_else(|| Error::Invalid("OVERSEER_GIT_URL is not set".into()))?,
+                .ok_or_else(|| Error::Usage("OVERSEER_GIT_URL is not set".into()))?,
             start: var("OVERSEER_GIT_REF"),
             branch: var("OVERSEER_GIT_BRANCH")
-                .ok_or_else(|| Error::Invalid("OVERSEER_GIT_BRANCH is not set".into()))?,
+                .ok_or_else(|| Error::Usage("OVERSEER_GIT_BRANCH is not set".into()))?,
         })
     }
 }
@@ -95,11 +95,11 @@ fn git(dir: &Path, args: &[String]) -> Result<()> {
         .env("GIT_CONFIG_VALUE_0", "*")
         .env("GIT_TERMINAL_PROMPT", "0")
         .output()
-        .map_err(|e| Error::Invalid(format!("running git: {e} (the agent image needs git)")))?;
+        .map_err(|e| Error::Git(format!("running git: {e} (the agent image needs git)")))?;
     if output.status.success() {
         return Ok(());
     }
-    Err(Error::Invalid(format!(
+    Err(Error::Git(format!(
         "git {} failed: {}",
         args.first().map(String::as_str).unwrap_or_default(),
         String::from_utf8_lossy(&output.stderr).trim()

@@ -523,7 +523,7 @@ pub(super) async fn write_onto_version(
             Err(error) => return Err(error.into()),
         }
     }
-    Err(Error::Invalid(format!(
+    Err(Error::Busy(format!(
         "agent {name} changed {tries} times while {manager} wrote its status"
     )))
 }
