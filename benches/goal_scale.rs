@@ -40,6 +40,10 @@ const IN_FLIGHT: usize = 64;
 /// server counts them: the kubelet it plays (pod status), the scheduler's bindings,
 /// every component's leases and the Goals it creates.
 const NOT_THE_CONTROLLERS: [&str; 4] = ["pods/status ", "pods/binding ", "leases ", "goals POST"];
+/// The shortest timer a goal waits on without an error: a pod created and not yet seen
+/// (`fresh::CACHE_LAG_LIMIT`), a name taken. An advance slower than this may have been
+/// caught by a timer rather than by its pod's watch event.
+const SHORTEST_TIMER: Duration = overseer::kubernetes::fresh::CACHE_LAG_LIMIT;
 /// A run that has not finished by then has stalled.
 const RUN_LIMIT: Duration = Duration::from_secs(900);
 
@@ -148,12 +152,18 @@ impl Measured {
     }
 
     fn line(&self, who: &str) -> String {
+        let slow = self
+            .latencies
+            .iter()
+            .filter(|l| **l >= SHORTEST_TIMER)
+            .count();
         format!(
-            "{who:<16} p50 {:>7.1} ms, p99 {:>7.1} ms, max {:>7.1} ms, {:>6.1} transitions/s",
+            "{who:<16} p50 {:>7.1} ms, p99 {:>7.1} ms, max {:>7.1} ms, {:>6.1} transitions/s, {slow} advances of {:?} or more (a timer's)",
             ms(self.percentile(0.50)),
             ms(self.percentile(0.99)),
             ms(self.percentile(1.0)),
-            self.per_second()
+            self.per_second(),
+            SHORTEST_TIMER
         )
     }
 }
