@@ -357,6 +357,31 @@ async fn run_tenants(goals: usize) -> (Measured, Measured) {
     (alone, beside)
 }
 
+/// Deletes `ns` and waits until it is gone: the next count's writes and load must not
+/// include its pods' deletion.
+async fn removed(ns: TestNamespace) {
+    use k8s_openapi::api::core::v1::Namespace;
+    let (name, namespaces) = (ns.name.clone(), Api::<Namespace>::all(ns.client.clone()));
+    let started = Instant::now();
+    drop(ns);
+    while namespaces
+        .get_opt(&name)
+        .await
+        .expect("read the namespace")
+        .is_some()
+    {
+        assert!(
+            started.elapsed() < RUN_LIMIT,
+            "namespace {name} still there"
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    println!(
+        "namespace {name} gone in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
 /// One count's run of each: the bare controller's and the operator's advances.
 async fn run_count(goals: usize) -> chart::Row {
     let transitions = goals * (STEPS - 1);
@@ -367,11 +392,8 @@ async fn run_count(goals: usize) -> chart::Row {
     let bare_ns = setup(&format!("bench-scale-bare-{goals}")).await;
     let (bare, bare_writes) = run_bare(&bare_ns, goals).await;
     println!("{}", bare.line("bare controller"));
-    let (ours, metrics, our_writes) = run_operator(
-        &setup(&format!("bench-scale-operator-{goals}")).await,
-        goals,
-    )
-    .await;
+    let operator_ns = setup(&format!("bench-scale-operator-{goals}")).await;
+    let (ours, metrics, our_writes) = run_operator(&operator_ns, goals).await;
     println!("{}", ours.line("operator"));
     // Of a goal of STEPS steps, a transition at steady state is its status write and its
     // next pod; the first step's start and the goal's end write once per goal.
@@ -409,7 +431,8 @@ async fn run_count(goals: usize) -> chart::Row {
         ms(ours.percentile(1.0)) / ms(ours.percentile(0.99)),
         ours.per_second() / bare.per_second()
     );
-    drop(bare_ns);
+    removed(bare_ns).await;
+    removed(operator_ns).await;
     chart::Row {
         goals,
         bare: bare.summary(),
