@@ -158,7 +158,7 @@ impl Measured {
             .filter(|l| **l >= SHORTEST_TIMER)
             .count();
         format!(
-            "{who:<16} p50 {:>7.1} ms, p99 {:>7.1} ms, max {:>7.1} ms, {:>6.1} transitions/s, {slow} advances of {:?} or more (a timer's)",
+            "{who:<16} p50 {:>7.1} ms, p99 {:>7.1} ms, max {:>7.1} ms, {:>6.1} transitions/s, {slow} advances of {:?} or more (the shortest timer)",
             ms(self.percentile(0.50)),
             ms(self.percentile(0.99)),
             ms(self.percentile(1.0)),
