@@ -276,16 +276,16 @@ pub(super) async fn create_step_pod(
         }
         Err(error) => {
             gc.creating.ended(&namespace, &goal.name_any());
-            let message = match &error {
-                crate::Error::NameTaken { .. } => Some(error.to_string()),
-                other => crate::kubernetes::pods::refusal(other),
-            };
-            let Some(message) = message else {
-                return Err(error);
-            };
-            let (reason, created) = match error {
-                crate::Error::NameTaken { .. } => (reasons::NAME_TAKEN, StepPodCreated::NameTaken),
-                _ => (reasons::POD_REFUSED, StepPodCreated::Refused),
+            let (reason, created, message) = match &error {
+                crate::Error::NameTaken { .. } => (
+                    reasons::NAME_TAKEN,
+                    StepPodCreated::NameTaken,
+                    error.to_string(),
+                ),
+                other => match crate::kubernetes::pods::refusal(other) {
+                    Some(message) => (reasons::POD_REFUSED, StepPodCreated::Refused, message),
+                    None => return Err(error),
+                },
             };
             report_not_progressing(ctx, goal, status, reason, &message).await?;
             Ok(created)
