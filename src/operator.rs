@@ -194,8 +194,9 @@ fn controllers(
             shutdown,
         )),
     ];
-    // Every subscription is taken: the watches may start.
-    let config = watcher::Config::default().any_semantic();
+    // Every subscription is taken: the watches may start. Their lists are consistent
+    // reads, which the controllers trust after a restart (src/kubernetes/fresh.rs).
+    let config = watcher::Config::default();
     tokio::spawn(agents.run(
         "Agent",
         watcher(ctx.api(), config.clone()).default_backoff(),

@@ -10,8 +10,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::rbac::v1::Role;
 use kube::api::DeleteParams;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -32,7 +33,7 @@ use crate::kinds::agent_pod::{self, AgentPod, PodPhase};
 use crate::kinds::swarm::MailPolicy;
 use crate::kinds::swarm::Swarm;
 use crate::kubernetes::caches::Subscription;
-use crate::kubernetes::fresh::{Applied, Deleting, Versions};
+use crate::kubernetes::fresh::{Applied, Deleting};
 use crate::kubernetes::index::Index;
 use crate::labels;
 use crate::reasons;
@@ -86,6 +87,7 @@ pub async fn run(
     })
     .reflect(pod_writer)
     .touched_objects();
+    let roles = watch_roles(&ctx, &selector);
     let store = agents.store.clone();
     let overseen = Index::default();
     let noted = overseen.clone();
@@ -96,6 +98,7 @@ pub async fn run(
     let (related_store, related_index) = (store.clone(), overseen.clone());
     let (notify_related, related_changes) =
         related_trigger(move |changed: &Agent| related(&related_store, &related_index, changed));
+    let versions = agents.versions.clone();
     let agent_events = agents
         .touched()
         .inspect_ok(move |agent: &Guarded<Agent>| {
@@ -128,14 +131,35 @@ pub async fn run(
         overseen,
         pods,
         pods_of,
+        roles,
         swarms: swarm_cache,
-        versions: Versions::default(),
+        versions,
         applied: Applied::default(),
         deleting: Deleting::default(),
         wake_locks: Mutex::default(),
         dispatch: crate::delivery::slots::Running::new(again),
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
+}
+
+/// A cache of the agents' Roles, kept by a task of its own: a Role changing needs no
+/// reconcile, only `sync_role` reads it.
+fn watch_roles(ctx: &Context, selector: &str) -> Store<Role> {
+    let (roles, writer) = reflector::store();
+    let events = watcher(
+        ctx.api::<Role>(),
+        watcher::Config::default().labels(selector),
+    )
+    .default_backoff()
+    .modify(pod::slim_role)
+    .reflect(writer);
+    tokio::spawn(events.for_each(|event| {
+        if let Err(error) = event {
+            tracing::warn!(kind = "Role", %error, "watch error");
+        }
+        futures::future::ready(())
+    }));
+    roles
 }
 
 /// The agents `changed` oversees, and its own overseer.

@@ -53,6 +53,26 @@ fn waiting_on(reason: String) -> ContainerStatus {
     }
 }
 
+/// Trims a cached agent Role to what `sync_role` compares: its rules, and its
+/// controller owner (to know it is the agent's own). The rest is dropped, for the
+/// memory: 10,000 agents have 10,000 Roles.
+pub fn slim_role(role: &mut Role) {
+    let owner = role
+        .metadata
+        .owner_references
+        .take()
+        .into_iter()
+        .flatten()
+        .find(|o| o.controller == Some(true));
+    role.metadata = ObjectMeta {
+        name: role.metadata.name.take(),
+        namespace: role.metadata.namespace.take(),
+        resource_version: role.metadata.resource_version.take(),
+        owner_references: owner.map(|o| vec![o]),
+        ..Default::default()
+    };
+}
+
 /// Name of the agent's ServiceAccount, Role and RoleBinding.
 pub fn identity_name(agent: &str) -> String {
     format!(

@@ -23,7 +23,7 @@ use crate::controller::{
 use crate::kinds::goal::Goal;
 use crate::kinds::swarm::Swarm;
 use crate::kubernetes::caches::Subscription;
-use crate::kubernetes::fresh::{Creating, Versions};
+use crate::kubernetes::fresh::Creating;
 use crate::labels;
 use crate::reasons;
 use kube::core::DeserializeGuard as Guarded;
@@ -65,6 +65,7 @@ pub async fn run(
     let dependents_store = store.clone();
     let (notify_dependents, dependent_changes) =
         related_trigger(move |changed: &Goal| dependents(&dependents_store, changed));
+    let versions = goals.versions.clone();
     let goal_events = goals.touched().inspect_ok(notify_dependents);
     // A goal of a swarm takes its steps' templates from the swarm's roles.
     let swarm_cache = swarms.store.clone();
@@ -84,7 +85,7 @@ pub async fn run(
         store,
         pods: pod_store,
         swarms: swarm_cache,
-        versions: Versions::default(),
+        versions,
         creating,
         applied: crate::kubernetes::fresh::Applied::default(),
         progress: ProgressEvents::default(),

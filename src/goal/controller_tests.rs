@@ -35,7 +35,7 @@ fn goal_context(client: kube::Client) -> GoalContext {
         store: reflector::store().0,
         pods: reflector::store().0,
         swarms: reflector::store().0,
-        versions: Versions::default(),
+        versions: Default::default(),
         creating: Arc::default(),
         applied: crate::kubernetes::fresh::Applied::default(),
         progress: ProgressEvents::default(),

@@ -5,12 +5,18 @@
 //! subscribed (`SharedWatch::subscribe`), deletions included, which kube's own shared
 //! streams leave out (they carry only objects still in the cache) and which the
 //! related-object triggers need: a goal deleted may release the goals that depend on it.
+//! It also keeps the kind's `Versions` (src/kubernetes/fresh.rs) in the watch's order,
+//! which is what lets a controller decide on a cached object without reading it again.
+
+use std::sync::Arc;
 
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
 use kube::runtime::reflector::{self, Lookup, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use tracing::warn;
+
+use super::fresh::Versions;
 
 /// A watch, its cache and the controllers that subscribed to its events.
 pub struct SharedWatch<K>
@@ -20,6 +26,7 @@ where
 {
     store: Store<K>,
     writer: Writer<K>,
+    versions: Arc<Versions>,
     subscribers: Vec<mpsc::UnboundedSender<watcher::Event<K>>>,
 }
 
@@ -30,6 +37,8 @@ where
     K::DynamicType: Eq + std::hash::Hash + Clone,
 {
     pub store: Store<K>,
+    /// Which cached versions the kind's controller may decide on as they are.
+    pub versions: Arc<Versions>,
     pub events: mpsc::UnboundedReceiver<watcher::Event<K>>,
 }
 
@@ -57,6 +66,7 @@ where
         SharedWatch {
             store,
             writer,
+            versions: Arc::default(),
             subscribers: Vec::new(),
         }
     }
@@ -80,12 +90,15 @@ where
         self.subscribers.push(sender);
         Subscription {
             store: self.store.clone(),
+            versions: self.versions.clone(),
             events,
         }
     }
 
     /// Keeps the cache from `watch` and hands each event to every subscriber, the cache
-    /// first; ends when the watch does. A watch error is logged here (the watch retries
+    /// and the versions first; ends when the watch does. The watch's lists must be
+    /// consistent reads (`watcher::Config`'s default, not `any_semantic`): the versions
+    /// trust them. A watch error is logged here (the watch retries
     /// with backoff), for the controllers see only events. Nothing reads who wrote which
     /// field, so managed fields are not kept (at 10,000 Agents, a good part of the
     /// cache), and no object is ever written back from the cache.
@@ -94,13 +107,18 @@ where
         kind: &'static str,
         watch: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
     ) {
-        let subscribers = self.subscribers;
+        let (subscribers, versions) = (self.subscribers, self.versions);
         watch
             .modify(|object| object.meta_mut().managed_fields = None)
             .reflect(self.writer)
             .for_each(|event| {
                 match event {
                     Ok(event) => {
+                        if let watcher::Event::Apply(object) | watcher::Event::InitApply(object) =
+                            &event
+                        {
+                            versions.streamed(object);
+                        }
                         for subscriber in &subscribers {
                             // Fails only once that controller has stopped.
                             let _ = subscriber.unbounded_send(event.clone());

@@ -3,10 +3,16 @@
 //! A plan decides on status, and status is the checkpoint: deciding on a cached object
 //! that has not yet seen our own last status write would repeat that write's Events
 //! and notifications. Reading every object fresh before each reconcile is safe but
-//! costs a round trip each time. Instead each controller remembers the
-//! resourceVersion of every object as it last wrote it, or last read it fresh: a
-//! cached object at exactly that version holds our last write, so it is decided on as
-//! it is; any other version (older, or newer from someone else's write) is read again.
+//! costs a round trip each time. Instead the watch of each kind remembers the
+//! resourceVersion of every object as its controller last wrote it, or last read it
+//! fresh, and whether the watch has shown that version yet. A cached object at exactly
+//! that version holds our last write, so it is decided on as it is. Once the watch has
+//! shown our last write, every later version it shows (someone else's write: the
+//! shim's report, a sender's message) is newer, for a watch delivers an object's
+//! versions in order, and is decided on as it is too. Until then any other version may
+//! be older than our write and is read again. The watch's first list is a consistent
+//! read (never the API server's possibly lagging watch cache), so it holds every write
+//! the process before this one made: after a restart nothing is read again.
 //! resourceVersions are only compared for equality, as the API conventions allow.
 //!
 //! Children that a reconcile keeps in step but does not watch (an agent's Role, its
@@ -27,20 +33,32 @@ use serde::Serialize;
 
 use kube::{Resource, ResourceExt};
 
-/// The resourceVersion of each object (by namespace and name) as last written or read.
+/// Per object (by namespace and name): the resourceVersion a cached object may be
+/// decided on at, and the last version its watch showed.
 #[derive(Default)]
-pub struct Versions(Mutex<HashMap<(String, String), String>>);
+pub struct Versions(Mutex<HashMap<(String, String), Known>>);
+
+#[derive(Default)]
+struct Known {
+    /// The version last written or read fresh, or shown by the watch since.
+    trusted: Option<String>,
+    /// Whether the watch has shown `trusted`: its later versions are newer.
+    shown: bool,
+    /// The last version the watch showed.
+    streamed: Option<String>,
+}
 
 fn key<K: Resource>(object: &K) -> (String, String) {
     (object.namespace().unwrap_or_default(), object.name_any())
 }
 
 impl Versions {
-    /// Whether `cached` is at the version last written or read fresh.
+    /// Whether `cached` may be decided on as it is: it is at the version last written
+    /// or read fresh, or the watch showed it after that version.
     pub fn is_current<K: Resource>(&self, cached: &K) -> bool {
         let known = self.0.lock().unwrap_or_else(|p| p.into_inner());
         match (known.get(&key(cached)), &cached.meta().resource_version) {
-            (Some(known), Some(cached)) => known == cached,
+            (Some(known), Some(cached)) => known.trusted.as_ref() == Some(cached),
             _ => false,
         }
     }
@@ -48,10 +66,25 @@ impl Versions {
     /// Records the version of `object` as just read fresh or returned by our write.
     pub fn saw<K: Resource>(&self, object: &K) {
         let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        match &object.meta().resource_version {
-            Some(version) => known.insert(key(object), version.clone()),
-            None => known.remove(&key(object)),
+        let entry = known.entry(key(object)).or_default();
+        entry.trusted = object.meta().resource_version.clone();
+        // The watch may have shown it before our write's answer came back.
+        entry.shown = entry.trusted.is_some() && entry.trusted == entry.streamed;
+    }
+
+    /// Records a version the watch showed (its first list included, a consistent
+    /// read): trusted unless a write or read of ours is still to show.
+    pub fn streamed<K: Resource>(&self, object: &K) {
+        let Some(version) = &object.meta().resource_version else {
+            return;
         };
+        let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = known.entry(key(object)).or_default();
+        entry.streamed = Some(version.clone());
+        if entry.trusted.is_none() || entry.shown || entry.trusted.as_ref() == Some(version) {
+            entry.trusted = Some(version.clone());
+            entry.shown = true;
+        }
     }
 
     /// Forgets `object` (deleted, or gone).
@@ -237,13 +270,60 @@ mod tests {
         assert!(!versions.is_current(&at(Some("4"))), "older than our write");
         assert!(
             !versions.is_current(&at(Some("6"))),
-            "someone else wrote since"
+            "someone else wrote since, the watch not shown our write yet"
         );
         assert!(!versions.is_current(&at(None)), "no version");
         versions.saw(&at(Some("6")));
         assert!(versions.is_current(&at(Some("6"))), "read fresh");
         versions.forget("n", "g");
         assert!(!versions.is_current(&at(Some("6"))), "forgotten");
+    }
+
+    #[test]
+    fn what_the_watch_shows_after_our_last_write_is_trusted_never_before_it() {
+        let versions = Versions::default();
+        versions.streamed(&at(Some("3")));
+        assert!(
+            versions.is_current(&at(Some("3"))),
+            "first list: consistent"
+        );
+        versions.saw(&at(Some("5")));
+        versions.streamed(&at(Some("4")));
+        assert!(
+            !versions.is_current(&at(Some("4"))),
+            "the watch lags our write: 4 may be older than it"
+        );
+        assert!(versions.is_current(&at(Some("5"))), "our write");
+        versions.streamed(&at(Some("5")));
+        versions.streamed(&at(Some("7")));
+        assert!(
+            versions.is_current(&at(Some("7"))),
+            "shown after our write: the shim's report is newer"
+        );
+        assert!(!versions.is_current(&at(Some("5"))), "older than 7");
+    }
+
+    #[test]
+    fn a_write_the_watch_showed_before_its_answer_came_back_is_shown() {
+        let versions = Versions::default();
+        versions.streamed(&at(Some("3")));
+        versions.streamed(&at(Some("5")));
+        versions.saw(&at(Some("5")));
+        versions.streamed(&at(Some("6")));
+        assert!(
+            versions.is_current(&at(Some("6"))),
+            "shown: 6 came after it"
+        );
+        versions.streamed(&at(Some("8")));
+        versions.saw(&at(Some("7")));
+        assert!(
+            !versions.is_current(&at(Some("8"))),
+            "7's answer after the watch passed it: read again"
+        );
+        versions.saw(&at(Some("8")));
+        assert!(versions.is_current(&at(Some("8"))), "read fresh, shown");
+        versions.streamed(&at(Some("9")));
+        assert!(versions.is_current(&at(Some("9"))));
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub async fn run(
     let members = agents.store.clone();
     let goal_cache = goals.store.clone();
     let store = swarms.store.clone();
+    let versions = swarms.versions.clone();
     let _ = ctx
         .metrics
         .by_phase
@@ -61,7 +62,7 @@ pub async fn run(
         ctx,
         members,
         goals: goal_cache,
-        versions: Versions::default(),
+        versions,
         applied: Applied::default(),
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
@@ -73,7 +74,7 @@ struct SwarmContext {
     members: Store<Guarded<Agent>>,
     goals: Store<Guarded<Goal>>,
     /// Each Swarm's version as this operator last wrote or read it.
-    versions: Versions,
+    versions: Arc<Versions>,
     /// Each swarm's NetworkPolicy as last applied (or known absent).
     applied: Applied,
 }

@@ -59,7 +59,7 @@ fn swarm_context(client: kube::Client, members: Vec<Agent>) -> SwarmContext {
         ctx: scripted::context(client),
         members: listed_store(members),
         goals: listed_store(Vec::new()),
-        versions: Versions::default(),
+        versions: Default::default(),
         applied: Applied::default(),
     }
 }

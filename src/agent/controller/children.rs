@@ -5,6 +5,7 @@
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 use tracing::info;
 
@@ -13,6 +14,7 @@ use crate::agent::{instructions, pod, pr_watches};
 use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, apply_owned, label_value, ours_or_absent,
 };
+use crate::controller::listed;
 use crate::kinds::agent::{Agent, AgentSpec};
 use crate::kinds::swarm::Swarm;
 use crate::labels;
@@ -152,6 +154,17 @@ pub(super) async fn sync_role(
     let name = pod::identity_name(&agent.name_any());
     let wanted = pod::role_rules(agent, overseen);
     if ac.applied.holds(ROLE, &namespace, &name, &wanted) {
+        return Ok(());
+    }
+    // After a restart nothing is known as applied: the cache of agent Roles (a
+    // consistent first list) answers instead of one read per agent.
+    let cached = listed(&ac.roles)
+        .then(|| ac.roles.get(&ObjectRef::new(&name).within(&namespace)))
+        .flatten();
+    if cached.is_some_and(|r| {
+        crate::api::controlled_by(&*r, &agent_uid(agent)) && r.rules.as_ref() == Some(&wanted)
+    }) {
+        ac.applied.record(ROLE, &namespace, &name, &wanted);
         return Ok(());
     }
     let roles = Api::<Role>::namespaced(ac.ctx.client.clone(), &namespace);

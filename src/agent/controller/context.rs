@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::rbac::v1::Role;
 use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
@@ -34,11 +35,13 @@ pub(super) struct AgentContext {
     pub(super) overseen: Index,
     /// Every agent pod of the agents watched.
     pub(super) pods: Store<Pod>,
+    /// The agents' Roles, trimmed to their rules and owner (`pod::slim_role`).
+    pub(super) roles: Store<Role>,
     /// The pods seen of each agent.
     pub(super) pods_of: Index,
     pub(super) swarms: Store<Guarded<Swarm>>,
     /// Each Agent's version as this operator last wrote or read it (src/kubernetes/fresh.rs).
-    pub(super) versions: Versions,
+    pub(super) versions: Arc<Versions>,
     /// The Roles and instruction ConfigMaps as this operator last applied or read them.
     pub(super) applied: Applied,
     /// Pods this operator deleted that the pod cache may not show as deleting yet.

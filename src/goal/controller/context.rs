@@ -23,7 +23,7 @@ pub(super) struct GoalContext {
     pub(super) pods: Store<Pod>,
     pub(super) swarms: Store<Guarded<Swarm>>,
     /// Each Goal's version as this operator last wrote or read it (src/kubernetes/fresh.rs).
-    pub(super) versions: Versions,
+    pub(super) versions: Arc<Versions>,
     /// Each Goal's step pod created and not yet in `pods` (src/kubernetes/fresh.rs).
     pub(super) creating: Arc<Creating<StepPod>>,
     /// Each Goal's sandbox as this operator last applied it.
