@@ -6,7 +6,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::kubernetes::fresh::{Applied, Deleting, Versions};
+use crate::kubernetes::fresh::{Applied, Deleting};
 use crate::scripted::{self, Seen};
 
 /// A client whose API server refuses every new pod as invalid and every exec as
