@@ -1,19 +1,25 @@
 //! Quiet in-loop agents held by one operator, side by side with a bare controller, in
-//! one run on one cluster. `AGENTS` in-loop Agents (`OVERSEER_BENCH_AGENTS`, default
-//! 10,000) run on a kwok node made for them; once all are Running, this benchmark plays
-//! each pod's shim: one activity report (working), then heartbeats, status writes under
-//! the shim's field manager that change only `heartbeatTime`. Two windows of `WINDOW`:
-//! heartbeats at the shim's own period (`HEARTBEAT_FLOOR`, 5 minutes) and at the
-//! `loop.interval` of 15 s that the shim used before. For each window it prints the
-//! heartbeats the API server took per second, the operator's API writes and reads per
-//! second, its reconciles, its CPU share of a core and its RSS, beside a bare controller
-//! (in this process, on a thread of its own: a kube Controller over the same Agents and
-//! pods whose reconcile does nothing). Last it starts `GOALS` Goals
-//! (`OVERSEER_BENCH_GOALS`, default 1,000) whose first step runs on, restarts the
-//! operator and times its first reconcile of every agent and every goal, counting its
-//! writes meanwhile (a quiet agent or a goal whose step runs on needs none).
+//! one run on one cluster, at a growing count of agents (`OVERSEER_BENCH_AGENTS`,
+//! comma-separated, default 1,000, 3,000 and 10,000). At each count, once every agent
+//! runs on a kwok node made for them, this benchmark plays each pod's shim: one activity
+//! report (working), then heartbeats for `WINDOW`, status writes under the shim's field
+//! manager that change only `heartbeatTime`, at the shim's own period
+//! (`HEARTBEAT_FLOOR`, 5 minutes). It measures the heartbeats the API server took per
+//! second, the operator's API writes and reads per second, its reconciles, its CPU
+//! share of a core and its RSS, beside a bare controller (in this process, on a thread
+//! of its own: a kube Controller over the same Agents and pods whose reconcile does
+//! nothing). Then it restarts the operator and times its first reconcile of every agent,
+//! counting its writes and reads meanwhile (a quiet agent needs none), beside a new bare
+//! controller's first reconcile of every agent. At the last count it also runs a window
+//! at the old heartbeat of one per `loop.interval` (15 s), and restarts once more with
+//! `GOALS` Goals running their first step (`OVERSEER_BENCH_GOALS`, default 1,000). The
+//! figures go to a table and to docs/images/agent-scale.svg.
 //! Needs the test cluster: `make bench`.
 
+#[path = "agent_scale/chart.rs"]
+mod chart;
+#[path = "common/plot.rs"]
+mod plot;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -39,19 +45,27 @@ const IN_FLIGHT: usize = 64;
 /// Each measured window.
 const WINDOW: Duration = Duration::from_secs(60);
 /// The shim's heartbeat now, and the one it had before (one per `loop.interval`).
-const HEARTBEATS: [(&str, Duration); 2] = [
-    ("every 5 min (now)", Duration::from_secs(300)),
-    ("every 15 s (before)", Duration::from_secs(15)),
-];
+const HEARTBEAT_NOW: Duration = Duration::from_secs(300);
+const HEARTBEAT_BEFORE: Duration = Duration::from_secs(15);
 /// A run that has not got every agent Running by then has stalled.
 const START_LIMIT: Duration = Duration::from_secs(1800);
 const NODE: &str = "bench-agents";
 
-fn agents() -> usize {
-    std::env::var("OVERSEER_BENCH_AGENTS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(10_000)
+fn counts() -> Vec<usize> {
+    let counts: Vec<usize> = std::env::var("OVERSEER_BENCH_AGENTS")
+        .unwrap_or_else(|_| "1000,3000,10000".into())
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .expect("OVERSEER_BENCH_AGENTS: counts, comma-separated")
+        })
+        .collect();
+    assert!(
+        counts.windows(2).all(|w| w[0] < w[1]),
+        "OVERSEER_BENCH_AGENTS: growing counts, the agents of each are kept for the next"
+    );
+    counts
 }
 
 fn goals() -> usize {
@@ -90,9 +104,20 @@ async fn make_room(client: &Client, agents: usize) {
 /// The baseline: a controller over the same Agents and their pods whose reconcile
 /// does nothing, on a thread of its own so that its CPU time can be read.
 /// Returns that thread's /proc directory.
-fn bare_controller(ns: &str) -> String {
+/// A bare controller on a thread of its own: the thread's /proc directory (for its
+/// CPU), its count of reconciles, and a sender that stops it.
+struct Bare {
+    proc_dir: String,
+    reconciles: Arc<AtomicU64>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+fn bare_controller(ns: &str) -> Bare {
     let ns = ns.to_string();
     let (sender, receiver) = std::sync::mpsc::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let reconciles = Arc::new(AtomicU64::new(0));
+    let counted = reconciles.clone();
     std::thread::spawn(move || {
         let thread = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
         sender.send(format!("/proc/{}", thread.display())).unwrap();
@@ -104,22 +129,45 @@ fn bare_controller(ns: &str) -> String {
             let client = client().await;
             let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
             let pods: Api<Pod> = Api::namespaced(client, &ns);
-            Controller::new(agents, watcher::Config::default())
+            let run = Controller::new(agents, watcher::Config::default())
                 .owns(pods, watcher::Config::default())
                 .run(
-                    |_, _| async { Ok::<_, kube::Error>(Action::await_change()) },
+                    |_, counted: Arc<AtomicU64>| async move {
+                        counted.fetch_add(1, Ordering::Relaxed);
+                        Ok::<_, kube::Error>(Action::await_change())
+                    },
                     |_, _, _| Action::await_change(),
-                    Arc::new(()),
+                    counted,
                 )
-                .for_each(|_| futures::future::ready(()))
-                .await;
+                .for_each(|_| futures::future::ready(()));
+            tokio::select! {
+                _ = run => {}
+                _ = stopped => {}
+            }
         });
     });
-    receiver.recv().unwrap()
+    Bare {
+        proc_dir: receiver.recv().unwrap(),
+        reconciles,
+        _stop: stop,
+    }
 }
 
-async fn create_agents(api: &Api<Agent>, agents: usize) {
-    futures::stream::iter(0..agents)
+/// A new bare controller's time to its first reconcile of `agents` agents: the floor of
+/// any controller's restart (its lists, and a reconcile that does nothing).
+async fn bare_restart(ns: &str, agents: usize) -> Duration {
+    let started = Instant::now();
+    let bare = bare_controller(ns);
+    while bare.reconciles.load(Ordering::Relaxed) < agents as u64 {
+        assert!(started.elapsed() < START_LIMIT, "bare restart stalled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    started.elapsed()
+}
+
+/// Creates the agents numbered in `range`.
+async fn create_agents(api: &Api<Agent>, range: std::ops::Range<usize>) {
+    futures::stream::iter(range)
         .for_each_concurrent(32, |i| {
             let api = api.clone();
             let agent: Agent = serde_json::from_value(json!({
@@ -274,8 +322,18 @@ async fn counters(operator: &Operator, bare: &str) -> Counters {
     }
 }
 
+/// What a restart measured: the time to the first reconcile of every agent (and every
+/// goal, when there were goals), the writes and reads meanwhile, and the RSS then.
+struct Restarted {
+    agents: Duration,
+    goals: Option<Duration>,
+    writes: f64,
+    reads: f64,
+    rss_mib: f64,
+}
+
 /// Restarts the operator and times its first reconcile of every agent and every goal.
-async fn restart(operator: &mut Operator, args: &[&str], agents: usize, goals: usize) {
+async fn restart(operator: &mut Operator, args: &[&str], agents: usize, goals: usize) -> Restarted {
     operator.child.kill().unwrap();
     operator.child.wait().unwrap();
     let started = Instant::now();
@@ -300,15 +358,13 @@ async fn restart(operator: &mut Operator, args: &[&str], agents: usize, goals: u
             goals_done = Some(started.elapsed());
         }
         if let (Some(agents_done), Some(goals_done)) = (agents_done, goals_done) {
-            let writes = sum_of(&metrics, "overseer_api_writes_total{");
-            let reads = sum_of(&metrics, "overseer_api_reads_total{verb=\"read\"}");
-            println!(
-                "restart: every agent reconciled {:.1} s and every goal {:.1} s after the operator started, with {writes:.0} API writes and {reads:.0} reads; RSS {:.0} MiB",
-                agents_done.as_secs_f64(),
-                goals_done.as_secs_f64(),
-                rss_mib(operator.child.id())
-            );
-            return;
+            return Restarted {
+                agents: agents_done,
+                goals: (goals > 0).then_some(goals_done),
+                writes: sum_of(&metrics, "overseer_api_writes_total{"),
+                reads: sum_of(&metrics, "overseer_api_reads_total{verb=\"read\"}"),
+                rss_mib: rss_mib(operator.child.id()),
+            };
         }
         assert!(
             started.elapsed() < START_LIMIT,
@@ -318,62 +374,146 @@ async fn restart(operator: &mut Operator, args: &[&str], agents: usize, goals: u
     }
 }
 
+/// What one window of heartbeats measured.
+struct Window {
+    heartbeats_per_second: f64,
+    writes_per_second: f64,
+    reads_per_second: f64,
+    reconciles: f64,
+    cpu: f64,
+    rss_mib: f64,
+    bare_cpu: f64,
+}
+
+/// Heartbeats for `WINDOW` at one per agent per `period`, and what the operator and the
+/// bare controller spent meanwhile.
+async fn window(
+    operator: &Operator,
+    bare: &Bare,
+    api: &Api<Agent>,
+    running: &Arc<Vec<(String, i64)>>,
+    period: Duration,
+    since: &str,
+) -> Window {
+    let before = counters(operator, &bare.proc_dir).await;
+    let started = Instant::now();
+    let sent = heartbeats(api, running, period, since).await;
+    let seconds = started.elapsed().as_secs_f64();
+    let after = counters(operator, &bare.proc_dir).await;
+    Window {
+        heartbeats_per_second: sent as f64 / seconds,
+        writes_per_second: (after.writes - before.writes) / seconds,
+        reads_per_second: (after.reads - before.reads) / seconds,
+        reconciles: after.reconciles - before.reconciles,
+        cpu: 100.0 * (after.cpu - before.cpu) / seconds,
+        rss_mib: rss_mib(operator.child.id()),
+        bare_cpu: 100.0 * (after.bare_cpu - before.bare_cpu) / seconds,
+    }
+}
+
+fn print_window(label: &str, w: &Window) {
+    let calls = (w.writes_per_second + w.reads_per_second) * WINDOW.as_secs_f64();
+    println!(
+        "  {label}: heartbeats/s {:.1}, operator writes/s {:.2}, reads/s {:.2}, reconciles {:.0} ({:.2} calls each), CPU {:.1}%, RSS {:.0} MiB; bare CPU {:.1}%",
+        w.heartbeats_per_second,
+        w.writes_per_second,
+        w.reads_per_second,
+        w.reconciles,
+        calls / w.reconciles.max(1.0),
+        w.cpu,
+        w.rss_mib,
+        w.bare_cpu
+    );
+}
+
+fn print_restart(r: &Restarted, bare: Duration) {
+    let goals = r
+        .goals
+        .map(|g| format!(" and every goal {:.1} s", g.as_secs_f64()))
+        .unwrap_or_default();
+    println!(
+        "  restart: every agent reconciled {:.1} s{goals} after the operator started (bare controller {:.1} s), with {:.0} API writes and {:.0} reads; RSS {:.0} MiB",
+        r.agents.as_secs_f64(),
+        bare.as_secs_f64(),
+        r.writes,
+        r.reads,
+        r.rss_mib
+    );
+}
+
+/// Grows the agents to `count` (from `from`), waits for every one to run and make its
+/// first report, and returns them all.
+async fn grow(api: &Api<Agent>, from: usize, count: usize) -> Arc<Vec<(String, i64)>> {
+    let started = Instant::now();
+    create_agents(api, from..count).await;
+    let running = all_running(api, count, started).await;
+    println!(
+        "{count} agents Running {:.0} s after the first of {} new ones was created",
+        started.elapsed().as_secs_f64(),
+        count - from
+    );
+    let since = jiff::Timestamp::now().to_string();
+    let new: Vec<(String, i64)> = running
+        .iter()
+        .filter(|(name, _)| name[1..].parse::<usize>().is_ok_and(|i| i >= from))
+        .cloned()
+        .collect();
+    first_reports(api, &new, &since).await;
+    // The operator judges each first report (a change); the windows hold only heartbeats.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    Arc::new(running)
+}
+
 #[tokio::main]
 async fn main() {
-    let (agents, goals) = (agents(), goals());
+    let (counts, goals) = (counts(), goals());
     println!(
-        "agent_scale: {agents} quiet in-loop agents, windows of {WINDOW:?}; restart with {goals} goals"
+        "agent_scale: {counts:?} quiet in-loop agents, windows of {WINDOW:?}; a last restart with {goals} goals"
     );
+    let last = *counts.last().expect("a count of agents");
     let ns: TestNamespace = setup("bench-agents").await;
-    make_room(&ns.client, agents + goals).await;
+    make_room(&ns.client, last + goals).await;
     let args = ["--namespace", ns.name.as_str()];
     let mut operator = Operator::start(&args);
     let bare = bare_controller(&ns.name);
     let api: Api<Agent> = ns.api();
-    let started = Instant::now();
-    create_agents(&api, agents).await;
-    let running = Arc::new(all_running(&api, agents, started).await);
-    println!(
-        "{agents} agents Running {:.0} s after the first was created",
-        started.elapsed().as_secs_f64()
-    );
     let since = jiff::Timestamp::now().to_string();
-    first_reports(&api, &running, &since).await;
-    // The operator judges each first report (a change); the windows hold only heartbeats.
-    tokio::time::sleep(Duration::from_secs(20)).await;
-    println!(
-        "{:<20} {:>12} {:>10} {:>10} {:>11} {:>16} {:>10} {:>9} {:>10}",
-        "heartbeat",
-        "heartbeats/s",
-        "writes/s",
-        "reads/s",
-        "reconciles",
-        "calls/reconcile",
-        "CPU",
-        "RSS MiB",
-        "bare CPU"
-    );
-    for (label, period) in HEARTBEATS {
-        let before = counters(&operator, &bare).await;
-        let window = Instant::now();
-        let sent = heartbeats(&api, &running, period, &since).await;
-        let seconds = window.elapsed().as_secs_f64();
-        let after = counters(&operator, &bare).await;
-        let (writes, reads) = (after.writes - before.writes, after.reads - before.reads);
-        let reconciles = after.reconciles - before.reconciles;
-        println!(
-            "{label:<20} {:>12.1} {:>10.2} {:>10.2} {reconciles:>11.0} {:>16.2} {:>9.1}% {:>9.0} {:>9.1}%",
-            sent as f64 / seconds,
-            writes / seconds,
-            reads / seconds,
-            (writes + reads) / reconciles.max(1.0),
-            100.0 * (after.cpu - before.cpu) / seconds,
-            rss_mib(operator.child.id()),
-            100.0 * (after.bare_cpu - before.bare_cpu) / seconds,
-        );
+    let mut rows = Vec::new();
+    let mut from = 0;
+    for &count in &counts {
+        let running = grow(&api, from, count).await;
+        from = count;
+        let now = window(&operator, &bare, &api, &running, HEARTBEAT_NOW, &since).await;
+        print_window("heartbeat every 5 min (now)", &now);
+        if count == last {
+            let before = window(&operator, &bare, &api, &running, HEARTBEAT_BEFORE, &since).await;
+            print_window("heartbeat every 15 s (before)", &before);
+        }
+        let restarted = restart(&mut operator, &args, count, 0).await;
+        let bare_restarted = bare_restart(&ns.name, count).await;
+        print_restart(&restarted, bare_restarted);
+        rows.push(chart::Row {
+            agents: count,
+            cpu: now.cpu,
+            bare_cpu: now.bare_cpu,
+            rss_mib: now.rss_mib,
+            restart_s: restarted.agents.as_secs_f64(),
+            bare_restart_s: bare_restarted.as_secs_f64(),
+            restart_reads: restarted.reads,
+            restart_writes: restarted.writes,
+        });
     }
-    start_goals(&ns.api(), goals).await;
-    restart(&mut operator, &args, agents, goals).await;
+    let path = std::env::var("OVERSEER_BENCH_CHART").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/docs/images/agent-scale.svg").into()
+    });
+    std::fs::write(&path, chart::svg(&rows)).expect("write the chart");
+    println!("\n{}", chart::table(&rows));
+    println!("drawn in {path}");
+    if goals > 0 {
+        start_goals(&ns.api(), goals).await;
+        let restarted = restart(&mut operator, &args, last, goals).await;
+        print_restart(&restarted, bare_restart(&ns.name, last).await);
+    }
     let nodes: Api<Node> = Api::all(ns.client.clone());
     let _ = nodes.delete(NODE, &DeleteParams::default()).await;
 }

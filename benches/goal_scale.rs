@@ -17,6 +17,8 @@ mod support;
 
 #[path = "goal_scale/chart.rs"]
 mod chart;
+#[path = "common/plot.rs"]
+mod plot;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
