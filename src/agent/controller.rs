@@ -278,8 +278,9 @@ const NAME_TAKEN_RECHECK: Duration = Duration::from_secs(60);
 
 async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Action> {
     // Decisions read the pod and swarm caches: never before their first full list,
-    // or a restarted operator would take every pod for lost and every swarm for gone.
-    if !listed(&ac.pods) || !listed(&ac.swarms) {
+    // or a restarted operator would take every pod for lost and every swarm for gone;
+    // nor before the Roles' first list, or each agent's Role would be read one by one.
+    if !listed(&ac.pods) || !listed(&ac.swarms) || !listed(&ac.roles) {
         return Ok(deferred(&ac.ctx, CONTROLLER));
     }
     let namespace = cached.namespace().unwrap_or_default();

@@ -14,7 +14,6 @@ use crate::agent::{instructions, pod, pr_watches};
 use crate::api::{
     CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, apply_owned, label_value, ours_or_absent,
 };
-use crate::controller::listed;
 use crate::kinds::agent::{Agent, AgentSpec};
 use crate::kinds::swarm::Swarm;
 use crate::labels;
@@ -158,9 +157,7 @@ pub(super) async fn sync_role(
     }
     // After a restart nothing is known as applied: the cache of agent Roles (a
     // consistent first list) answers instead of one read per agent.
-    let cached = listed(&ac.roles)
-        .then(|| ac.roles.get(&ObjectRef::new(&name).within(&namespace)))
-        .flatten();
+    let cached = ac.roles.get(&ObjectRef::new(&name).within(&namespace));
     if cached.is_some_and(|r| {
         crate::api::controlled_by(&*r, &agent_uid(agent)) && r.rules.as_ref() == Some(&wanted)
     }) {
