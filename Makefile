@@ -108,8 +108,8 @@ demo-loop:
 	bash hack/demo-loop.sh
 
 ## Step-advance, wake and whole-loop latency (p50/p99), an idle agent's API writes, step
-## advance at 1,000 concurrent Goals and 10,000 quiet agents beside a bare controller, and
-## an operator restart among them, on the local cluster.
+## advance at 100 to 3,000 concurrent Goals and 1,000 to 10,000 quiet agents beside a bare
+## controller, and an operator restart among them, on the local cluster.
 bench:
 	bash $(CLUSTER) up test
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench step_advance
