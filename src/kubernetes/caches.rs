@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
+use kube::ResourceExt;
 use kube::runtime::reflector::{self, Lookup, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use tracing::warn;
@@ -114,10 +115,15 @@ where
             .for_each(|event| {
                 match event {
                     Ok(event) => {
-                        if let watcher::Event::Apply(object) | watcher::Event::InitApply(object) =
-                            &event
-                        {
-                            versions.streamed(object);
+                        match &event {
+                            watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
+                                versions.streamed(object)
+                            }
+                            watcher::Event::Delete(object) => versions.forget(
+                                object.meta().namespace.as_deref().unwrap_or_default(),
+                                &object.name_any(),
+                            ),
+                            _ => {}
                         }
                         for subscriber in &subscribers {
                             // Fails only once that controller has stopped.
@@ -188,5 +194,45 @@ mod tests {
                 .await;
             assert_eq!(touched, ["a", "b", "a"], "applied, applied, deleted");
         }
+    }
+
+    fn at(name: &str, version: &str) -> ConfigMap {
+        let mut m = map(name);
+        m.metadata.resource_version = Some(version.into());
+        m
+    }
+
+    #[tokio::test]
+    async fn the_versions_follow_the_watch_before_any_subscriber_sees_an_event() {
+        use watcher::Event;
+        let mut shared = SharedWatch::<ConfigMap>::default();
+        let subscription = shared.subscribe();
+        let versions = subscription.versions.clone();
+        // A write of ours to b that the watch has not shown when it shows b at 3.
+        versions.saw(&at("b", "4"));
+        let events = vec![
+            Event::Init,
+            Event::InitApply(at("a", "1")),
+            Event::InitDone,
+            Event::Apply(at("b", "3")),
+            Event::Apply(at("c", "5")),
+            Event::Delete(at("c", "6")),
+        ];
+        shared
+            .run(
+                "ConfigMap",
+                futures::stream::iter(events.into_iter().map(Ok)),
+            )
+            .await;
+        assert!(
+            versions.is_current(&at("a", "1")),
+            "the first list is trusted"
+        );
+        assert!(
+            !versions.is_current(&at("b", "3")),
+            "older than our write, or maybe: read again"
+        );
+        assert!(versions.is_current(&at("b", "4")), "our write");
+        assert!(!versions.is_current(&at("c", "5")), "deleted: forgotten");
     }
 }
