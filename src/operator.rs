@@ -240,6 +240,12 @@ fn count_by_phase(
     }));
 }
 
+/// Hands freed memory back to the system from now on, where glibc is the allocator.
+fn hand_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    tokio::spawn(return_freed_memory());
+}
+
 /// How often freed memory is handed back to the system.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MEMORY_TRIM_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
@@ -282,8 +288,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     info!(addr = %listener.local_addr()?, "serving /healthz, /readyz and /metrics");
     let shutdown = shutdown_signal();
     tokio::spawn(serve_health(listener, health.clone(), shutdown.clone()));
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    tokio::spawn(return_freed_memory());
+    hand_back_freed_memory();
     health.ready.store(true, Ordering::Relaxed);
 
     let mut elector = if args.leader_elect {

@@ -68,25 +68,8 @@ pub async fn run(
     let selector = format!("{}={},{}", MANAGED_BY.0, MANAGED_BY.1, labels::AGENT);
     // Agents, their pods and swarms are read from these caches, never listed in a
     // reconcile; an agent's pods and an overseer's agents are found by index.
-    let (pods, pod_writer) = reflector::store();
     let pods_of = Index::default();
-    let noted = pods_of.clone();
-    let pod_events = watcher(
-        ctx.api::<Pod>(),
-        watcher::Config::default().labels(&selector),
-    )
-    .default_backoff()
-    .modify(move |pod| {
-        if let (Some(namespace), Some(agent)) =
-            (&pod.metadata.namespace, pod.labels().get(labels::AGENT))
-        {
-            noted.note(namespace, agent, &pod.name_any());
-        }
-        // Only what a decision reads is kept (pod::slim), for the memory.
-        pod::slim(pod);
-    })
-    .reflect(pod_writer)
-    .touched_objects();
+    let (pods, pod_events) = watch_pods(&ctx, &selector, pods_of.clone());
     let roles = watch_roles(&ctx, &selector);
     let store = agents.store.clone();
     let overseen = Index::default();
@@ -140,6 +123,36 @@ pub async fn run(
         dispatch: crate::delivery::slots::Running::new(again),
     });
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
+}
+
+/// The agents' pods: their cache (slim: only what a decision reads), noted in `pods_of`
+/// by agent, and their changes.
+fn watch_pods(
+    ctx: &Context,
+    selector: &str,
+    pods_of: Index,
+) -> (
+    Store<Pod>,
+    impl futures::Stream<Item = std::result::Result<Pod, watcher::Error>> + use<>,
+) {
+    let (pods, pod_writer) = reflector::store();
+    let events = watcher(
+        ctx.api::<Pod>(),
+        watcher::Config::default().labels(selector),
+    )
+    .default_backoff()
+    .modify(move |pod| {
+        if let (Some(namespace), Some(agent)) =
+            (&pod.metadata.namespace, pod.labels().get(labels::AGENT))
+        {
+            pods_of.note(namespace, agent, &pod.name_any());
+        }
+        // Only what a decision reads is kept (pod::slim), for the memory.
+        pod::slim(pod);
+    })
+    .reflect(pod_writer)
+    .touched_objects();
+    (pods, events)
 }
 
 /// A cache of the agents' Roles, kept by a task of its own: a Role changing needs no
