@@ -380,6 +380,8 @@ struct Window {
     writes_per_second: f64,
     reads_per_second: f64,
     reconciles: f64,
+    /// API writes and reads per reconcile, from the window's own counts.
+    calls_per_reconcile: f64,
     cpu: f64,
     rss_mib: f64,
     bare_cpu: f64,
@@ -400,11 +402,14 @@ async fn window(
     let sent = heartbeats(api, running, period, since).await;
     let seconds = started.elapsed().as_secs_f64();
     let after = counters(operator, &bare.proc_dir).await;
+    let reconciles = after.reconciles - before.reconciles;
+    let calls = (after.writes - before.writes) + (after.reads - before.reads);
     Window {
         heartbeats_per_second: sent as f64 / seconds,
         writes_per_second: (after.writes - before.writes) / seconds,
         reads_per_second: (after.reads - before.reads) / seconds,
-        reconciles: after.reconciles - before.reconciles,
+        reconciles,
+        calls_per_reconcile: calls / reconciles.max(1.0),
         cpu: 100.0 * (after.cpu - before.cpu) / seconds,
         rss_mib: rss_mib(operator.child.id()),
         bare_cpu: 100.0 * (after.bare_cpu - before.bare_cpu) / seconds,
@@ -412,14 +417,13 @@ async fn window(
 }
 
 fn print_window(label: &str, w: &Window) {
-    let calls = (w.writes_per_second + w.reads_per_second) * WINDOW.as_secs_f64();
     println!(
         "  {label}: heartbeats/s {:.1}, operator writes/s {:.2}, reads/s {:.2}, reconciles {:.0} ({:.2} calls each), CPU {:.1}%, RSS {:.0} MiB; bare CPU {:.1}%",
         w.heartbeats_per_second,
         w.writes_per_second,
         w.reads_per_second,
         w.reconciles,
-        calls / w.reconciles.max(1.0),
+        w.calls_per_reconcile,
         w.cpu,
         w.rss_mib,
         w.bare_cpu
