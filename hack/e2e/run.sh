@@ -46,6 +46,7 @@ case "$platform" in
     bash hack/node/node.sh load "$claude_archive" "$CLAUDE_IMAGE"
     bash hack/node/node.sh load "$codex_archive" "$CODEX_IMAGE"
     took "images imported into the node's containerd"
+    bash hack/node/node.sh check
     # Every pod of an e2e namespace goes to the real node, none to kwok's.
     export OVERSEER_E2E_NODE_LABEL=overseer.dev/real-node=true
     ;;

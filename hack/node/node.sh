@@ -5,6 +5,7 @@
 #
 #   node.sh up              joins node `overseer-node` to the cluster of .cluster/kubeconfig
 #   node.sh load ARCHIVE IMAGE   imports an OCI archive (hack/image/build.sh) as IMAGE
+#   node.sh check           fails, saying why, unless the node is Ready and takes pods
 #   node.sh down            stops it, unmounts and removes its state, deletes the Node
 #
 # The node is labelled and tainted `overseer.dev/real-node=true`: only pods that ask for
@@ -136,7 +137,9 @@ serializeImagePulls: false
 resolvConf: $state/resolv.conf
 # Local images cannot be pulled again: never collect them, never evict for disk.
 imageGCHighThresholdPercent: 100
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+# Absolute, not percentages: on a shared machine whose disk is large and mostly used by
+# others, 1% is gigabytes, and a node under DiskPressure is tainted and takes no pod.
+evictionHard: {memory.available: "100Mi", nodefs.available: "256Mi", imagefs.available: "256Mi"}
 YAML
   start kubelet "$KUBE_BIN/kubelet" --config "$state/kubelet.yaml" --kubeconfig "$kubeconfig" \
     --root-dir "$state/kubelet" --cert-dir "$state/kubelet/pki" --hostname-override "$node" \
@@ -183,6 +186,22 @@ load() {
   log "imported $name in $((SECONDS - started))s"
 }
 
+# The node takes pods only when Ready with no taint but ours (a DiskPressure or
+# MemoryPressure taint would leave every e2e pod Pending until its test times out).
+check() {
+  KUBE_BIN="$(kube_bin)"
+  local kubectl=("$KUBE_BIN/kubectl" --kubeconfig "$kubeconfig") taints ready
+  ready="$("${kubectl[@]}" get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')"
+  taints="$("${kubectl[@]}" get node "$node" -o jsonpath='{range .spec.taints[*]}{.key}{"\n"}{end}' |
+    grep -vx overseer.dev/real-node || true)"
+  [ "$ready" = True ] && [ -z "$taints" ] && return
+  log "node $node takes no pods: Ready=$ready, taints: ${taints:-none}; its conditions:"
+  "${kubectl[@]}" get node "$node" \
+    -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' >&2
+  df -h "$state" >&2
+  exit 1
+}
+
 stop() {
   local name="$1" pid
   running "$name" || { rm -f "$state/$name.pid"; return 0; }
@@ -220,6 +239,7 @@ down() {
 case "${1:-}" in
   up) up ;;
   load) load "$2" "$3" ;;
+  check) check ;;
   down) down ;;
-  *) echo "usage: $0 up | load ARCHIVE IMAGE | down" >&2; exit 2 ;;
+  *) echo "usage: $0 up | load ARCHIVE IMAGE | check | down" >&2; exit 2 ;;
 esac

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, Namespace};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -191,7 +191,8 @@ impl TestNamespace {
 
     /// The objects and events of this namespace, for failure messages.
     pub async fn dump(&self) -> String {
-        let mut out = format!("--- namespace {} ---\n", self.name);
+        let mut out = nodes_taking_no_pods(&self.client).await;
+        out.push_str(&format!("--- namespace {} ---\n", self.name));
         let events: Api<Event> = self.api();
         if let Ok(list) = events.list(&ListParams::default()).await {
             for e in list {
@@ -227,6 +228,34 @@ impl TestNamespace {
         }
         out
     }
+}
+
+/// The nodes that are not Ready or carry a taint of the kubelet's (`node.kubernetes.io/…`,
+/// such as disk-pressure), with their failing conditions: why pods stay Pending.
+async fn nodes_taking_no_pods(client: &Client) -> String {
+    let Ok(nodes) = Api::<Node>::all(client.clone()).list(&ListParams::default()).await else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for node in nodes {
+        let status = node.status.unwrap_or_default();
+        let conditions = status.conditions.unwrap_or_default();
+        let failing: Vec<String> = conditions
+            .iter()
+            .filter(|c| (c.type_ == "Ready") != (c.status == "True"))
+            .map(|c| format!("{}={} {}", c.type_, c.status, c.message.as_deref().unwrap_or("")))
+            .collect();
+        let taints: Vec<String> = (node.spec.unwrap_or_default().taints.unwrap_or_default())
+            .into_iter()
+            .filter(|t| t.key.starts_with("node.kubernetes.io/"))
+            .map(|t| t.key)
+            .collect();
+        if !failing.is_empty() || !taints.is_empty() {
+            let name = node.metadata.name.unwrap_or_default();
+            out.push_str(&format!("node {name} takes no pods: taints {taints:?}, {failing:?}\n"));
+        }
+    }
+    out
 }
 
 impl Drop for TestNamespace {
