@@ -233,7 +233,10 @@ impl TestNamespace {
 /// The nodes that are not Ready or carry a taint of the kubelet's (`node.kubernetes.io/…`,
 /// such as disk-pressure), with their failing conditions: why pods stay Pending.
 async fn nodes_taking_no_pods(client: &Client) -> String {
-    let Ok(nodes) = Api::<Node>::all(client.clone()).list(&ListParams::default()).await else {
+    let Ok(nodes) = Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    else {
         return String::new();
     };
     let mut out = String::new();
@@ -243,7 +246,14 @@ async fn nodes_taking_no_pods(client: &Client) -> String {
         let failing: Vec<String> = conditions
             .iter()
             .filter(|c| (c.type_ == "Ready") != (c.status == "True"))
-            .map(|c| format!("{}={} {}", c.type_, c.status, c.message.as_deref().unwrap_or("")))
+            .map(|c| {
+                format!(
+                    "{}={} {}",
+                    c.type_,
+                    c.status,
+                    c.message.as_deref().unwrap_or("")
+                )
+            })
             .collect();
         let taints: Vec<String> = (node.spec.unwrap_or_default().taints.unwrap_or_default())
             .into_iter()
@@ -252,7 +262,9 @@ async fn nodes_taking_no_pods(client: &Client) -> String {
             .collect();
         if !failing.is_empty() || !taints.is_empty() {
             let name = node.metadata.name.unwrap_or_default();
-            out.push_str(&format!("node {name} takes no pods: taints {taints:?}, {failing:?}\n"));
+            out.push_str(&format!(
+                "node {name} takes no pods: taints {taints:?}, {failing:?}\n"
+            ));
         }
     }
     out
