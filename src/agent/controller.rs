@@ -28,7 +28,7 @@ use crate::controller::naming_swarm;
 use crate::controller::{Context, Shutdown, deferred, listed, related_trigger, run_controller};
 use crate::delivery::inbox::{self, SendStep};
 use crate::delivery::{escalation, mail};
-use crate::kinds::agent::{Agent, AgentPhase, Delivery};
+use crate::kinds::agent::{Agent, AgentPhase, AgentStatus, Delivery};
 use crate::kinds::agent_pod::{self, AgentPod, PodPhase};
 use crate::kinds::swarm::MailPolicy;
 use crate::kinds::swarm::Swarm;
@@ -481,7 +481,8 @@ async fn apply(
     let (ac, ctx) = (shell.ac, &shell.ac.ctx);
     // The children the pod reads come first: its instructions, and the PR watches it
     // asked for.
-    sync_instructions(ac, agent, &observed.effective, observed.acts_as_overseer).await?;
+    let digest =
+        sync_instructions(ac, agent, &observed.effective, observed.acts_as_overseer).await?;
     sync_pr_watches(ac, agent).await?;
     // A crash between the pod and the status leaves a pod that the next reconcile
     // adopts, never a recorded attempt without one (which would pass for a lost pod),
@@ -493,11 +494,15 @@ async fn apply(
             return Ok(None);
         }
     }
-    if agent.status.as_ref() != Some(&plan.status) {
-        if !apply_status(&ac.versions, &shell.agents, agent, &plan.status).await? {
+    let status = AgentStatus {
+        instructions_digest: Some(digest),
+        ..plan.status.clone()
+    };
+    if agent.status.as_ref() != Some(&status) {
+        if !apply_status(&ac.versions, &shell.agents, agent, &status).await? {
             return Ok(None);
         }
-        agent.status = Some(plan.status.clone());
+        agent.status = Some(status);
     }
     let requeue = plan.requeue_after;
     let mut deliver = None;

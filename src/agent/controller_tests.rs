@@ -298,3 +298,50 @@ async fn a_plan_decided_on_an_outdated_agent_writes_nothing_and_acts_on_nothing(
         "no pod deleted: {seen:?}"
     );
 }
+
+/// After a restart (nothing applied in memory), an agent whose status records the
+/// digest of the instructions it should have is not read again; one without it, or
+/// with another digest, is read and written, and the digest returned for its status.
+#[tokio::test]
+async fn instructions_recorded_in_status_are_not_read_again_after_a_restart() {
+    let agent_with = |digest: Option<&str>| -> Agent {
+        serde_json::from_value(json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+            "metadata": {"name": "builder", "namespace": "team",
+                "uid": "0b5e6f0e-1111-2222-3333-444455556666", "generation": 1},
+            "spec": {"runtime": {"name": "claude", "image": "example.com/claude:1"}},
+            "status": {"instructionsDigest": digest}
+        }))
+        .unwrap()
+    };
+    let sync = |agent: Agent| async move {
+        let (client, seen) = scripted_client(Vec::new());
+        let ac = agent_context(client);
+        let effective = Effective {
+            spec: agent.spec.clone(),
+            swarm: None,
+        };
+        let digest = sync_instructions(&ac, &agent, &effective, false).await.unwrap();
+        let requests: Vec<String> = (seen.lock().unwrap().iter())
+            .map(|(method, path, _)| format!("{method} {path}"))
+            .collect();
+        (digest, requests)
+    };
+    let map = "/api/v1/namespaces/team/configmaps/builder-instructions";
+    let (digest, first) = sync(agent_with(None)).await;
+    assert!(
+        digest.starts_with("sha256:") && digest.len() == 71,
+        "{digest}"
+    );
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(first[0].starts_with(&format!("GET {map}")), "{first:?}");
+    assert!(first[1].starts_with(&format!("PATCH {map}")), "{first:?}");
+
+    let (again, requests) = sync(agent_with(Some(&digest))).await;
+    assert_eq!(again, digest, "the same instructions, the same digest");
+    assert!(requests.is_empty(), "recorded: no read, no write: {requests:?}");
+
+    let other = format!("sha256:{}", "0".repeat(64));
+    let (_, requests) = sync(agent_with(Some(&other))).await;
+    assert_eq!(requests.len(), 2, "another digest: read and written: {requests:?}");
+}

@@ -346,6 +346,11 @@ pub struct AgentStatus {
     /// Mail read through this id (`overseer mail read`, field manager `overseer-mail`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mail_read: Option<i64>,
+    /// The sha256 of the instructions the operator last wrote to the agent's ConfigMap
+    /// (`sha256:<hex>`): after a restart it knows them written without reading them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 71))]
+    pub instructions_digest: Option<String>,
     /// The last message delivered to this agent (a send, nudge or wake), for `overseer ps`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_message: Option<LastMessage>,

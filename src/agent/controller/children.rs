@@ -79,14 +79,15 @@ pub(super) async fn sync_pr_watches(ac: &AgentContext, agent: &Agent) -> Result<
 }
 
 /// Writes an agent's composed instructions to its ConfigMap (owned by the Agent) when
-/// they differ from what is there (read only when they differ from what this operator
-/// last applied or read).
+/// they differ from what is there (read only when they differ both from what this
+/// operator last applied or read and from the digest the agent's status records), and
+/// returns their digest, for the status.
 pub(super) async fn sync_instructions(
     ac: &AgentContext,
     agent: &Agent,
     effective: &Effective,
     overseer: bool,
-) -> Result<()> {
+) -> Result<String> {
     let swarm = effective.swarm.as_deref();
     const KIND: &str = "ConfigMap";
     let namespace = agent.namespace().unwrap_or_default();
@@ -98,16 +99,26 @@ pub(super) async fn sync_instructions(
         swarm,
         overseer,
     });
+    let digest = instructions_digest(file, &text);
     let wanted = std::collections::BTreeMap::from([(file.to_string(), text)]);
     if ac.applied.holds(KIND, &namespace, &name, &wanted) {
-        return Ok(());
+        return Ok(digest);
+    }
+    // Recorded by this operator once they were written: after a restart, no read.
+    let recorded = agent
+        .status
+        .as_ref()
+        .and_then(|s| s.instructions_digest.as_ref());
+    if recorded == Some(&digest) {
+        ac.applied.record(KIND, &namespace, &name, &wanted);
+        return Ok(digest);
     }
     let maps: Api<ConfigMap> = Api::namespaced(ac.ctx.client.clone(), &namespace);
     let current = maps.get_opt(&name).await?;
     ours_or_absent(current.as_ref(), &name, &agent_uid(agent))?;
     if current.and_then(|m| m.data).as_ref() == Some(&wanted) {
         ac.applied.record(KIND, &namespace, &name, &wanted);
-        return Ok(());
+        return Ok(digest);
     }
     let map = ConfigMap {
         metadata: kube::api::ObjectMeta {
@@ -139,7 +150,23 @@ pub(super) async fn sync_instructions(
         ac.applied.record(KIND, &namespace, &name, data);
     }
     info!(configmap = %name, "wrote the agent's instructions");
-    Ok(())
+    Ok(digest)
+}
+
+/// `sha256:<hex>` of the instructions file's name and text: stable across builds, as a
+/// status field must be (the std hasher is not).
+fn instructions_digest(file: &str, text: &str) -> String {
+    let mut context = ring::digest::Context::new(&ring::digest::SHA256);
+    for part in [file, "\0", text] {
+        context.update(part.as_bytes());
+    }
+    let hex: String = context
+        .finish()
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256:{hex}")
 }
 
 /// Keeps the agent's Role in step with whom it oversees (agents come and go); read
