@@ -31,7 +31,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use overseer::goal::Goal;
 use serde_json::json;
 use support::cluster::{Operator, TestNamespace, setup};
-use support::measure::{api_server_writes, cpu_seconds, create_goals, grown, sum_of};
+use support::measure::{
+    api_server_write_seconds, api_server_writes, cpu_seconds, create_goals, grown, sum_of,
+};
 use tokio::sync::Semaphore;
 
 const STEPS: usize = 3;
@@ -84,18 +86,48 @@ struct Measured {
     window: Duration,
 }
 
+/// Writes the API server served, and the seconds it spent on them, by `resource VERB`.
+struct Writes {
+    count: BTreeMap<String, f64>,
+    seconds: BTreeMap<String, f64>,
+}
+
+async fn writes_so_far(client: &kube::Client) -> Writes {
+    Writes {
+        count: api_server_writes(client).await,
+        seconds: api_server_write_seconds(client).await,
+    }
+}
+
 /// The controller's writes the API server served in a run, by `resource VERB`.
-fn controller_writes(
-    before: &BTreeMap<String, f64>,
-    after: &BTreeMap<String, f64>,
-) -> BTreeMap<String, f64> {
-    let mut writes = grown(before, after);
-    writes.retain(|key, _| {
-        !NOT_THE_CONTROLLERS
-            .iter()
-            .any(|other| key.starts_with(other))
-    });
-    writes
+fn controller_writes(before: &Writes, after: &Writes) -> Writes {
+    let theirs = |writes: &mut BTreeMap<String, f64>| {
+        writes.retain(|key, _| {
+            !NOT_THE_CONTROLLERS
+                .iter()
+                .any(|other| key.starts_with(other))
+        })
+    };
+    let (mut count, mut seconds) = (
+        grown(&before.count, &after.count),
+        grown(&before.seconds, &after.seconds),
+    );
+    theirs(&mut count);
+    theirs(&mut seconds);
+    Writes { count, seconds }
+}
+
+/// The API server's mean time per write of each kind: which of a controller's writes
+/// cost it most (the operator's status applies against the bare controller's pods).
+fn time_per_write(writes: &Writes) -> String {
+    let each: Vec<String> = (writes.count.iter())
+        .filter(|(_, n)| **n > 0.0)
+        .map(|(key, n)| {
+            let seconds = writes.seconds.get(key).copied().unwrap_or_default();
+            format!("{key} {:.1} ms", 1000.0 * seconds / n)
+        })
+        .collect();
+    each.join(", ")
 }
 
 /// `writes` with the Events created counted as the Event objects in `ns` show them, by
@@ -271,8 +303,8 @@ async fn bare_controller(pods: Api<Pod>) {
     }
 }
 
-async fn run_bare(ns: &TestNamespace, goals: usize) -> (Measured, BTreeMap<String, f64>) {
-    let before = api_server_writes(&ns.client).await;
+async fn run_bare(ns: &TestNamespace, goals: usize) -> (Measured, Writes) {
+    let before = writes_so_far(&ns.client).await;
     let pods: Api<Pod> = ns.api();
     let controller = tokio::spawn(bare_controller(pods.clone()));
     let kubelet = tokio::spawn(play_kubelet(pods.clone(), goals));
@@ -288,17 +320,17 @@ async fn run_bare(ns: &TestNamespace, goals: usize) -> (Measured, BTreeMap<Strin
         .await;
     let measured = kubelet.await.unwrap();
     controller.abort();
-    let mut writes = controller_writes(&before, &api_server_writes(&ns.client).await);
+    let mut writes = controller_writes(&before, &writes_so_far(&ns.client).await);
     // The bare controller writes no Events; the scheduler's are not its.
-    writes.remove("events POST");
+    writes.count.remove("events POST");
     (measured, writes)
 }
 
 async fn run_operator(
     ns: &TestNamespace,
     goals: usize,
-) -> (Measured, Option<String>, BTreeMap<String, f64>) {
-    let before = api_server_writes(&ns.client).await;
+) -> (Measured, Option<String>, Writes) {
+    let before = writes_so_far(&ns.client).await;
     let mut args = vec!["--namespace".to_string(), ns.name.clone()];
     if let Ok(concurrency) = std::env::var("OVERSEER_BENCH_CONCURRENCY") {
         args.extend(["--concurrency".to_string(), concurrency]);
@@ -332,8 +364,8 @@ async fn run_operator(
             break;
         }
     }
-    let mut writes = controller_writes(&before, &api_server_writes(&ns.client).await);
-    events_by_reporter(ns, &mut writes).await;
+    let mut writes = controller_writes(&before, &writes_so_far(&ns.client).await);
+    events_by_reporter(ns, &mut writes.count).await;
     (measured, metrics, writes)
 }
 
@@ -401,11 +433,19 @@ async fn run_count(goals: usize) -> chart::Row {
     // next pod; the first step's start and the goal's end write once per goal.
     println!(
         "API server writes, bare controller: {}",
-        per_goal(&bare_writes, goals)
+        per_goal(&bare_writes.count, goals)
     );
     println!(
         "API server writes, operator: {}",
-        per_goal(&our_writes, goals)
+        per_goal(&our_writes.count, goals)
+    );
+    println!(
+        "API server time per write, bare controller: {}",
+        time_per_write(&bare_writes)
+    );
+    println!(
+        "API server time per write, operator: {}",
+        time_per_write(&our_writes)
     );
     if let Some(metrics) = metrics {
         let writes = sum_of(&metrics, "overseer_api_writes_total{");

@@ -76,6 +76,23 @@ pub async fn create_goals(
 /// verb that writes, whatever the response), keyed `resource[/subresource] VERB`: a
 /// count no client can get wrong about itself.
 pub async fn api_server_writes(client: &kube::Client) -> std::collections::BTreeMap<String, f64> {
+    write_series(client, "apiserver_request_total{").await
+}
+
+/// The seconds the API server has spent serving those writes so far
+/// (`apiserver_request_duration_seconds_sum`), keyed as `api_server_writes`.
+pub async fn api_server_write_seconds(
+    client: &kube::Client,
+) -> std::collections::BTreeMap<String, f64> {
+    write_series(client, "apiserver_request_duration_seconds_sum{").await
+}
+
+/// The API server's series `metric` (its name and `{`) summed over the verbs that
+/// write, keyed `resource[/subresource] VERB`.
+async fn write_series(
+    client: &kube::Client,
+    metric: &str,
+) -> std::collections::BTreeMap<String, f64> {
     const WRITES: [&str; 6] = [
         "POST",
         "PUT",
@@ -91,7 +108,7 @@ pub async fn api_server_writes(client: &kube::Client) -> std::collections::BTree
         .expect("the API server's /metrics");
     let mut writes = std::collections::BTreeMap::new();
     for line in metrics.lines() {
-        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+        let Some(rest) = line.strip_prefix(metric) else {
             continue;
         };
         let Some((labels, value)) = rest.rsplit_once("} ") else {
