@@ -326,10 +326,7 @@ async fn run_bare(ns: &TestNamespace, goals: usize) -> (Measured, Writes) {
     (measured, writes)
 }
 
-async fn run_operator(
-    ns: &TestNamespace,
-    goals: usize,
-) -> (Measured, Option<String>, Writes) {
+async fn run_operator(ns: &TestNamespace, goals: usize) -> (Measured, Option<String>, Writes) {
     let before = writes_so_far(&ns.client).await;
     let mut args = vec!["--namespace".to_string(), ns.name.clone()];
     if let Ok(concurrency) = std::env::var("OVERSEER_BENCH_CONCURRENCY") {

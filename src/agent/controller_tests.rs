@@ -321,7 +321,9 @@ async fn instructions_recorded_in_status_are_not_read_again_after_a_restart() {
             spec: agent.spec.clone(),
             swarm: None,
         };
-        let digest = sync_instructions(&ac, &agent, &effective, false).await.unwrap();
+        let digest = sync_instructions(&ac, &agent, &effective, false)
+            .await
+            .unwrap();
         let requests: Vec<String> = (seen.lock().unwrap().iter())
             .map(|(method, path, _)| format!("{method} {path}"))
             .collect();
@@ -339,9 +341,16 @@ async fn instructions_recorded_in_status_are_not_read_again_after_a_restart() {
 
     let (again, requests) = sync(agent_with(Some(&digest))).await;
     assert_eq!(again, digest, "the same instructions, the same digest");
-    assert!(requests.is_empty(), "recorded: no read, no write: {requests:?}");
+    assert!(
+        requests.is_empty(),
+        "recorded: no read, no write: {requests:?}"
+    );
 
     let other = format!("sha256:{}", "0".repeat(64));
     let (_, requests) = sync(agent_with(Some(&other))).await;
-    assert_eq!(requests.len(), 2, "another digest: read and written: {requests:?}");
+    assert_eq!(
+        requests.len(),
+        2,
+        "another digest: read and written: {requests:?}"
+    );
 }
