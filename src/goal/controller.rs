@@ -23,7 +23,7 @@ use crate::controller::{
 use crate::kinds::goal::Goal;
 use crate::kinds::swarm::Swarm;
 use crate::kubernetes::caches::Subscription;
-use crate::kubernetes::fresh::{Creating, Freshness};
+use crate::kubernetes::fresh::Creating;
 use crate::labels;
 use crate::reasons;
 use kube::core::DeserializeGuard as Guarded;
@@ -108,10 +108,8 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
     if !listed(&gc.pods) || !listed(&gc.swarms) {
         return Ok(deferred(&gc.ctx, CONTROLLER));
     }
-    let goal = match current_goal(&gc, cached).await? {
-        Current::Goal(goal) => goal,
-        Current::Gone => return Ok(Action::await_change()),
-        Current::AwaitingOwnWrite(left) => return Ok(Action::requeue(left)),
+    let Some(goal) = current_goal(&gc, cached).await? else {
+        return Ok(Action::await_change());
     };
     // The steps it runs: its own, and a guardian's review after each risky one.
     let goal = super::review::with_reviews(&goal);
@@ -139,45 +137,32 @@ async fn reconcile(cached: Arc<Goal>, gc: Arc<GoalContext>) -> Result<Action> {
 /// How often a goal blocked by another owner's object looks again.
 const NAME_TAKEN_RECHECK: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// The goal a reconcile may decide on, if any.
-enum Current {
-    Goal(Arc<Goal>),
-    /// Deleted, or being deleted.
-    Gone,
-    /// The cache lacks our last write, which its watch is yet to show.
-    AwaitingOwnWrite(std::time::Duration),
-}
-
-/// The goal to decide on: the cached one when it holds this operator's last write;
-/// none yet when the watch is about to show that write (its event brings the goal back;
-/// a step pod's event may come first, and reading the goal fresh then cost the API
-/// server about two reads per goal); else read fresh.
-async fn current_goal(gc: &GoalContext, cached: Arc<Goal>) -> Result<Current> {
+/// The goal to decide on: the cached one when it holds this operator's last write,
+/// else read fresh; None when it is gone or being deleted.
+async fn current_goal(gc: &GoalContext, cached: Arc<Goal>) -> Result<Option<Arc<Goal>>> {
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     // Status is the checkpoint: decide on a cached Goal only when it holds our last
     // write (src/kubernetes/fresh.rs); deciding on one that does not would repeat its Events and
     // notifications.
-    let goal = match gc.versions.freshness(&*cached, Instant::now()) {
-        Freshness::Current => cached,
-        Freshness::AwaitingOwnWrite(left) => return Ok(Current::AwaitingOwnWrite(left)),
-        Freshness::Stale => {
-            let goals: Api<Goal> = Api::namespaced(gc.ctx.client.clone(), &namespace);
-            let Some(fresh) = goals.get_opt(&name).await? else {
-                gc.versions.forget(&namespace, &name);
-                gc.creating.ended(&namespace, &name);
-                return Ok(Current::Gone);
-            };
-            gc.versions.saw(&fresh);
-            Arc::new(fresh)
-        }
+    let goal = if gc.versions.is_current(&*cached) {
+        cached
+    } else {
+        let goals: Api<Goal> = Api::namespaced(gc.ctx.client.clone(), &namespace);
+        let Some(fresh) = goals.get_opt(&name).await? else {
+            gc.versions.forget(&namespace, &name);
+            gc.creating.ended(&namespace, &name);
+            return Ok(None);
+        };
+        gc.versions.saw(&fresh);
+        Arc::new(fresh)
     };
     if goal.meta().deletion_timestamp.is_some() {
         gc.versions.forget(&namespace, &name);
         gc.creating.ended(&namespace, &name);
-        return Ok(Current::Gone);
+        return Ok(None);
     }
-    Ok(Current::Goal(goal))
+    Ok(Some(goal))
 }
 
 /// The plan for `goal`. A notify step is sent before it is recorded, then planned

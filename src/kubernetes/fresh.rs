@@ -28,7 +28,6 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -47,27 +46,6 @@ struct Known {
     shown: bool,
     /// The last version the watch showed.
     streamed: Option<String>,
-    /// When `trusted` was last written or read fresh.
-    saw_at: Option<Instant>,
-}
-
-/// How long a reconcile of an object whose cache lacks this operator's last write waits
-/// for the watch to show it, instead of reading the object fresh. The watch shows a write
-/// within moments, and that event brings the reconcile back; a watch that was restarted
-/// in between may have skipped the version (a relist shows only the newest), and then
-/// the object is read fresh once this has passed.
-pub const AWAIT_OWN_WRITE: Duration = Duration::from_secs(5);
-
-/// Whether a cached object may be decided on as it is.
-#[derive(Debug, PartialEq)]
-pub enum Freshness {
-    /// It holds our last write, or a version the watch showed after it.
-    Current,
-    /// It lacks our last write, which the watch is yet to show: come back when it has
-    /// (its event does that) or after this long at the latest.
-    AwaitingOwnWrite(Duration),
-    /// It may be older than our last write: read it fresh.
-    Stale,
 }
 
 fn key<K: Resource>(object: &K) -> (String, String) {
@@ -85,27 +63,10 @@ impl Versions {
         }
     }
 
-    /// Whether `cached` may be decided on as it is, must wait for the watch to show our
-    /// last write, or must be read fresh (`now`: the current instant).
-    pub fn freshness<K: Resource>(&self, cached: &K, now: Instant) -> Freshness {
-        if self.is_current(cached) {
-            return Freshness::Current;
-        }
-        let known = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let left = known
-            .get(&key(cached))
-            .filter(|known| !known.shown)
-            .and_then(|known| known.saw_at)
-            .and_then(|at| AWAIT_OWN_WRITE.checked_sub(now.saturating_duration_since(at)))
-            .filter(|left| !left.is_zero());
-        left.map_or(Freshness::Stale, Freshness::AwaitingOwnWrite)
-    }
-
     /// Records the version of `object` as just read fresh or returned by our write.
     pub fn saw<K: Resource>(&self, object: &K) {
         let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let entry = known.entry(key(object)).or_default();
-        entry.saw_at = Some(Instant::now());
         entry.trusted = object.meta().resource_version.clone();
         // The watch may have shown it before our write's answer came back.
         entry.shown = entry.trusted.is_some() && entry.trusted == entry.streamed;
@@ -186,14 +147,14 @@ impl Applied {
 /// decides without it again: a child created and deleted before a relist never shows
 /// in the cache, and its owner would otherwise wait for it for good. A child still on
 /// its way then is created again and refused as existing, which is harmless.
-pub const CACHE_LAG_LIMIT: Duration = Duration::from_secs(60);
+pub const CACHE_LAG_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The child each owner (by namespace and name) last created that its cache has not
 /// shown yet, with what the owner should take it for meanwhile.
 pub struct Creating<T>(Mutex<HashMap<(String, String), Awaited<T>>>);
 
 /// A child by name, what to take it for, and since when it is awaited.
-type Awaited<T> = (String, T, Instant);
+type Awaited<T> = (String, T, std::time::Instant);
 
 impl<T> Default for Creating<T> {
     fn default() -> Self {
@@ -208,7 +169,7 @@ impl<T: Clone> Creating<T> {
         let mut creating = self.0.lock().unwrap_or_else(|p| p.into_inner());
         creating.insert(
             (namespace.to_string(), owner.to_string()),
-            (child.to_string(), pending, Instant::now()),
+            (child.to_string(), pending, std::time::Instant::now()),
         );
     }
 
@@ -298,47 +259,6 @@ mod tests {
             },
             ..Default::default()
         }
-    }
-
-    #[test]
-    fn a_cache_that_lacks_our_write_waits_for_the_watch_then_is_read_fresh() {
-        let versions = Versions::default();
-        versions.streamed(&at(Some("4")));
-        let now = Instant::now();
-        assert_eq!(versions.freshness(&at(Some("4")), now), Freshness::Current);
-        versions.saw(&at(Some("5")));
-        // The instant of our write lies between `now` and `later`.
-        let later = Instant::now();
-        let left = |after: Duration| match versions.freshness(&at(Some("4")), later + after) {
-            Freshness::AwaitingOwnWrite(left) => Some(left),
-            _ => None,
-        };
-        let early = left(Duration::ZERO).expect("our write is on its way: wait for its event");
-        assert!(early <= AWAIT_OWN_WRITE && early >= AWAIT_OWN_WRITE - (later - now));
-        let two = Duration::from_secs(2);
-        assert!(left(two).is_some_and(|l| l <= AWAIT_OWN_WRITE - two));
-        assert_eq!(
-            versions.freshness(&at(Some("4")), later + AWAIT_OWN_WRITE),
-            Freshness::Stale,
-            "a relist may have skipped it: read fresh"
-        );
-        versions.streamed(&at(Some("5")));
-        assert_eq!(
-            versions.freshness(&at(Some("5")), later),
-            Freshness::Current
-        );
-        versions.streamed(&at(Some("6")));
-        assert_eq!(
-            versions.freshness(&at(Some("6")), later),
-            Freshness::Current,
-            "shown after our write"
-        );
-        let never = Versions::default();
-        assert_eq!(
-            never.freshness(&at(Some("4")), later),
-            Freshness::Stale,
-            "nothing written or read: nothing to wait for"
-        );
     }
 
     #[test]
