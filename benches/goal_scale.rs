@@ -32,7 +32,8 @@ use overseer::goal::Goal;
 use serde_json::json;
 use support::cluster::{Operator, TestNamespace, setup};
 use support::measure::{
-    api_server_write_seconds, api_server_writes, cpu_seconds, create_goals, grown, sum_of,
+    api_server_reads, api_server_write_seconds, api_server_writes, cpu_seconds, create_goals,
+    grown, sum_of,
 };
 use tokio::sync::Semaphore;
 
@@ -90,12 +91,15 @@ struct Measured {
 struct Writes {
     count: BTreeMap<String, f64>,
     seconds: BTreeMap<String, f64>,
+    /// The gets and lists of every client meanwhile (the API server does not say whose).
+    reads: BTreeMap<String, f64>,
 }
 
 async fn writes_so_far(client: &kube::Client) -> Writes {
     Writes {
         count: api_server_writes(client).await,
         seconds: api_server_write_seconds(client).await,
+        reads: api_server_reads(client).await,
     }
 }
 
@@ -114,7 +118,12 @@ fn controller_writes(before: &Writes, after: &Writes) -> Writes {
     );
     theirs(&mut count);
     theirs(&mut seconds);
-    Writes { count, seconds }
+    let reads = grown(&before.reads, &after.reads);
+    Writes {
+        count,
+        seconds,
+        reads,
+    }
 }
 
 /// The API server's mean time per write of each kind: which of a controller's writes
@@ -443,6 +452,14 @@ async fn run_count(goals: usize) -> chart::Row {
     println!(
         "API server time per write, operator: {}",
         time_per_write(&our_writes)
+    );
+    println!(
+        "API server gets and lists by every client, bare controller's run: {}",
+        per_goal(&bare_writes.reads, goals)
+    );
+    println!(
+        "API server gets and lists by every client, operator's run: {}",
+        per_goal(&our_writes.reads, goals)
     );
     if let Some(metrics) = metrics {
         let writes = sum_of(&metrics, "overseer_api_writes_total{");

@@ -76,31 +76,40 @@ pub async fn create_goals(
 /// verb that writes, whatever the response), keyed `resource[/subresource] VERB`: a
 /// count no client can get wrong about itself.
 pub async fn api_server_writes(client: &kube::Client) -> std::collections::BTreeMap<String, f64> {
-    write_series(client, "apiserver_request_total{").await
+    series_by_verb(client, "apiserver_request_total{", &WRITES).await
 }
+
+/// The verbs that write, as the API server's metrics name them.
+const WRITES: [&str; 6] = [
+    "POST",
+    "PUT",
+    "PATCH",
+    "APPLY",
+    "DELETE",
+    "DELETECOLLECTION",
+];
 
 /// The seconds the API server has spent serving those writes so far
 /// (`apiserver_request_duration_seconds_sum`), keyed as `api_server_writes`.
 pub async fn api_server_write_seconds(
     client: &kube::Client,
 ) -> std::collections::BTreeMap<String, f64> {
-    write_series(client, "apiserver_request_duration_seconds_sum{").await
+    series_by_verb(client, "apiserver_request_duration_seconds_sum{", &WRITES).await
 }
 
-/// The API server's series `metric` (its name and `{`) summed over the verbs that
-/// write, keyed `resource[/subresource] VERB`.
-async fn write_series(
+/// Gets and lists the API server has served so far, by every client, keyed as
+/// `api_server_writes` (`GET`, `LIST`; watches left out).
+pub async fn api_server_reads(client: &kube::Client) -> std::collections::BTreeMap<String, f64> {
+    series_by_verb(client, "apiserver_request_total{", &["GET", "LIST"]).await
+}
+
+/// The API server's series `metric` (its name and `{`) summed over `verbs`, keyed
+/// `resource[/subresource] VERB`.
+async fn series_by_verb(
     client: &kube::Client,
     metric: &str,
+    verbs: &[&str],
 ) -> std::collections::BTreeMap<String, f64> {
-    const WRITES: [&str; 6] = [
-        "POST",
-        "PUT",
-        "PATCH",
-        "APPLY",
-        "DELETE",
-        "DELETECOLLECTION",
-    ];
     let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
     let metrics = client
         .request_text(request)
@@ -121,7 +130,7 @@ async fn write_series(
                 .map(|v| v.trim_end_matches('"'))
                 .unwrap_or_default()
         };
-        if !WRITES.contains(&label("verb")) {
+        if !verbs.contains(&label("verb")) {
             continue;
         }
         let resource = match label("subresource") {
