@@ -164,6 +164,13 @@ async fn events_by_reporter(ns: &TestNamespace, writes: &mut BTreeMap<String, f6
     );
 }
 
+/// Prints `figure` of the API server's counts in the bare controller's run and then in
+/// the operator's.
+fn both(what: &str, bare: &Writes, ours: &Writes, figure: impl Fn(&Writes) -> String) {
+    println!("API server {what}, bare controller's run: {}", figure(bare));
+    println!("API server {what}, operator's run: {}", figure(ours));
+}
+
 /// `writes` per goal, each kind and in all.
 fn per_goal(writes: &BTreeMap<String, f64>, goals: usize) -> String {
     let total: f64 = writes.values().sum();
@@ -437,29 +444,16 @@ async fn run_count(goals: usize) -> chart::Row {
     println!("{}", ours.line("operator"));
     // Of a goal of STEPS steps, a transition at steady state is its status write and its
     // next pod; the first step's start and the goal's end write once per goal.
-    println!(
-        "API server writes, bare controller: {}",
-        per_goal(&bare_writes.count, goals)
-    );
-    println!(
-        "API server writes, operator: {}",
-        per_goal(&our_writes.count, goals)
-    );
-    println!(
-        "API server time per write, bare controller: {}",
-        time_per_write(&bare_writes)
-    );
-    println!(
-        "API server time per write, operator: {}",
-        time_per_write(&our_writes)
-    );
-    println!(
-        "API server gets and lists by every client, bare controller's run: {}",
-        per_goal(&bare_writes.reads, goals)
-    );
-    println!(
-        "API server gets and lists by every client, operator's run: {}",
-        per_goal(&our_writes.reads, goals)
+    both("writes", &bare_writes, &our_writes, |w| {
+        per_goal(&w.count, goals)
+    });
+    both("time per write", &bare_writes, &our_writes, time_per_write);
+    let reads = |w: &Writes| per_goal(&w.reads, goals);
+    both(
+        "gets and lists by every client",
+        &bare_writes,
+        &our_writes,
+        reads,
     );
     if let Some(metrics) = metrics {
         let writes = sum_of(&metrics, "overseer_api_writes_total{");

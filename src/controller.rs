@@ -510,13 +510,18 @@ mod tests {
         ))
     }
 
-    #[tokio::test]
-    async fn a_reconcile_waiting_for_its_slot_holds_its_place_not_its_future() {
+    /// A context whose API server answers every request 404.
+    fn not_found_context() -> Arc<Shared> {
         let client = crate::scripted::client(|_: &str, _: &str, _| {
             (http::StatusCode::NOT_FOUND, serde_json::Value::Null)
         })
         .0;
-        let context = Arc::new(Shared(crate::scripted::context(client)));
+        Arc::new(Shared(crate::scripted::context(client)))
+    }
+
+    #[tokio::test]
+    async fn a_reconcile_waiting_for_its_slot_holds_its_place_not_its_future() {
+        let context = not_found_context();
         let object = Arc::new(DeserializeGuard(Ok(
             k8s_openapi::api::core::v1::ConfigMap::default(),
         )));
@@ -544,11 +549,7 @@ mod tests {
     #[tokio::test]
     async fn a_reconcile_decides_on_the_cache_as_it_is_when_its_slot_comes() {
         use k8s_openapi::api::core::v1::ConfigMap;
-        let client = crate::scripted::client(|_: &str, _: &str, _| {
-            (http::StatusCode::NOT_FOUND, serde_json::Value::Null)
-        })
-        .0;
-        let context = Arc::new(Shared(crate::scripted::context(client)));
+        let context = not_found_context();
         let at = |version: &str| {
             let mut map = ConfigMap::default();
             map.metadata.name = Some("m".into());
