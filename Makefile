@@ -54,11 +54,14 @@ integration:
 e2e:
 	bash hack/e2e/run.sh
 
-## The real-CLI e2e tests against the newest published claude and codex instead of the
-## pinned ones (hack/image/real-clis.env): a release that changes a dialog fails here.
+## The real-CLI e2e tests against the newest published claude, codex, copilot and pi
+## instead of the pinned ones (hack/image/real-clis.env): a release that changes a
+## dialog fails here (weekly in .github/workflows/real-cli-latest.yml).
 real-cli-latest:
 	CLAUDE_CODE_VERSION=$$(npm view @anthropic-ai/claude-code version) \
 	  CODEX_VERSION=$$(npm view @openai/codex version) \
+	  COPILOT_VERSION=$$(npm view @github/copilot version) \
+	  PI_VERSION=$$(npm view @mariozechner/pi-coding-agent version) \
 	  E2E_TESTS=real_cli:: bash hack/e2e/run.sh
 
 ## Crash injection at every write of each scenario (make test crashes at a sample).
@@ -79,6 +82,8 @@ images:
 	bash hack/image/build.sh agent-test
 	bash hack/image/build.sh agent-claude
 	bash hack/image/build.sh agent-codex
+	bash hack/image/build.sh agent-copilot
+	bash hack/image/build.sh agent-pi
 
 ## A real node (containerd, kubelet, kube-proxy) joined to the local control plane.
 node: cluster

@@ -71,6 +71,8 @@ pub enum Seed {
     Claude,
     /// `$CODEX_HOME/config.toml` (default `~/.codex`): the working directory trusted.
     Codex,
+    /// `~/.copilot/config.json`: the working directory among `trustedFolders`.
+    Copilot,
 }
 
 impl Seed {
@@ -82,6 +84,7 @@ impl Seed {
                 "`~/.claude.json` (onboarding, folder trust, API key), `~/.claude/settings.json` (bypass mode accepted)"
             }
             Seed::Codex => "`~/.codex/config.toml` (folder trust)",
+            Seed::Copilot => "`~/.copilot/config.json` (folder trust)",
         }
     }
 }
@@ -149,7 +152,10 @@ pub const REGISTRY: &[Runtime] = &[
         instruction_file: "AGENTS.md",
         model_flag: "--model",
         autonomy_flags: &["--dangerously-bypass-approvals-and-sandbox"],
-        supervised_flags: &[],
+        // codex 0.171.0 keeps only `on-request` and `never`: the model asks for a person
+        // where a command needs to leave the sandbox. A config file can set `never`;
+        // this wins over it (`-c`, which `codex exec` takes as well as the TUI).
+        supervised_flags: &["-c", "approval_policy=\"on-request\""],
         seed: Seed::Codex,
         // codex 0.171.0 (tests/screens/codex-0.171.0): the default answer trusts.
         first_run_dialogs: &[Dialog {
@@ -187,12 +193,14 @@ pub const REGISTRY: &[Runtime] = &[
         headless: &["copilot"],
         prompt_flag: "-p",
         resume_flag: &["--continue"],
-        waiting_patterns: &["Do you want to run this command?", "Allow"],
+        // Copilot 1.0.102 (tests/screens/copilot-1.0.102): without --allow-all-tools a
+        // tool call asks this, default "Yes"; its folder trust defaults to "Yes" too.
+        waiting_patterns: &["Do you want to run this command?"],
         instruction_file: "AGENTS.md",
         model_flag: "--model",
         autonomy_flags: &["--allow-all-tools"],
         supervised_flags: &[],
-        seed: Seed::None,
+        seed: Seed::Copilot,
         first_run_dialogs: &[Dialog {
             pattern: "Do you trust the files in this folder?",
             keys: &["Enter"],
@@ -539,7 +547,14 @@ mod tests {
             (
                 RuntimeName::Codex,
                 RuntimeMode::Headless,
-                vec!["codex", "exec", "--skip-git-repo-check", "--json"],
+                vec![
+                    "codex",
+                    "exec",
+                    "--skip-git-repo-check",
+                    "-c",
+                    "approval_policy=\"on-request\"",
+                    "--json",
+                ],
             ),
             (
                 RuntimeName::Pi,
@@ -557,7 +572,14 @@ mod tests {
         }
         assert_eq!(
             headless_command(&spec(RuntimeName::Codex), "fix it"),
-            vec!["codex", "exec", "--skip-git-repo-check", "fix it"]
+            vec![
+                "codex",
+                "exec",
+                "--skip-git-repo-check",
+                "-c",
+                "approval_policy=\"on-request\"",
+                "fix it"
+            ]
         );
     }
 

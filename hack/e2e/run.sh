@@ -9,7 +9,8 @@
 #     `kind load docker-image`.
 #
 # Prints how long each phase took; the tests print the figures they measured.
-# CLAUDE_CODE_VERSION and CODEX_VERSION override the real CLIs' pinned versions.
+# CLAUDE_CODE_VERSION, CODEX_VERSION, COPILOT_VERSION and PI_VERSION override the real
+# CLIs' pinned versions.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
@@ -17,11 +18,14 @@ cd "$repo"
 source hack/image/images.env
 # The real CLIs' versions: pinned, unless the environment names others (make real-cli-latest).
 pinned_claude="${CLAUDE_CODE_VERSION:-}" pinned_codex="${CODEX_VERSION:-}"
+pinned_copilot="${COPILOT_VERSION:-}" pinned_pi="${PI_VERSION:-}"
 # shellcheck source=../image/real-clis.env
 source hack/image/real-clis.env
 CLAUDE_CODE_VERSION="${pinned_claude:-$CLAUDE_CODE_VERSION}" CODEX_VERSION="${pinned_codex:-$CODEX_VERSION}"
-export CLAUDE_CODE_VERSION CODEX_VERSION
+COPILOT_VERSION="${pinned_copilot:-$COPILOT_VERSION}" PI_VERSION="${pinned_pi:-$PI_VERSION}"
+export CLAUDE_CODE_VERSION CODEX_VERSION COPILOT_VERSION PI_VERSION
 CLAUDE_IMAGE="$AGENT_CLAUDE_REPOSITORY:$CLAUDE_CODE_VERSION" CODEX_IMAGE="$AGENT_CODEX_REPOSITORY:$CODEX_VERSION"
+COPILOT_IMAGE="$AGENT_COPILOT_REPOSITORY:$COPILOT_VERSION" PI_IMAGE="$AGENT_PI_REPOSITORY:$PI_VERSION"
 platform="${E2E_PLATFORM:-local}"
 log() { echo "e2e: $*" >&2; }
 phase_start=$SECONDS
@@ -40,11 +44,15 @@ case "$platform" in
     took "agent test image built"
     claude_archive="$(bash hack/image/build.sh agent-claude | tail -n 1)"
     codex_archive="$(bash hack/image/build.sh agent-codex | tail -n 1)"
-    took "real-CLI agent images built (claude $CLAUDE_CODE_VERSION, codex $CODEX_VERSION)"
+    copilot_archive="$(bash hack/image/build.sh agent-copilot | tail -n 1)"
+    pi_archive="$(bash hack/image/build.sh agent-pi | tail -n 1)"
+    took "real-CLI agent images built (claude $CLAUDE_CODE_VERSION, codex $CODEX_VERSION, copilot $COPILOT_VERSION, pi $PI_VERSION)"
     bash hack/node/node.sh load "$operator_archive" "$OPERATOR_IMAGE"
     bash hack/node/node.sh load "$agent_archive" "$AGENT_TEST_IMAGE"
     bash hack/node/node.sh load "$claude_archive" "$CLAUDE_IMAGE"
     bash hack/node/node.sh load "$codex_archive" "$CODEX_IMAGE"
+    bash hack/node/node.sh load "$copilot_archive" "$COPILOT_IMAGE"
+    bash hack/node/node.sh load "$pi_archive" "$PI_IMAGE"
     took "images imported into the node's containerd"
     bash hack/node/node.sh check
     # Every pod of an e2e namespace goes to the real node, none to kwok's.
@@ -58,9 +66,13 @@ case "$platform" in
       --build-arg "CLAUDE_CODE_VERSION=$CLAUDE_CODE_VERSION" -t "$CLAUDE_IMAGE" .
     docker build -f hack/image/agent-codex.Dockerfile \
       --build-arg "CODEX_VERSION=$CODEX_VERSION" -t "$CODEX_IMAGE" .
+    docker build -f hack/image/agent-copilot.Dockerfile \
+      --build-arg "COPILOT_VERSION=$COPILOT_VERSION" -t "$COPILOT_IMAGE" .
+    docker build -f hack/image/agent-pi.Dockerfile \
+      --build-arg "PI_VERSION=$PI_VERSION" -t "$PI_IMAGE" .
     took "images built"
     kind load docker-image --name "${KIND_CLUSTER_NAME:-kind}" "$OPERATOR_IMAGE" "$AGENT_TEST_IMAGE" \
-      "$CLAUDE_IMAGE" "$CODEX_IMAGE"
+      "$CLAUDE_IMAGE" "$CODEX_IMAGE" "$COPILOT_IMAGE" "$PI_IMAGE"
     took "images loaded into kind"
     ;;
   *) log "E2E_PLATFORM is local or kind, not $platform"; exit 2 ;;
@@ -68,7 +80,8 @@ esac
 
 export OVERSEER_TEST_KUBECONFIG="$kubeconfig" OVERSEER_E2E_IMAGE="$OPERATOR_IMAGE" \
   OVERSEER_E2E_AGENT_IMAGE="$AGENT_TEST_IMAGE" OVERSEER_E2E_CLAUDE_IMAGE="$CLAUDE_IMAGE" \
-  OVERSEER_E2E_CODEX_IMAGE="$CODEX_IMAGE"
+  OVERSEER_E2E_CODEX_IMAGE="$CODEX_IMAGE" OVERSEER_E2E_COPILOT_IMAGE="$COPILOT_IMAGE" \
+  OVERSEER_E2E_PI_IMAGE="$PI_IMAGE"
 mkdir -p target/test-logs
 # One test at a time: each installs two operator replicas and runs real containers.
 set +e

@@ -14,6 +14,11 @@
 #                         as hack/image/agent-claude.Dockerfile
 #   build.sh agent-codex  the same with the real codex (CODEX_VERSION); as
 #                         hack/image/agent-codex.Dockerfile
+#   build.sh agent-copilot the same with the real Copilot CLI's native binary
+#                         (COPILOT_VERSION); as hack/image/agent-copilot.Dockerfile
+#   build.sh agent-pi     Debian trixie (Node.js 20 from Debian's packages, ripgrep, fd)
+#                         with pi and its dependencies from the npm registry (PI_VERSION);
+#                         as hack/image/agent-pi.Dockerfile
 #
 # Prints the archive's path on the last line of stdout. The image names are in
 # hack/image/images.env. The Debian root filesystem is cached outside the repository
@@ -25,10 +30,13 @@ repo="$(cd "$here/../.." && pwd)"
 source "$here/images.env"
 # The environment's versions win over the pinned ones (make real-cli-latest).
 pinned_claude="${CLAUDE_CODE_VERSION:-}" pinned_codex="${CODEX_VERSION:-}"
+pinned_copilot="${COPILOT_VERSION:-}" pinned_pi="${PI_VERSION:-}"
 # shellcheck source=real-clis.env
 source "$here/real-clis.env"
 CLAUDE_CODE_VERSION="${pinned_claude:-$CLAUDE_CODE_VERSION}"
 CODEX_VERSION="${pinned_codex:-$CODEX_VERSION}"
+COPILOT_VERSION="${pinned_copilot:-$COPILOT_VERSION}"
+PI_VERSION="${pinned_pi:-$PI_VERSION}"
 cache="${OVERSEER_TESTENV_CACHE:-$HOME/.cache/overseer-testenv}/images"
 log() { echo "image: $*" >&2; }
 
@@ -94,17 +102,19 @@ operator() {
   echo "$out"
 }
 
-# Debian bookworm, minimal, with what an agent image needs under overseer. Keyed by
-# the package list, so a second build reuses it.
+# A minimal Debian root filesystem of SUITE with PACKAGES (default: the agent test
+# image's), what an agent image needs under overseer. Keyed by the suite and the
+# package list, so a second build reuses it.
 agent_rootfs() {
-  local key; key="$(echo "$AGENT_TEST_SUITE $AGENT_TEST_PACKAGES" | sha256sum | cut -c1-12)"
-  local tarball="$cache/debian-$AGENT_TEST_SUITE-$key.tar"
+  local suite="${1:-$AGENT_TEST_SUITE}" packages="${2:-$AGENT_TEST_PACKAGES}"
+  local key; key="$(echo "$suite $packages" | sha256sum | cut -c1-12)"
+  local tarball="$cache/debian-$suite-$key.tar"
   if [ ! -f "$tarball" ]; then
     need_packages debootstrap:debootstrap
     local root; root="$(mktemp -d)/rootfs"
-    log "debootstrap $AGENT_TEST_SUITE with ${AGENT_TEST_PACKAGES// /,} (once; cached)"
-    debootstrap --variant=minbase --include="${AGENT_TEST_PACKAGES// /,}" \
-      "$AGENT_TEST_SUITE" "$root" "$AGENT_TEST_MIRROR" >&2
+    log "debootstrap $suite with ${packages// /,} (once; cached)"
+    debootstrap --variant=minbase --include="${packages// /,}" \
+      "$suite" "$root" "$AGENT_TEST_MIRROR" >&2
     rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* "$root"/var/log/*
     mkdir -p "$cache"
     tar -C "$root" --numeric-owner -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
@@ -154,6 +164,23 @@ npm_package() {
   echo "$dir"
 }
 
+# The npm package `spec` installed with its dependencies (no dev dependencies, no
+# install scripts), cached by name and version: the prefix holding node_modules/.
+npm_installed() {
+  local spec="$1"
+  local dir="$cache/npm-installed/${spec//\//+}"
+  if [ ! -d "$dir/node_modules" ]; then
+    need_packages npm:npm
+    local work; work="$(mktemp -d)"
+    log "npm install $spec (once; cached)"
+    npm install --silent --omit=dev --ignore-scripts --no-audit --no-fund --prefix "$work" "$spec" >&2 ||
+      { log "npm install $spec failed"; exit 1; }
+    mkdir -p "$(dirname "$dir")"
+    rm -rf "$dir" && mv "$work" "$dir"
+  fi
+  echo "$dir"
+}
+
 # What every agent image with a real CLI holds besides the CLI: the agent test image's
 # Debian base, a home for the CLI's state and the workspace, both the agent user's.
 fill_agent_base() {
@@ -178,14 +205,33 @@ fill_agent_codex() {
   ln -s /opt/codex/bin/codex "$root/usr/local/bin/codex"
 }
 
+fill_agent_copilot() {
+  local root="$1"
+  fill_agent_base "$root"
+  install -m 0755 "$CLI_PACKAGE/package/copilot" "$root/usr/local/bin/copilot"
+}
+
+fill_agent_pi() {
+  local root="$1"
+  fill_agent_base "$root"
+  mkdir -p "$root/opt/pi"
+  cp -a "$CLI_PACKAGE/node_modules" "$root/opt/pi/"
+  ln -s /opt/pi/node_modules/@mariozechner/pi-coding-agent/dist/cli.js "$root/usr/local/bin/pi"
+  # pi looks for `fd`; Debian names it fdfind.
+  ln -s /usr/bin/fdfind "$root/usr/local/bin/fd"
+  # pi's own directory, the agent's: a models.json mounted into it (a provider of the
+  # user's) leaves it writable for pi's sessions and settings.
+  install -d -m 0755 -o 65532 -g 65532 "$root/home/agent/.pi" "$root/home/agent/.pi/agent"
+}
+
 # agent_cli NAME PACKAGE@VERSION VERSION FILL REPOSITORY PATH_PREFIX [UMOCI_CONFIG...]: an
 # agent image with a real CLI, tagged VERSION.
 agent_cli() {
   local name="$1" package="$2" version="$3" fill="$4" repository="$5" path_prefix="$6"
   shift 6
   need_packages umoci:umoci
-  AGENT_ROOTFS="$(agent_rootfs)"
-  CLI_PACKAGE="$(npm_package "$package")"
+  AGENT_ROOTFS="$(agent_rootfs "${ROOTFS_SUITE:-}" "${ROOTFS_PACKAGES:-}")"
+  CLI_PACKAGE="$("${NPM_FETCH:-npm_package}" "$package")"
   local out="$cache/$name-$version.tar"
   oci_archive "$out" "$repository:$version" "$fill" \
     --config.user 65532:65532 --config.workingdir /workspace \
@@ -206,5 +252,15 @@ case "${1:-}" in
     # codex publishes its native builds as versions of its own package.
     agent_cli agent-codex "@openai/codex@$CODEX_VERSION-linux-x64" "$CODEX_VERSION" \
       fill_agent_codex "$AGENT_CODEX_REPOSITORY" /opt/codex/codex-path: ;;
-  *) echo "usage: $0 operator | agent-test | agent-claude | agent-codex" >&2; exit 2 ;;
+  agent-copilot)
+    # Copilot publishes its native builds as packages of their own, as claude does.
+    agent_cli agent-copilot "@github/copilot-linux-x64@$COPILOT_VERSION" "$COPILOT_VERSION" \
+      fill_agent_copilot "$AGENT_COPILOT_REPOSITORY" "" ;;
+  agent-pi)
+    # pi is a Node program: Debian trixie's Node.js 20 (bookworm has 18; pi needs 20.6).
+    # PI_OFFLINE: no update checks or install telemetry from inside a pod.
+    ROOTFS_SUITE="$AGENT_PI_SUITE" ROOTFS_PACKAGES="$AGENT_PI_PACKAGES" NPM_FETCH=npm_installed \
+      agent_cli agent-pi "@mariozechner/pi-coding-agent@$PI_VERSION" "$PI_VERSION" \
+      fill_agent_pi "$AGENT_PI_REPOSITORY" "" --config.env PI_OFFLINE=1 ;;
+  *) echo "usage: $0 operator | agent-test | agent-claude | agent-codex | agent-copilot | agent-pi" >&2; exit 2 ;;
 esac

@@ -815,6 +815,31 @@ pub(crate) mod tests {
                 None,
                 false,
             ),
+            (
+                RuntimeName::Codex,
+                "codex-0.171.0/approval-prompt.txt",
+                None,
+                true,
+            ),
+            (
+                RuntimeName::Copilot,
+                "copilot-1.0.102/trust-dialog.txt",
+                Some("Do you trust the files in this folder?"),
+                false,
+            ),
+            (RuntimeName::Copilot, "copilot-1.0.102/ready.txt", None, false),
+            (
+                RuntimeName::Copilot,
+                "copilot-1.0.102/turn-ended-after-tool-call.txt",
+                None,
+                false,
+            ),
+            (
+                RuntimeName::Copilot,
+                "copilot-1.0.102/permission-prompt.txt",
+                None,
+                true,
+            ),
             (RuntimeName::Pi, "pi-0.73.1/ready.txt", None, false),
             (
                 RuntimeName::Pi,

@@ -79,6 +79,23 @@ pub fn codex_config(existing: &str, cwd: &str) -> Option<String> {
     Some(config)
 }
 
+/// Copilot's `~/.copilot/config.json` with `cwd` among its `trustedFolders`, merged
+/// into what was there.
+pub fn copilot_config(existing: Value, cwd: &str) -> Value {
+    let mut config = match existing {
+        Value::Object(_) => existing,
+        _ => json!({}),
+    };
+    if !config["trustedFolders"].is_array() {
+        config["trustedFolders"] = json!([]);
+    }
+    let trusted = config["trustedFolders"].as_array_mut().expect("an array");
+    if !trusted.iter().any(|t| t == cwd) {
+        trusted.push(json!(cwd));
+    }
+    config
+}
+
 /// Writes `runtime`'s first-run state for the CLI `command` starting in the current
 /// directory. Failures are logged: the dialogs are then answered on screen.
 pub fn seed(runtime: &Runtime, command: &[String]) {
@@ -116,6 +133,9 @@ pub fn seed(runtime: &Runtime, command: &[String]) {
                 None => Ok(()),
             }
         }
+        Seed::Copilot => merge_json(&home.join(".copilot/config.json"), |config| {
+            copilot_config(config, &cwd)
+        }),
     };
     match written {
         Ok(()) => info!(runtime = ?runtime.name, "seeded the CLI's first-run state"),
@@ -125,11 +145,13 @@ pub fn seed(runtime: &Runtime, command: &[String]) {
     }
 }
 
-/// Reads `path` as JSON (missing: `{}`), applies `change`, writes it back. A file that
-/// does not parse is the user's and is left alone.
+/// Reads `path` as JSON (missing: `{}`), applies `change`, writes it back. Whole lines
+/// of `//` comments, which Copilot heads its config with, are read past (a JSON string
+/// cannot span lines, so no value is lost); a file that still does not parse is the
+/// user's and is left alone.
 fn merge_json(path: &Path, change: impl FnOnce(Value) -> Value) -> std::io::Result<()> {
-    let existing = match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|error| {
+    let existing = match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&without_comment_lines(&text)).map_err(|error| {
             std::io::Error::other(format!("{} does not parse: {error}", path.display()))
         })?,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => json!({}),
@@ -137,6 +159,13 @@ fn merge_json(path: &Path, change: impl FnOnce(Value) -> Value) -> std::io::Resu
     };
     let merged = change(existing);
     write(path, serde_json::to_string_pretty(&merged)?.as_bytes())
+}
+
+fn without_comment_lines(text: &str) -> String {
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -219,6 +248,24 @@ mod tests {
         assert_eq!(
             codex_config("", "/a \"b\"").unwrap(),
             "\n[projects.\"/a \\\"b\\\"\"]\ntrust_level = \"trusted\"\n"
+        );
+    }
+
+    #[test]
+    fn copilot_trust_is_added_once_and_its_comment_lines_read_past() {
+        // Copilot 1.0.102's own file (tests/screens/copilot-1.0.102), after one trust.
+        let written = "// User settings belong in settings.json.\n// This file is managed automatically.\n{\n  \"firstLaunchAt\": \"2026-12-06T17:12:41.959Z\",\n  \"trustedFolders\": [\"/other\"]\n}\n";
+        let existing: Value = serde_json::from_str(&without_comment_lines(written)).unwrap();
+        let seeded = copilot_config(existing, "/workspace");
+        assert_eq!(
+            seeded,
+            json!({"firstLaunchAt": "2026-12-06T17:12:41.959Z",
+                   "trustedFolders": ["/other", "/workspace"]})
+        );
+        assert_eq!(copilot_config(seeded.clone(), "/workspace"), seeded);
+        assert_eq!(
+            copilot_config(json!({"trustedFolders": "odd"}), "/w"),
+            json!({"trustedFolders": ["/w"]})
         );
     }
 }

@@ -1,12 +1,12 @@
-//! The real agent CLIs in real containers: Claude Code and codex from the npm registry
-//! (hack/image/real-clis.env), in the agent images of hack/image/build.sh, driven by
+//! The real agent CLIs in real containers: Claude Code, codex, Copilot and pi from the
+//! npm registry (hack/image/real-clis.env), in the agent images of hack/image/build.sh, driven by
 //! the operator and the shim, against the model stand-in (tests/model-standin) that
 //! this test process serves on an address the pods reach. The stand-in answers each
 //! request from the test's scenario and records it: what a CLI sent is read there.
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::api::Api;
 use model_standin::{Exchange, Last, Reply, Scenario, Server, Turn, Usage, When};
 use overseer::agent::{ActivityState, Agent, AgentPhase};
@@ -35,6 +35,14 @@ fn codex_image() -> String {
     image("OVERSEER_E2E_CODEX_IMAGE")
 }
 
+fn copilot_image() -> String {
+    image("OVERSEER_E2E_COPILOT_IMAGE")
+}
+
+fn pi_image() -> String {
+    image("OVERSEER_E2E_PI_IMAGE")
+}
+
 fn turn(when: When, reply: Reply) -> Turn {
     Turn {
         when,
@@ -61,7 +69,9 @@ fn shell(command: &str) -> Reply {
 }
 
 /// The stand-in, serving `turns` on an address the namespace's pods reach, and the
-/// Secret `model` that points the CLIs at it: `ANTHROPIC_BASE_URL` and the API keys.
+/// Secret `model` that points the CLIs at it: `ANTHROPIC_BASE_URL`, Copilot's own model
+/// provider (its "bring your own model" mode, Anthropic's API, no GitHub sign-in) and the
+/// API keys; and the ConfigMap `pi-models`, pi's provider (see `pi_runtime`).
 async fn model(ns: &TestNamespace, turns: Vec<Turn>) -> Server {
     let address = address_for_pods(ns).await;
     let server = Server::start((address, 0).into(), Scenario { turns })
@@ -71,10 +81,22 @@ async fn model(ns: &TestNamespace, turns: Vec<Turn>) -> Server {
         ns,
         &format!(
             "{{apiVersion: v1, kind: Secret, metadata: {{name: model}},
-              stringData: {{ANTHROPIC_BASE_URL: '{}', ANTHROPIC_API_KEY: sk-ant-standin-0123456789abcdefghij,
-                            OPENAI_API_KEY: sk-standin-0123456789}}}}",
-            server.url
+              stringData: {{ANTHROPIC_BASE_URL: '{url}', ANTHROPIC_API_KEY: sk-ant-standin-0123456789abcdefghij,
+                            OPENAI_API_KEY: sk-standin-0123456789,
+                            COPILOT_PROVIDER_BASE_URL: '{url}', COPILOT_PROVIDER_TYPE: anthropic,
+                            COPILOT_PROVIDER_API_KEY: sk-ant-standin-0123456789abcdefghij,
+                            COPILOT_OFFLINE: 'true'}}}}",
+            url = server.url
         ),
+    )
+    .await;
+    let models = json!({"providers": {"standin": {
+        "baseUrl": server.url, "api": "anthropic-messages", "apiKey": "ANTHROPIC_API_KEY",
+        "models": [{"id": "claude-standin"}]}}});
+    create_object::<ConfigMap>(
+        ns,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pi-models"},
+               "data": {"models.json": models.to_string()}}),
     )
     .await;
     println!("e2e[{}]: model stand-in at {}", ns.name, server.url);
@@ -99,6 +121,23 @@ fn codex_runtime(server: &Server, mode: &str) -> serde_json::Value {
 
 fn claude_runtime(mode: &str) -> serde_json::Value {
     json!({"name": "claude", "mode": mode, "image": claude_image()})
+}
+
+/// Copilot's runtime: its provider comes from the `model` Secret's environment.
+fn copilot_runtime(mode: &str) -> serde_json::Value {
+    json!({"name": "copilot", "mode": mode, "image": copilot_image(), "model": "claude-standin"})
+}
+
+/// pi's runtime, and the pod template that gives it its provider: pi reads providers from
+/// `~/.pi/agent/models.json` only, mounted here from the ConfigMap `pi-models` into the
+/// directory the agent image makes the agent user's (so pi still writes its sessions).
+fn pi_runtime(mode: &str) -> (serde_json::Value, serde_json::Value) {
+    (
+        json!({"name": "pi", "mode": mode, "image": pi_image(), "model": "standin/claude-standin"}),
+        json!({"volumes": [{"name": "pi-models", "configMap": {"name": "pi-models"}}],
+               "volumeMounts": [{"name": "pi-models", "mountPath": "/home/agent/.pi/agent/models.json",
+                                 "subPath": "models.json", "readOnly": true}]}),
+    )
 }
 
 /// Creates Agent `name` with `spec`; its pods take the stand-in's Secret.
@@ -136,6 +175,7 @@ fn print_hops(ns: &TestNamespace, server: &Server) {
         let reply = match &e.reply {
             Reply::Text(t) => format!("text {t:?}"),
             Reply::Shell(c) => format!("shell {c:?}"),
+            Reply::ShellAskingApproval(c) => format!("shell asking approval {c:?}"),
         };
         println!(
             "e2e[{}]: model {:?} {} <- {last} -> {reply}",
@@ -881,5 +921,213 @@ async fn a_real_claude_commits_in_its_git_workspace_and_the_work_outlives_its_po
         "e2e[{}]: real claude committed {subject:?} on {branch} through a tool call; after its pod was replaced the new one's workspace is on that commit",
         ns.name
     );
+    print_hops(&ns, &server);
+}
+
+#[tokio::test]
+#[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
+async fn headless_pi_and_copilot_run_a_tool_and_pi_reports_its_usage() {
+    let ns = namespace("real-headless-2").await;
+    install(&ns).await;
+    let usage = |input_tokens, output_tokens| Usage {
+        input_tokens,
+        output_tokens,
+    };
+    let server = model(
+        &ns,
+        vec![
+            Turn {
+                usage: usage(1_100, 210),
+                ..turn(prompt("Count the pi modules"), shell("echo pi-counted"))
+            },
+            Turn {
+                usage: usage(1_300, 230),
+                ..turn(tool_result("pi-counted"), text("There are 5 modules."))
+            },
+            turn(
+                prompt("Count the copilot modules"),
+                shell("echo copilot-counted"),
+            ),
+            turn(tool_result("copilot-counted"), text("There are 4 modules.")),
+        ],
+    )
+    .await;
+    let (pi, pi_template) = pi_runtime("headless");
+    agent(
+        &ns,
+        "counter-pi",
+        json!({"runtime": pi, "prompt": "Count the pi modules", "loop": {"enabled": false},
+               "podTemplate": pi_template}),
+    )
+    .await;
+    agent(
+        &ns,
+        "counter-copilot",
+        json!({"runtime": copilot_runtime("headless"), "prompt": "Count the copilot modules",
+               "loop": {"enabled": false}}),
+    )
+    .await;
+
+    let exited = |a: &Agent| {
+        let activity = a.status.as_ref().and_then(|s| s.activity.as_ref());
+        activity.is_some_and(|a| a.state == ActivityState::Exited)
+    };
+    let pi = agent_where(&ns, "counter-pi", "pi's run ended with its usage", |a| {
+        let usage = a.status.as_ref().and_then(|s| s.activity.as_ref()?.usage.as_ref());
+        exited(a) && usage.is_some()
+    })
+    .await;
+    let activity = pi.status.unwrap().activity.unwrap();
+    let usage = activity.usage.unwrap();
+    assert_eq!(activity.exit_code, Some(0));
+    assert_eq!(
+        (usage.runs, usage.input_tokens, usage.output_tokens),
+        (1, 2_400, 440),
+        "pi's usage is what the model stand-in sent"
+    );
+    let copilot = agent_where(&ns, "counter-copilot", "copilot's run ended", exited).await;
+    assert_eq!(copilot.status.unwrap().activity.unwrap().exit_code, Some(0));
+    assert!(
+        server.unused_turns().is_empty(),
+        "every scripted turn was used (each CLI ran its tool and sent the output back): {:?}",
+        server.unused_turns()
+    );
+    for (pod, needle) in [
+        ("counter-pi-1", "Count the pi modules"),
+        ("counter-copilot-1", "Count the copilot modules"),
+    ] {
+        let seconds = start_to_prompt(&ns, pod, &server, needle).await;
+        println!(
+            "e2e[{}]: {pod}: pod start -> first prompt at the model {seconds:.1}s",
+            ns.name
+        );
+    }
+    print_hops(&ns, &server);
+}
+
+#[tokio::test]
+#[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
+async fn the_real_pi_and_copilot_tuis_are_nudged_to_done_and_a_supervised_codex_waits() {
+    let ns = namespace("real-loop-2").await;
+    install(&ns).await;
+    let server = model(
+        &ns,
+        vec![
+            // Each builder's first turn ends without `loop done`.
+            turn(
+                prompt("Build the pi widget"),
+                text("I have started on the widget; the tests are still missing."),
+            ),
+            turn(
+                prompt("Build the copilot widget"),
+                text("I have started on the widget; the tests are still missing."),
+            ),
+            Turn {
+                times: 2,
+                ..turn(
+                    prompt("[overseer] nudge"),
+                    shell(&format!(
+                        "{OVERSEER} loop done --reason 'widget and tests' && echo loop-done-accepted"
+                    )),
+                )
+            },
+            Turn {
+                times: 2,
+                ..turn(tool_result("loop-done-accepted"), text("Finished."))
+            },
+            // The supervised codex: the model asks to leave the sandbox; codex must ask a
+            // person, and nobody answers.
+            turn(
+                prompt("Touch the marker"),
+                Reply::ShellAskingApproval("touch /workspace/made-without-asking".into()),
+            ),
+            turn(
+                tool_result(""),
+                text("(never sent: the command waits for a person)"),
+            ),
+        ],
+    )
+    .await;
+    let in_loop = json!({"enabled": true, "interval": "1s", "idleAfter": "3s", "cooldown": "1m",
+                         "autoNudgeWithoutOverseer": true});
+    let (pi, pi_template) = pi_runtime("tui");
+    agent(
+        &ns,
+        "pi-builder",
+        json!({"runtime": pi, "prompt": "Build the pi widget", "loop": in_loop,
+               "podTemplate": pi_template}),
+    )
+    .await;
+    agent(
+        &ns,
+        "copilot-builder",
+        json!({"runtime": copilot_runtime("tui"), "prompt": "Build the copilot widget",
+               "loop": in_loop}),
+    )
+    .await;
+    let mut supervised = codex_runtime(&server, "tui");
+    supervised["unattended"] = json!(false);
+    agent(
+        &ns,
+        "careful",
+        json!({"runtime": supervised, "prompt": "Touch the marker",
+               "loop": {"enabled": true, "interval": "1s", "idleAfter": "3s", "cooldown": "1s",
+                        "autoNudgeWithoutOverseer": true}}),
+    )
+    .await;
+
+    for (name, needle) in [
+        ("pi-builder", "Build the pi widget"),
+        ("copilot-builder", "Build the copilot widget"),
+    ] {
+        let done = agent_where(&ns, name, &format!("{name} Done"), |a| {
+            phase(a) == Some(AgentPhase::Done)
+        })
+        .await;
+        assert_eq!(
+            done.status.unwrap().loop_.unwrap().nudges,
+            1,
+            "{name}: one nudge"
+        );
+        let seconds = start_to_prompt(&ns, &format!("{name}-1"), &server, needle).await;
+        println!(
+            "e2e[{}]: {name} TUI: pod start -> first prompt at the model {seconds:.1}s",
+            ns.name
+        );
+    }
+    let exchanges = server.exchanges();
+    assert_eq!(
+        prompts_with(&exchanges, "[overseer] nudge").len(),
+        2,
+        "each nudge reached its model once, as a user message"
+    );
+
+    // The supervised codex asks before it runs the command, and nobody answers.
+    let waiting = agent_where(&ns, "careful", "careful waiting for a person", |a| {
+        activity(a) == Some(ActivityState::Waiting)
+    })
+    .await;
+    assert_eq!(phase(&waiting), Some(AgentPhase::Running));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let agents: Api<Agent> = ns.api();
+    let careful = agents.get("careful").await.unwrap();
+    assert_eq!(
+        activity(&careful),
+        Some(ActivityState::Waiting),
+        "still waiting 10 s later"
+    );
+    let nudges = careful
+        .status
+        .as_ref()
+        .and_then(|s| s.loop_.as_ref())
+        .map_or(0, |l| l.nudges);
+    assert_eq!(nudges, 0, "nothing typed over codex's question");
+    assert_eq!(
+        server.unused_turns(),
+        vec![5],
+        "the command's result never went back to the model"
+    );
+    let made = exec(&ns, "careful-1", &["ls", "/workspace/made-without-asking"]);
+    assert!(!made.status.success(), "the command did not run");
     print_hops(&ns, &server);
 }

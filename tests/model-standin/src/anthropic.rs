@@ -66,7 +66,7 @@ pub fn agent_loop(body: &Value) -> bool {
 fn content(body: &Value, reply: &Reply, id: u64) -> Vec<Value> {
     match reply {
         Reply::Text(text) => vec![json!({"type": "text", "text": text})],
-        Reply::Shell(command) => vec![json!({
+        Reply::Shell(command) | Reply::ShellAskingApproval(command) => vec![json!({
             "type": "tool_use",
             "id": format!("toolu_standin_{id:06}"),
             "name": offered_shell(body).unwrap_or("Bash"),
@@ -78,7 +78,7 @@ fn content(body: &Value, reply: &Reply, id: u64) -> Vec<Value> {
 fn stop_reason(reply: &Reply) -> &'static str {
     match reply {
         Reply::Text(_) => "end_turn",
-        Reply::Shell(_) => "tool_use",
+        Reply::Shell(_) | Reply::ShellAskingApproval(_) => "tool_use",
     }
 }
 

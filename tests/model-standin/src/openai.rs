@@ -67,8 +67,12 @@ fn output_item(body: &Value, reply: &Reply, id: u64) -> Value {
             "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}],
         }),
-        Reply::Shell(command) => {
-            let (name, arguments) = shell_call(body, command);
+        Reply::Shell(command) | Reply::ShellAskingApproval(command) => {
+            let (name, mut arguments) = shell_call(body, command);
+            if matches!(reply, Reply::ShellAskingApproval(_)) && name == "exec_command" {
+                arguments["sandbox_permissions"] = json!("require_escalated");
+                arguments["justification"] = json!("The command writes outside the sandbox.");
+            }
             json!({
                 "type": "function_call",
                 "id": format!("fc_standin_{id:06}"),
@@ -193,5 +197,19 @@ mod tests {
             let got: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
             assert_eq!(got, arguments, "{tool}");
         }
+    }
+
+    #[test]
+    fn a_shell_call_asking_approval_asks_codex_for_escalation() {
+        let body = json!({"tools": [{"type": "function", "name": "exec_command"}]});
+        let item = output_item(&body, &Reply::ShellAskingApproval("touch x".into()), 1);
+        let got: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(got["cmd"], "touch x");
+        assert_eq!(got["sandbox_permissions"], "require_escalated");
+        assert!(got["justification"].is_string());
+        let plain = json!({"tools": [{"type": "function", "name": "shell"}]});
+        let item = output_item(&plain, &Reply::ShellAskingApproval("ls".into()), 1);
+        let got: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(got, json!({"command": ["bash", "-lc", "ls"]}), "no such field to ask with");
     }
 }

@@ -45,7 +45,13 @@ pub enum When {
 pub enum Reply {
     Text(String),
     Shell(String),
+    /// A shell command the model asks a person to approve before it runs: to codex, an
+    /// `exec_command` with `sandbox_permissions: require_escalated` and a justification
+    /// (codex 0.171 has no approval policy that asks on its own); to any other CLI, the
+    /// plain shell call, whose approval is the CLI's permission mode.
+    ShellAskingApproval(String),
 }
+
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
