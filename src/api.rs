@@ -208,6 +208,21 @@ pub enum RuntimeMode {
     Headless,
 }
 
+/// The environment an agent's or a step's container gets from the operator, read there
+/// by the shim, `overseer step` and the agent-side commands: one name each, shared by
+/// both sides so that they cannot drift apart.
+pub mod pod_env {
+    pub const AGENT: &str = "OVERSEER_AGENT";
+    pub const NAMESPACE: &str = "OVERSEER_NAMESPACE";
+    pub const ATTEMPT: &str = "OVERSEER_ATTEMPT";
+    pub const RUNTIME: &str = "OVERSEER_RUNTIME";
+    pub const MODE: &str = "OVERSEER_MODE";
+    pub const INTERVAL: &str = "OVERSEER_INTERVAL";
+    pub const PROMPT: &str = "OVERSEER_PROMPT";
+    pub const INSTRUCTIONS: &str = "OVERSEER_INSTRUCTIONS";
+    pub const INPUT_SOCKET: &str = "OVERSEER_INPUT_SOCKET";
+}
+
 /// Which agent CLI to run and how. Used wherever a runtime is chosen; a partial
 /// runtime fills in from the level above (step → goal defaults, agent → swarm role → swarm defaults).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
@@ -218,7 +233,7 @@ pub enum RuntimeMode {
         .message("runtime.command is required when runtime.name is custom")
 )]
 pub struct RuntimeSpec {
-    /// The agent CLI: claude, codex, pi, copilot, cursor or custom.
+    /// The agent CLI: claude (the default), codex, pi, copilot, cursor or custom.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<RuntimeName>,
     /// tui (inside tmux) or headless (one run per prompt).
@@ -250,6 +265,15 @@ pub struct RuntimeSpec {
 }
 
 impl RuntimeSpec {
+    /// The runtime that runs when no level names one: the one place that decides it,
+    /// so the command, the shim's matchers and the instruction file always agree.
+    pub const DEFAULT_NAME: RuntimeName = RuntimeName::Claude;
+
+    /// The runtime this spec runs: its `name`, else `DEFAULT_NAME`.
+    pub fn effective_name(&self) -> RuntimeName {
+        self.name.unwrap_or(Self::DEFAULT_NAME)
+    }
+
     /// Fills every unset field from `fallback` (the level above).
     pub fn or(&self, fallback: &RuntimeSpec) -> RuntimeSpec {
         RuntimeSpec {

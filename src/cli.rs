@@ -1,5 +1,6 @@
 //! The command line of the one `overseer` binary: operator, in-pod supervisor and CLI.
 
+use crate::api::pod_env;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -29,7 +30,7 @@ pub struct Cli {
         short = 'n',
         long,
         global = true,
-        env = "OVERSEER_NAMESPACE",
+        env = pod_env::NAMESPACE,
         value_name = "NAMESPACE"
     )]
     pub namespace: Option<String>,
@@ -88,14 +89,14 @@ pub enum Command {
         /// Type nothing: exit 0 only when the shim has delivered every id given.
         #[arg(long, requires = "ids")]
         confirm: bool,
-        #[arg(long, env = "OVERSEER_INPUT_SOCKET", default_value = crate::shim::protocol::DEFAULT_SOCKET)]
+        #[arg(long, env = pod_env::INPUT_SOCKET, default_value = crate::shim::protocol::DEFAULT_SOCKET)]
         socket: std::path::PathBuf,
     },
     /// In an agent pod: report progress or end this agent's loop (`overseer loop progress|done|block`).
     Loop {
         #[command(subcommand)]
         command: LoopCommand,
-        #[arg(long, global = true, hide = true, env = "OVERSEER_INPUT_SOCKET", default_value = crate::shim::protocol::DEFAULT_SOCKET)]
+        #[arg(long, global = true, hide = true, env = pod_env::INPUT_SOCKET, default_value = crate::shim::protocol::DEFAULT_SOCKET)]
         socket: std::path::PathBuf,
     },
     /// Send AGENT a message (the words given, else stdin); the operator types it in
@@ -106,7 +107,7 @@ pub enum Command {
         /// The message; when absent it is read from stdin.
         message: Vec<String>,
         /// Recorded as the sender (in an agent pod: that agent).
-        #[arg(long, env = "OVERSEER_AGENT", default_value = "user")]
+        #[arg(long, env = pod_env::AGENT, default_value = "user")]
         from: String,
         /// Seconds to wait for the delivery; 0 only queues it.
         #[arg(long, default_value_t = 120)]
@@ -120,7 +121,7 @@ pub enum Command {
         #[arg(long)]
         stop: bool,
         /// The agent asking (in an agent pod: itself).
-        #[arg(long, env = "OVERSEER_AGENT")]
+        #[arg(long, env = pod_env::AGENT)]
         agent: String,
     },
     /// In an agent pod: ask your overseer (and, unanswered, a person) for help. The
@@ -133,7 +134,7 @@ pub enum Command {
         #[arg(long)]
         reason: String,
         /// The agent asking (in an agent pod: itself).
-        #[arg(long, env = "OVERSEER_AGENT")]
+        #[arg(long, env = pod_env::AGENT)]
         agent: String,
         /// Seconds to wait for the operator to open it.
         #[arg(long, default_value_t = 10)]
@@ -146,7 +147,7 @@ pub enum Command {
         #[command(subcommand)]
         command: Option<MailCommand>,
         /// The agent (in an agent pod: itself).
-        #[arg(long, env = "OVERSEER_AGENT")]
+        #[arg(long, env = pod_env::AGENT)]
         agent: String,
     },
     /// List the escalations of AGENT (or of every agent here), with their reasons.
@@ -161,7 +162,7 @@ pub enum Command {
         #[arg(long)]
         id: Option<i64>,
         /// Recorded as who acknowledged (in an agent pod: that agent).
-        #[arg(long, env = "OVERSEER_AGENT", default_value = "user")]
+        #[arg(long, env = pod_env::AGENT, default_value = "user")]
         from: String,
     },
     /// Show what AGENT last did: the tail of its pod's log.

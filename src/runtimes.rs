@@ -253,7 +253,7 @@ pub fn lookup(name: RuntimeName) -> &'static Runtime {
 /// (and is required for custom); then the model flag with `model`, the autonomy flags
 /// (with `unattended: false` the supervised flags instead), and `args`.
 pub fn base_command(spec: &RuntimeSpec, mode: RuntimeMode) -> Vec<String> {
-    let runtime = lookup(spec.name.unwrap_or(RuntimeName::Claude));
+    let runtime = lookup(spec.effective_name());
     let registry = match mode {
         RuntimeMode::Tui => runtime.tui,
         RuntimeMode::Headless => runtime.headless,
@@ -282,7 +282,7 @@ pub fn base_command(spec: &RuntimeSpec, mode: RuntimeMode) -> Vec<String> {
 /// the runtime's JSON output flags, so the shim reads each run's token usage. Step pods
 /// keep the plain output, the step's result.
 pub fn agent_command(spec: &RuntimeSpec, mode: RuntimeMode) -> Vec<String> {
-    let runtime = lookup(spec.name.unwrap_or(RuntimeName::Claude));
+    let runtime = lookup(spec.effective_name());
     let mut command = base_command(spec, mode);
     if let (RuntimeMode::Headless, Some(usage)) = (mode, &runtime.usage) {
         command.extend(usage.flags.iter().map(|f| f.to_string()));
@@ -324,7 +324,7 @@ fn as_argument(prompt: &str) -> String {
 
 /// The command line of one headless run with `prompt`.
 pub fn headless_command(spec: &RuntimeSpec, prompt: &str) -> Vec<String> {
-    let runtime = lookup(spec.name.unwrap_or(RuntimeName::Claude));
+    let runtime = lookup(spec.effective_name());
     with_prompt(
         runtime,
         &base_command(spec, RuntimeMode::Headless),

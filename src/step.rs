@@ -5,6 +5,7 @@
 //! The result is what the agent wrote with `overseer result` (stdin), or, when it
 //! wrote none, the last 4 KiB of the run's output. Either way at most 4 KiB.
 
+use crate::api::pod_env;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -35,7 +36,7 @@ pub fn termination_log() -> PathBuf {
 fn place_instructions() -> std::io::Result<Option<String>> {
     let (Some(text), Some(path)) = (
         std::env::var_os("OVERSEER_STEP_INSTRUCTIONS"),
-        std::env::var_os("OVERSEER_INSTRUCTIONS").map(PathBuf::from),
+        std::env::var_os(pod_env::INSTRUCTIONS).map(PathBuf::from),
     ) else {
         return Ok(None);
     };

@@ -106,6 +106,67 @@ async fn typing_that_never_shows_is_refused_and_enter_is_not_sent() {
 }
 
 #[tokio::test]
+async fn enter_is_sent_again_until_a_cli_that_was_not_ready_takes_the_input() {
+    let shim = Shim::start(
+        "tui-not-ready",
+        "tui",
+        "custom",
+        "tui-enter-when-ready.sh",
+        &[],
+    );
+    shim.wait_for(ActivityState::Idle).await;
+    // The CLI becomes ready 2 s after the text is typed: the first Enter is lost.
+    let ready = shim.dir.join("ready");
+    let becomes_ready = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(2));
+        std::fs::write(ready, "").unwrap();
+    });
+    let message = "overseer: continue with the failing test";
+    let delivered = shim.input(message);
+    becomes_ready.join().unwrap();
+    assert!(
+        delivered.status.success(),
+        "delivery refused: {}",
+        stderr(&delivered)
+    );
+    assert_eq!(
+        shim.wait_for_log(message).await,
+        format!("{message}\n"),
+        "submitted once, whole"
+    );
+}
+
+#[tokio::test]
+async fn input_a_cli_never_takes_is_a_failed_delivery_with_the_reason() {
+    let shim = Shim::start(
+        "tui-never-ready",
+        "tui",
+        "custom",
+        "tui-enter-when-ready.sh",
+        &[],
+    );
+    shim.wait_for(ActivityState::Idle).await;
+    let refused = shim.input("overseer: keep going");
+    assert!(!refused.status.success(), "a delivery the CLI never took");
+    assert!(
+        stderr(&refused).contains("did not take the input"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(shim.fake_log(), "", "nothing was submitted");
+    // Delivered again once the CLI is ready: the text still in its box is submitted,
+    // not typed a second time after itself.
+    std::fs::write(shim.dir.join("ready"), "").unwrap();
+    let delivered = shim.input("overseer: keep going");
+    assert!(delivered.status.success(), "{}", stderr(&delivered));
+    assert_eq!(
+        shim.wait_for_log("keep going").await,
+        "overseer: keep going\n",
+        "submitted once, whole"
+    );
+}
+
+#[tokio::test]
 async fn an_exited_tui_reports_its_code_and_input_resumes_it() {
     let shim = Shim::start("tui-exits", "tui", "pi", "tui-exits.sh", &[]);
     let exited = shim.wait_for(ActivityState::Exited).await;

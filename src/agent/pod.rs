@@ -1,6 +1,7 @@
 //! The agent's pod and its identity (ServiceAccount, and a Role limited by
 //! `resourceNames` to its own Agent's status), built as plain values (no I/O).
 
+use crate::api::pod_env;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
@@ -13,7 +14,7 @@ use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
 use super::preamble;
-use crate::api::{MANAGED_BY, RuntimeMode, RuntimeName, fit_name, label_value};
+use crate::api::{MANAGED_BY, RuntimeMode, fit_name, label_value};
 use crate::kinds::agent::{Agent, AgentSpec};
 use crate::kinds::agent_pod::{CONTAINER, image_wait_reason, pod_name};
 use crate::labels;
@@ -321,12 +322,12 @@ fn init_containers(agent: &Agent, spec: &AgentSpec, overseer_image: &str) -> Vec
 /// What the shim reads from its environment: who it runs for, how, and the prompt
 /// (an overseer's starts with its standing instructions).
 fn shim_env(agent: &Agent, spec: &AgentSpec, attempt: i64, overseer: bool) -> Vec<EnvVar> {
-    let runtime_name = spec.runtime.name.unwrap_or(RuntimeName::Custom);
+    let runtime_name = spec.runtime.effective_name();
     let mode = spec.runtime.mode.unwrap_or(RuntimeMode::Tui);
     let mut env_vars = vec![
-        env("OVERSEER_AGENT", agent.name_any()),
+        env(pod_env::AGENT, agent.name_any()),
         EnvVar {
-            name: "OVERSEER_NAMESPACE".into(),
+            name: pod_env::NAMESPACE.into(),
             value_from: Some(EnvVarSource {
                 field_ref: Some(ObjectFieldSelector {
                     field_path: "metadata.namespace".into(),
@@ -336,17 +337,17 @@ fn shim_env(agent: &Agent, spec: &AgentSpec, attempt: i64, overseer: bool) -> Ve
             }),
             ..Default::default()
         },
-        env("OVERSEER_ATTEMPT", attempt.to_string()),
-        env("OVERSEER_RUNTIME", crate::api::wire_name(runtime_name)),
-        env("OVERSEER_MODE", crate::api::wire_name(mode)),
-        env("OVERSEER_INTERVAL", spec.loop_.interval.as_str()),
+        env(pod_env::ATTEMPT, attempt.to_string()),
+        env(pod_env::RUNTIME, crate::api::wire_name(runtime_name)),
+        env(pod_env::MODE, crate::api::wire_name(mode)),
+        env(pod_env::INTERVAL, spec.loop_.interval.as_str()),
     ];
     let prompt = match overseer {
         true => Some(preamble::overseer_prompt(spec.prompt.as_deref())),
         false => spec.prompt.clone(),
     };
     if let Some(prompt) = prompt {
-        env_vars.push(env("OVERSEER_PROMPT", prompt));
+        env_vars.push(env(pod_env::PROMPT, prompt));
     }
     env_vars
 }
@@ -396,10 +397,7 @@ fn storage(
     Storage {
         volumes,
         mounts,
-        env: env(
-            "OVERSEER_INSTRUCTIONS",
-            format!("{INSTRUCTIONS_DIR}/{file}"),
-        ),
+        env: env(pod_env::INSTRUCTIONS, format!("{INSTRUCTIONS_DIR}/{file}")),
     }
 }
 
@@ -623,7 +621,7 @@ spec:
             .env
             .clone()
             .unwrap();
-        let prompt = env.iter().find(|e| e.name == "OVERSEER_PROMPT").unwrap();
+        let prompt = env.iter().find(|e| e.name == pod_env::PROMPT).unwrap();
         let prompt = prompt.value.as_deref().unwrap();
         assert!(prompt.starts_with("# Overseer standing instructions (v2)"));
         assert!(prompt.ends_with("Keep the builders going.\n"));

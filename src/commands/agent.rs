@@ -3,6 +3,7 @@
 //! caller's own permissions allow or refuse; nothing here execs into a pod: the
 //! operator delivers every message.
 
+use crate::api::pod_env;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -386,7 +387,7 @@ pub async fn watch_pr(namespace: Option<&str>, agent: &str, url: &str, stop: boo
 
 /// Who answers an agent: the agent whose pod this runs in, else a person.
 fn answerer() -> String {
-    std::env::var("OVERSEER_AGENT").unwrap_or_else(|_| "user".into())
+    std::env::var(pod_env::AGENT).unwrap_or_else(|_| "user".into())
 }
 
 fn loop_params() -> PatchParams {

@@ -1,5 +1,6 @@
 //! The step pod and the results it carries, built as plain values (no I/O).
 
+use crate::api::pod_env;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
@@ -195,23 +196,17 @@ fn step_labels(p: &StepPodParams, goal_name: &str) -> BTreeMap<String, String> {
 /// the action, where the results and instructions are, and the workspace's git source.
 fn step_env(p: &StepPodParams, goal_name: &str, workspace: &Workspace) -> Vec<EnvVar> {
     let step = &p.goal.spec.steps[p.run.step];
-    let instruction_file = runtimes::lookup(
-        p.run
-            .runtime
-            .name
-            .unwrap_or(crate::api::RuntimeName::Claude),
-    )
-    .instruction_file;
+    let instruction_file = runtimes::lookup(p.run.runtime.effective_name()).instruction_file;
     [
         ("OVERSEER_GOAL", goal_name.to_string()),
         ("OVERSEER_STEP", step.name.clone()),
         ("OVERSEER_STEP_INDEX", p.run.step.to_string()),
-        ("OVERSEER_ATTEMPT", p.run.attempt.to_string()),
+        (pod_env::ATTEMPT, p.run.attempt.to_string()),
         ("OVERSEER_ACTION", step.action.clone()),
         ("OVERSEER_RESULTS_FILE", RESULTS_FILE.to_string()),
         ("OVERSEER_STEP_INSTRUCTIONS", p.run.instructions.clone()),
         (
-            "OVERSEER_INSTRUCTIONS",
+            pod_env::INSTRUCTIONS,
             format!("{}/{instruction_file}", super::instructions::DIR),
         ),
     ]

@@ -20,6 +20,8 @@ pub struct Look {
     pub exited: Option<i32>,
     /// The visible screen.
     pub screen: String,
+    /// Where the cursor is (column, row), when tmux said.
+    pub cursor: Option<(usize, usize)>,
 }
 
 pub struct Tmux {
@@ -111,7 +113,7 @@ impl Tmux {
             "-p",
             "-t",
             TARGET,
-            "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}",
+            "#{cursor_x} #{cursor_y} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}",
             ";",
             "capture-pane",
             "-p",
@@ -123,6 +125,12 @@ impl Tmux {
         .collect();
         let out = self.run(&args, None).await?;
         let (head, screen) = out.split_once('\n').unwrap_or((out.as_str(), ""));
+        let mut fields = head.splitn(3, ' ');
+        let cursor = match (fields.next(), fields.next()) {
+            (Some(x), Some(y)) => x.parse().ok().zip(y.parse().ok()),
+            _ => None,
+        };
+        let head = fields.next().unwrap_or_default();
         let recorded = match head.starts_with('1') {
             true => tokio::fs::read_to_string(&self.exit_file).await.ok(),
             false => None,
@@ -130,6 +138,7 @@ impl Tmux {
         Ok(Look {
             exited: exit_of(head, recorded.as_deref()),
             screen: screen.to_string(),
+            cursor,
         })
     }
 

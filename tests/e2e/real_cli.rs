@@ -973,7 +973,10 @@ async fn headless_pi_and_copilot_run_a_tool_and_pi_reports_its_usage() {
         activity.is_some_and(|a| a.state == ActivityState::Exited)
     };
     let pi = agent_where(&ns, "counter-pi", "pi's run ended with its usage", |a| {
-        let usage = a.status.as_ref().and_then(|s| s.activity.as_ref()?.usage.as_ref());
+        let usage = a
+            .status
+            .as_ref()
+            .and_then(|s| s.activity.as_ref()?.usage.as_ref());
         exited(a) && usage.is_some()
     })
     .await;

@@ -11,9 +11,7 @@ use tracing::info;
 
 use crate::Result;
 use crate::agent::{instructions, pod, pr_watches};
-use crate::api::{
-    CONTROLLER_MANAGER, MANAGED_BY, RuntimeName, apply_owned, label_value, ours_or_absent,
-};
+use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, apply_owned, label_value, ours_or_absent};
 use crate::kinds::agent::{Agent, AgentSpec};
 use crate::kinds::swarm::Swarm;
 use crate::labels;
@@ -29,8 +27,7 @@ fn agent_uid(agent: &Agent) -> String {
 
 /// The file the agent's runtime (of its effective `spec`) reads its instructions from.
 pub(super) fn instruction_file(spec: &AgentSpec) -> &'static str {
-    let name = spec.runtime.name.unwrap_or(RuntimeName::Custom);
-    crate::runtimes::lookup(name).instruction_file
+    crate::runtimes::lookup(spec.runtime.effective_name()).instruction_file
 }
 
 /// Applies the PRWatch of each pull request the agent asked to have watched (only

@@ -210,6 +210,10 @@ mod tests {
         let plain = json!({"tools": [{"type": "function", "name": "shell"}]});
         let item = output_item(&plain, &Reply::ShellAskingApproval("ls".into()), 1);
         let got: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
-        assert_eq!(got, json!({"command": ["bash", "-lc", "ls"]}), "no such field to ask with");
+        assert_eq!(
+            got,
+            json!({"command": ["bash", "-lc", "ls"]}),
+            "no such field to ask with"
+        );
     }
 }

@@ -52,7 +52,6 @@ pub enum Reply {
     ShellAskingApproval(String),
 }
 
-
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Usage {
