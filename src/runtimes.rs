@@ -194,11 +194,17 @@ pub const REGISTRY: &[Runtime] = &[
         prompt_flag: "-p",
         resume_flag: &["--continue"],
         // Copilot 1.0.102 (tests/screens/copilot-1.0.102): without --allow-all-tools a
-        // tool call asks this, default "Yes"; its folder trust defaults to "Yes" too.
-        waiting_patterns: &["Do you want to run this command?"],
+        // tool call asks the first, default "Yes"; a path outside the working directory
+        // (the overseer binary, say) asks the second unless --allow-all-paths. Its folder
+        // trust defaults to "Yes" too.
+        waiting_patterns: &[
+            "Do you want to run this command?",
+            "Do you want to allow this?",
+        ],
         instruction_file: "AGENTS.md",
         model_flag: "--model",
-        autonomy_flags: &["--allow-all-tools"],
+        // Tools, paths and URLs: the pod is the sandbox.
+        autonomy_flags: &["--allow-all"],
         supervised_flags: &[],
         seed: Seed::Copilot,
         first_run_dialogs: &[Dialog {
@@ -435,7 +441,7 @@ mod tests {
             ),
             (
                 spec(RuntimeName::Copilot, None, None),
-                vec!["copilot", "--allow-all-tools", "-p", "fix it"],
+                vec!["copilot", "--allow-all", "-p", "fix it"],
             ),
             (
                 spec(RuntimeName::Custom, Some(&["my-agent", "run"]), None),

@@ -628,6 +628,34 @@ spec:
     }
 
     #[test]
+    fn without_a_runtime_name_the_command_the_shim_and_the_instructions_agree_on_claude() {
+        let agent: Agent = serde_saphyr::from_str(
+            r#"
+apiVersion: overseer.dev/v1alpha1
+kind: Agent
+metadata: {name: builder, namespace: team}
+spec:
+  runtime: {image: example.com/cli:1}
+"#,
+        )
+        .unwrap();
+        let pod = agent_pod(&agent, &agent.spec, 1, "img", PodShape::default());
+        let container = &pod.spec.unwrap().containers[0];
+        let env = container.env.clone().unwrap();
+        let runtime = env.iter().find(|e| e.name == pod_env::RUNTIME).unwrap();
+        assert_eq!(
+            runtime.value.as_deref(),
+            Some("claude"),
+            "the shim's matchers"
+        );
+        let command = container.command.clone().unwrap();
+        let cli = command.iter().skip_while(|a| *a != "--").nth(1);
+        assert_eq!(cli.map(String::as_str), Some("claude"), "{command:?}");
+        let runtime = crate::runtimes::lookup(agent.spec.runtime.effective_name());
+        assert_eq!(runtime.instruction_file, "CLAUDE.md");
+    }
+
+    #[test]
     fn a_persistent_workspace_is_the_same_claim_for_every_attempt_and_cloned_first() {
         let scout: Agent = serde_saphyr::from_str(
             r#"

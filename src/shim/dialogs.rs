@@ -178,6 +178,12 @@ mod tests {
                 None,
                 true,
             ),
+            (
+                RuntimeName::Copilot,
+                "copilot-1.0.102/path-permission-prompt.txt",
+                None,
+                true,
+            ),
             (RuntimeName::Pi, "pi-0.73.1/ready.txt", None, false),
             (
                 RuntimeName::Pi,

@@ -184,6 +184,18 @@ fn print_hops(ns: &TestNamespace, server: &Server) {
     }
 }
 
+/// Prints the stand-in's exchanges when the test fails: what each CLI was sent and
+/// answered is the first thing to read on a real CLI's failure.
+struct HopsOnPanic<'a>(&'a TestNamespace, &'a Server);
+
+impl Drop for HopsOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            print_hops(self.0, self.1);
+        }
+    }
+}
+
 fn last_line(text: &str) -> String {
     let line = text.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
     line.chars().take(120).collect()
@@ -284,6 +296,7 @@ async fn headless_claude_and_codex_report_the_models_text_and_usage() {
         ],
     )
     .await;
+    let _hops = HopsOnPanic(&ns, &server);
     let claude = claude_image();
     let started = Instant::now();
     create::<Goal>(
@@ -400,6 +413,7 @@ async fn the_real_claude_tui_is_nudged_to_done_and_a_permission_prompt_waits_for
         ],
     )
     .await;
+    let _hops = HopsOnPanic(&ns, &server);
     agent(
         &ns,
         "builder",
@@ -519,6 +533,7 @@ async fn a_real_claude_overseer_directs_a_real_codex_builder() {
         ],
     )
     .await;
+    let _hops = HopsOnPanic(&ns, &server);
     agent(
         &ns,
         "lead",
@@ -616,6 +631,7 @@ async fn a_real_codex_builder_escalates_and_its_real_claude_overseer_answers() {
         ],
     )
     .await;
+    let _hops = HopsOnPanic(&ns, &server);
     agent(
         &ns,
         "lead",
@@ -717,6 +733,7 @@ async fn a_real_scout_mails_a_real_builder_and_the_swarm_is_suspended_and_resume
         ],
     )
     .await;
+    let _hops = HopsOnPanic(&ns, &server);
     let env = json!({"envFrom": [{"secretRef": {"name": "model"}}]});
     create_object::<overseer::swarm::Swarm>(
         &ns,
@@ -853,6 +870,7 @@ async fn a_real_claude_commits_in_its_git_workspace_and_the_work_outlives_its_po
         ],
     )
     .await;
+    let _hops = HopsOnPanic(&ns, &server);
     create_object::<Secret>(
         &ns,
         serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "git-ca"},
@@ -952,6 +970,7 @@ async fn headless_pi_and_copilot_run_a_tool_and_pi_reports_its_usage() {
         ],
     )
     .await;
+    let _hops = HopsOnPanic(&ns, &server);
     let (pi, pi_template) = pi_runtime("headless");
     agent(
         &ns,
@@ -1051,6 +1070,7 @@ async fn the_real_pi_and_copilot_tuis_are_nudged_to_done_and_a_supervised_codex_
         ],
     )
     .await;
+    let _hops = HopsOnPanic(&ns, &server);
     let in_loop = json!({"enabled": true, "interval": "1s", "idleAfter": "3s", "cooldown": "1m",
                          "autoNudgeWithoutOverseer": true});
     let (pi, pi_template) = pi_runtime("tui");

@@ -190,6 +190,40 @@ impl TestNamespace {
     }
 
     /// The objects and events of this namespace, for failure messages.
+    /// The last lines each container of the namespace's pods wrote (an agent's mirror
+    /// its screen there); none where nothing serves logs (kwok's nodes).
+    async fn container_log_tails(&self) -> String {
+        const LINES: i64 = 30;
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = self.api();
+        let mut out = String::new();
+        let Ok(list) = pods.list(&ListParams::default()).await else {
+            return out;
+        };
+        for pod in list {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let containers = pod.spec.map(|s| s.containers).unwrap_or_default();
+            for container in containers {
+                let params = kube::api::LogParams {
+                    container: Some(container.name.clone()),
+                    tail_lines: Some(LINES),
+                    ..Default::default()
+                };
+                let logs = tokio::time::timeout(
+                    std::time::Duration::from_secs(5),
+                    pods.logs(&name, &params),
+                )
+                .await;
+                if let Ok(Ok(text)) = logs {
+                    out.push_str(&format!(
+                        "log {name}/{} (last {LINES} lines):\n{text}\n",
+                        container.name
+                    ));
+                }
+            }
+        }
+        out
+    }
+
     pub async fn dump(&self) -> String {
         let mut out = nodes_taking_no_pods(&self.client).await;
         out.push_str(&format!("--- namespace {} ---\n", self.name));
@@ -205,6 +239,7 @@ impl TestNamespace {
                 ));
             }
         }
+        out.push_str(&self.container_log_tails().await);
         for (group, version, kind, plural) in [
             ("", "v1", "Pod", "pods"),
             ("overseer.dev", "v1alpha1", "Agent", "agents"),
