@@ -137,6 +137,34 @@ async fn enter_is_sent_again_until_a_cli_that_was_not_ready_takes_the_input() {
 }
 
 #[tokio::test]
+async fn a_multi_line_message_to_a_line_editor_busy_with_its_first_lines_is_delivered_once() {
+    let shim = Shim::start(
+        "tui-multi-line",
+        "tui",
+        "custom",
+        "tui-works-then-idles.sh",
+        &[],
+    );
+    shim.wait_for(ActivityState::Idle).await;
+    // Its lines are read as they are pasted; the CLI writes while the last one waits.
+    let message =
+        "[overseer] wake: 1 agent(s) stopped\n- agent=builder state=idle\nDecide for each.";
+    let delivered = shim.input(message);
+    assert!(delivered.status.success(), "{}", stderr(&delivered));
+    assert_eq!(
+        shim.wait_for_log("Decide for each.").await,
+        format!("{message}\n"),
+        "each line once"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        shim.fake_log(),
+        format!("{message}\n"),
+        "nothing typed again"
+    );
+}
+
+#[tokio::test]
 async fn input_a_cli_never_takes_is_a_failed_delivery_with_the_reason() {
     let shim = Shim::start(
         "tui-never-ready",

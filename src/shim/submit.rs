@@ -12,12 +12,19 @@ const TAIL_CHARS: usize = 12;
 /// Where the typed text showed, to be looked at again after Enter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Anchor {
-    /// The cursor sits just after the text's end on row `row`, as in a line editor:
-    /// taken once the row, left of the cursor, no longer ends with it.
+    /// The cursor is on row `row` after the text's end, as in a line editor (the
+    /// program may have written after it, as a shell reading the lines of a paste
+    /// does): taken once the cursor left that row or the text is no longer before it.
     Cursor { row: usize, tail: String },
     /// The text's end shows on row `row` (the last such row), away from the cursor (a
-    /// TUI that draws its own cursor): taken once that row changes.
-    Row { row: usize, line: String },
+    /// TUI that draws its own cursor, or a line editor the program wrote past): taken
+    /// once that row changes or the cursor goes to another row than `cursor_row` (a
+    /// line editor moves on after a submitted line and leaves it where it was).
+    Row {
+        row: usize,
+        line: String,
+        cursor_row: Option<usize>,
+    },
     /// The text's end is not on the screen (a CLI that shows a paste as a summary):
     /// taken once the screen changes at all.
     Screen(String),
@@ -32,7 +39,7 @@ pub fn anchor(screen: &str, cursor: Option<Cursor>, message: &str) -> Anchor {
         return Anchor::Screen(screen.to_string());
     };
     if let Some((column, row)) = cursor
-        && left_of(screen, column, row).ends_with(tail.as_str())
+        && left_of(screen, column, row).contains(tail.as_str())
     {
         return Anchor::Cursor { row, tail };
     }
@@ -41,6 +48,7 @@ pub fn anchor(screen: &str, cursor: Option<Cursor>, message: &str) -> Anchor {
         Some((row, line)) => Anchor::Row {
             row,
             line: (*line).to_string(),
+            cursor_row: cursor.map(|(_, row)| row),
         },
         None => Anchor::Screen(screen.to_string()),
     }
@@ -51,11 +59,18 @@ pub fn taken(anchor: &Anchor, screen: &str, cursor: Option<Cursor>) -> bool {
     match anchor {
         Anchor::Cursor { row, tail } => match cursor {
             Some((column, now_row)) => {
-                now_row != *row || !left_of(screen, column, now_row).ends_with(tail.as_str())
+                now_row != *row || !left_of(screen, column, now_row).contains(tail.as_str())
             }
             None => true,
         },
-        Anchor::Row { row, line } => screen.lines().nth(*row) != Some(line.as_str()),
+        Anchor::Row {
+            row,
+            line,
+            cursor_row,
+        } => {
+            let moved = cursor_row.is_some() && cursor.map(|(_, r)| r) != *cursor_row;
+            moved || screen.lines().nth(*row) != Some(line.as_str())
+        }
         Anchor::Screen(before) => screen != before,
     }
 }
@@ -104,6 +119,7 @@ mod tests {
                 Anchor::Row {
                     row: 0,
                     line: own_cursor.lines().next().unwrap().into(),
+                    cursor_row: Some(1),
                 },
             ),
             (
@@ -112,9 +128,20 @@ mod tests {
                 Anchor::Row {
                     row: 0,
                     line: own_cursor.lines().next().unwrap().into(),
+                    cursor_row: None,
                 },
             ),
             (summary, Some((31, 0)), Anchor::Screen(summary.into())),
+            // A line editor that printed prompts after the text's end (the lines of a
+            // paste read before Enter).
+            (
+                "> overseer: continue with the failing test> > >\n",
+                Some((48, 0)),
+                Anchor::Cursor {
+                    row: 0,
+                    tail: "failing test".into(),
+                },
+            ),
         ];
         for (screen, cursor, expected) in rows {
             assert_eq!(anchor(screen, cursor, TYPED), expected, "{screen}");
@@ -136,6 +163,8 @@ mod tests {
         let echoed_in_place = "› overseer: continue with the failing test\n› \n";
         let boxed = "│ ❯ overseer: continue with the failing test   │\n│ status bar │\n";
         let at_row = anchor(boxed, None, TYPED);
+        let written_past = "> overseer: continue with the failing testworking on it\ndone\n> ";
+        let past_end = anchor(written_past, Some((2, 2)), TYPED);
         let rows = [
             (&at_cursor, typed, Some((42, 1)), false),
             (&at_cursor, submitted, Some((2, 3)), true),
@@ -150,6 +179,10 @@ mod tests {
             (&at_row, boxed, None, false),
             (&at_row, "│ ❯ │\n│ status bar │\n", None, true),
             (&at_row, &format!("{boxed}⠙"), Some((5, 2)), false),
+            // The program wrote past the text's end and then took the line: the row stays,
+            // the cursor goes on.
+            (&past_end, written_past, Some((2, 2)), false),
+            (&past_end, &format!("{written_past}> "), Some((2, 3)), true),
         ];
         for (anchor, screen, cursor, expected) in rows {
             assert_eq!(
@@ -158,6 +191,15 @@ mod tests {
                 "{anchor:?}\n{screen}"
             );
         }
+        // Submitted in a line editor: the line stays where it was, the cursor goes on.
+        let prompts_after = "> overseer: continue with the failing test> > >\n";
+        let at_prompts = anchor(prompts_after, Some((48, 0)), TYPED);
+        assert!(!taken(&at_prompts, prompts_after, Some((48, 0))));
+        assert!(taken(
+            &at_prompts,
+            &format!("{prompts_after}> "),
+            Some((2, 1))
+        ));
         let summary = Anchor::Screen("│ > [Pasted text #1 +3 lines] │".into());
         assert!(!taken(&summary, "│ > [Pasted text #1 +3 lines] │", None));
         assert!(taken(&summary, "│ > │\n✻ Working", None));

@@ -193,7 +193,7 @@ impl TestNamespace {
     /// The last lines each container of the namespace's pods wrote (an agent's mirror
     /// its screen there); none where nothing serves logs (kwok's nodes).
     async fn container_log_tails(&self) -> String {
-        const LINES: i64 = 30;
+        const LINES: i64 = 80;
         let pods: Api<k8s_openapi::api::core::v1::Pod> = self.api();
         let mut out = String::new();
         let Ok(list) = pods.list(&ListParams::default()).await else {
