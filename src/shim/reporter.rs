@@ -6,7 +6,7 @@ use std::time::Duration;
 use kube::Api;
 use serde_json::json;
 
-use super::ShimArgs;
+use super::args::ShimArgs;
 use crate::agent::{Activity, Agent, AgentExit};
 use crate::api::{LOOP_MANAGER, SHIM_MANAGER};
 
