@@ -1,11 +1,11 @@
 //! The command line of the one `overseer` binary: operator, in-pod supervisor and CLI.
 
-use crate::api::pod_env;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use clap_complete::ArgValueCandidates;
 
+use crate::api::pod_env;
 use crate::telemetry::LogFormat;
 
 #[derive(Parser, Debug)]

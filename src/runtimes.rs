@@ -530,6 +530,13 @@ mod tests {
             unattended: Some(false),
             ..Default::default()
         };
+        let supervised_codex = [
+            "codex",
+            "exec",
+            "--skip-git-repo-check",
+            "-c",
+            "approval_policy=\"on-request\"",
+        ];
         // (runtime, mode, the agent's command): steps keep base_command's plain output.
         let rows = [
             (
@@ -553,14 +560,7 @@ mod tests {
             (
                 RuntimeName::Codex,
                 RuntimeMode::Headless,
-                vec![
-                    "codex",
-                    "exec",
-                    "--skip-git-repo-check",
-                    "-c",
-                    "approval_policy=\"on-request\"",
-                    "--json",
-                ],
+                [&supervised_codex[..], &["--json"]].concat(),
             ),
             (
                 RuntimeName::Pi,
@@ -578,14 +578,7 @@ mod tests {
         }
         assert_eq!(
             headless_command(&spec(RuntimeName::Codex), "fix it"),
-            vec![
-                "codex",
-                "exec",
-                "--skip-git-repo-check",
-                "-c",
-                "approval_policy=\"on-request\"",
-                "fix it"
-            ]
+            [&supervised_codex[..], &["fix it"]].concat()
         );
     }
 

@@ -5,12 +5,12 @@
 //! The result is what the agent wrote with `overseer result` (stdin), or, when it
 //! wrote none, the last 4 KiB of the run's output. Either way at most 4 KiB.
 
-use crate::api::pod_env;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use crate::api::pod_env;
 use crate::goal::plan::MAX_RESULT_BYTES;
 
 /// Where `overseer result` leaves the result for `overseer step`.

@@ -189,10 +189,12 @@ fill_agent_base() {
   install -d -m 0755 -o 65532 -g 65532 "$root/workspace" "$root/home/agent"
 }
 
-fill_agent_claude() {
+# A CLI published as one native binary, CLI_BINARY, in its npm platform package
+# (Claude Code, Copilot).
+fill_agent_native() {
   local root="$1"
   fill_agent_base "$root"
-  install -m 0755 "$CLI_PACKAGE/package/claude" "$root/usr/local/bin/claude"
+  install -m 0755 "$CLI_PACKAGE/package/$CLI_BINARY" "$root/usr/local/bin/$CLI_BINARY"
 }
 
 fill_agent_codex() {
@@ -203,12 +205,6 @@ fill_agent_codex() {
   mkdir -p "$root/opt/codex"
   cp -a "$CLI_PACKAGE/package/vendor/x86_64-unknown-linux-musl/." "$root/opt/codex/"
   ln -s /opt/codex/bin/codex "$root/usr/local/bin/codex"
-}
-
-fill_agent_copilot() {
-  local root="$1"
-  fill_agent_base "$root"
-  install -m 0755 "$CLI_PACKAGE/package/copilot" "$root/usr/local/bin/copilot"
 }
 
 fill_agent_pi() {
@@ -245,8 +241,8 @@ case "${1:-}" in
   operator) operator ;;
   agent-test) agent_test ;;
   agent-claude)
-    agent_cli agent-claude "@anthropic-ai/claude-code-linux-x64@$CLAUDE_CODE_VERSION" "$CLAUDE_CODE_VERSION" \
-      fill_agent_claude "$AGENT_CLAUDE_REPOSITORY" "" \
+    CLI_BINARY=claude agent_cli agent-claude "@anthropic-ai/claude-code-linux-x64@$CLAUDE_CODE_VERSION" \
+      "$CLAUDE_CODE_VERSION" fill_agent_native "$AGENT_CLAUDE_REPOSITORY" "" \
       --config.env CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 ;;
   agent-codex)
     # codex publishes its native builds as versions of its own package.
@@ -254,8 +250,8 @@ case "${1:-}" in
       fill_agent_codex "$AGENT_CODEX_REPOSITORY" /opt/codex/codex-path: ;;
   agent-copilot)
     # Copilot publishes its native builds as packages of their own, as claude does.
-    agent_cli agent-copilot "@github/copilot-linux-x64@$COPILOT_VERSION" "$COPILOT_VERSION" \
-      fill_agent_copilot "$AGENT_COPILOT_REPOSITORY" "" ;;
+    CLI_BINARY=copilot agent_cli agent-copilot "@github/copilot-linux-x64@$COPILOT_VERSION" \
+      "$COPILOT_VERSION" fill_agent_native "$AGENT_COPILOT_REPOSITORY" "" ;;
   agent-pi)
     # pi is a Node program: Debian trixie's Node.js 20 (bookworm has 18; pi needs 20.6).
     # PI_OFFLINE: no update checks or install telemetry from inside a pod.

@@ -1,7 +1,6 @@
 //! The agent's pod and its identity (ServiceAccount, and a Role limited by
 //! `resourceNames` to its own Agent's status), built as plain values (no I/O).
 
-use crate::api::pod_env;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
@@ -14,7 +13,7 @@ use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
 use super::preamble;
-use crate::api::{MANAGED_BY, RuntimeMode, fit_name, label_value};
+use crate::api::{MANAGED_BY, RuntimeMode, fit_name, label_value, pod_env};
 use crate::kinds::agent::{Agent, AgentSpec};
 use crate::kinds::agent_pod::{CONTAINER, image_wait_reason, pod_name};
 use crate::labels;
@@ -614,17 +613,16 @@ spec:
             overseer: true,
             ..Default::default()
         };
-        let env = agent_pod(&lead, &lead.spec, 1, "img", shape)
-            .spec
-            .unwrap()
-            .containers[0]
-            .env
-            .clone()
-            .unwrap();
-        let prompt = env.iter().find(|e| e.name == pod_env::PROMPT).unwrap();
-        let prompt = prompt.value.as_deref().unwrap();
+        let pod = agent_pod(&lead, &lead.spec, 1, "img", shape);
+        let prompt = agent_env(&pod, pod_env::PROMPT).unwrap();
         assert!(prompt.starts_with("# Overseer standing instructions (v2)"));
         assert!(prompt.ends_with("Keep the builders going.\n"));
+    }
+
+    /// The agent container's environment variable `name`.
+    fn agent_env(pod: &Pod, name: &str) -> Option<String> {
+        let env = pod.spec.as_ref()?.containers[0].env.as_ref()?;
+        env.iter().find(|e| e.name == name)?.value.clone()
     }
 
     #[test]
@@ -640,15 +638,12 @@ spec:
         )
         .unwrap();
         let pod = agent_pod(&agent, &agent.spec, 1, "img", PodShape::default());
-        let container = &pod.spec.unwrap().containers[0];
-        let env = container.env.clone().unwrap();
-        let runtime = env.iter().find(|e| e.name == pod_env::RUNTIME).unwrap();
         assert_eq!(
-            runtime.value.as_deref(),
+            agent_env(&pod, pod_env::RUNTIME).as_deref(),
             Some("claude"),
             "the shim's matchers"
         );
-        let command = container.command.clone().unwrap();
+        let command = pod.spec.unwrap().containers[0].command.clone().unwrap();
         let cli = command.iter().skip_while(|a| *a != "--").nth(1);
         assert_eq!(cli.map(String::as_str), Some("claude"), "{command:?}");
         let runtime = crate::runtimes::lookup(agent.spec.runtime.effective_name());

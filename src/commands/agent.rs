@@ -3,7 +3,6 @@
 //! caller's own permissions allow or refuse; nothing here execs into a pod: the
 //! operator delivers every message.
 
-use crate::api::pod_env;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -15,7 +14,7 @@ use kube::runtime::wait::await_condition;
 use serde_json::json;
 
 use super::access::{WRITE_TRIES, agents, get, own_status, refused, retry_pause};
-use crate::api::{LOOP_MANAGER, WATCH_PR_MANAGER};
+use crate::api::{LOOP_MANAGER, WATCH_PR_MANAGER, pod_env};
 use crate::delivery::inbox;
 use crate::kinds::agent::{
     Agent, AgentExit, ExitOutcome, InboxMessage, MAX_SEND_BYTES, SendOutcome, SendResult,

@@ -1,6 +1,5 @@
 //! The step pod and the results it carries, built as plain values (no I/O).
 
-use crate::api::pod_env;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
@@ -11,7 +10,7 @@ use kube::Resource;
 use kube::api::ObjectMeta;
 
 use super::plan::StepRun;
-use crate::api::{MANAGED_BY, label_value};
+use crate::api::{MANAGED_BY, label_value, pod_env};
 use crate::kinds::goal::{Goal, GoalStatus, StepPhase};
 use crate::labels;
 use crate::workspace::Workspace;

@@ -66,8 +66,7 @@ impl Shim {
                 return Reply::refused(format!("the agent's pane is unreachable: {error}"));
             }
         };
-        let left = self.left_in_box.take();
-        let anchor = match left {
+        let anchor = match self.left_in_box.take() {
             Some((text, anchor))
                 if now.exited.is_none()
                     && text == message
@@ -79,22 +78,24 @@ impl Shim {
                 anchor
             }
             _ => {
-                if now.exited.is_some()
-                    && let Err(reason) = self.restart_tui().await
-                {
-                    return Reply::refused(reason);
+                if now.exited.is_some() {
+                    // The TUI ended: start it again, resuming its session, then type.
+                    let command = runtimes::with_resume(self.runtime, &self.args.command);
+                    if let Err(error) = tmux.respawn(&command).await {
+                        return Reply::refused(format!("restarting the agent failed: {error}"));
+                    }
+                    self.tracker
+                        .observe(Observation::Restarted, Timestamp::now());
+                    self.report_due = true;
+                    if !wait_for_screen(tmux).await {
+                        return Reply::refused("the restarted agent showed nothing within 15s");
+                    }
                 }
-                let Driver::Tui(tmux) = &self.driver else {
-                    unreachable!("called for a TUI driver")
-                };
                 match type_into(tmux, message).await {
                     Ok(anchor) => anchor,
                     Err(reason) => return Reply::refused(reason),
                 }
             }
-        };
-        let Driver::Tui(tmux) = &self.driver else {
-            unreachable!("called for a TUI driver")
         };
         match submit_with_enter(tmux, &anchor).await {
             Ok(()) => {
@@ -108,24 +109,6 @@ impl Shim {
                 self.left_in_box = Some((message.to_string(), anchor));
                 Reply::refused(reason)
             }
-        }
-    }
-
-    /// Starts an exited TUI again, resuming its session, and waits for its screen.
-    async fn restart_tui(&mut self) -> Result<(), String> {
-        let Driver::Tui(tmux) = &self.driver else {
-            unreachable!("called for a TUI driver")
-        };
-        let command = runtimes::with_resume(self.runtime, &self.args.command);
-        tmux.respawn(&command)
-            .await
-            .map_err(|error| format!("restarting the agent failed: {error}"))?;
-        self.tracker
-            .observe(Observation::Restarted, Timestamp::now());
-        self.report_due = true;
-        match wait_for_screen(tmux).await {
-            true => Ok(()),
-            false => Err("the restarted agent showed nothing within 15s".into()),
         }
     }
 }

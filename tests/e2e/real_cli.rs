@@ -71,7 +71,7 @@ fn shell(command: &str) -> Reply {
 /// The stand-in, serving `turns` on an address the namespace's pods reach, and the
 /// Secret `model` that points the CLIs at it: `ANTHROPIC_BASE_URL`, Copilot's own model
 /// provider (its "bring your own model" mode, Anthropic's API, no GitHub sign-in) and the
-/// API keys; and the ConfigMap `pi-models`, pi's provider (see `pi_runtime`).
+/// API keys. pi's provider is a file: see `pi_runtime`.
 async fn model(ns: &TestNamespace, turns: Vec<Turn>) -> Server {
     let address = address_for_pods(ns).await;
     let server = Server::start((address, 0).into(), Scenario { turns })
@@ -88,15 +88,6 @@ async fn model(ns: &TestNamespace, turns: Vec<Turn>) -> Server {
                             COPILOT_OFFLINE: 'true'}}}}",
             url = server.url
         ),
-    )
-    .await;
-    let models = json!({"providers": {"standin": {
-        "baseUrl": server.url, "api": "anthropic-messages", "apiKey": "ANTHROPIC_API_KEY",
-        "models": [{"id": "claude-standin"}]}}});
-    create_object::<ConfigMap>(
-        ns,
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pi-models"},
-               "data": {"models.json": models.to_string()}}),
     )
     .await;
     println!("e2e[{}]: model stand-in at {}", ns.name, server.url);
@@ -129,9 +120,23 @@ fn copilot_runtime(mode: &str) -> serde_json::Value {
 }
 
 /// pi's runtime, and the pod template that gives it its provider: pi reads providers from
-/// `~/.pi/agent/models.json` only, mounted here from the ConfigMap `pi-models` into the
-/// directory the agent image makes the agent user's (so pi still writes its sessions).
-fn pi_runtime(mode: &str) -> (serde_json::Value, serde_json::Value) {
+/// `~/.pi/agent/models.json` only, mounted here from the ConfigMap `pi-models` (created
+/// here, pointing at `server`) into the directory the agent image makes the agent
+/// user's (so pi still writes its sessions).
+async fn pi_runtime(
+    ns: &TestNamespace,
+    server: &Server,
+    mode: &str,
+) -> (serde_json::Value, serde_json::Value) {
+    let models = json!({"providers": {"standin": {
+        "baseUrl": server.url, "api": "anthropic-messages", "apiKey": "ANTHROPIC_API_KEY",
+        "models": [{"id": "claude-standin"}]}}});
+    create_object::<ConfigMap>(
+        ns,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pi-models"},
+               "data": {"models.json": models.to_string()}}),
+    )
+    .await;
     (
         json!({"name": "pi", "mode": mode, "image": pi_image(), "model": "standin/claude-standin"}),
         json!({"volumes": [{"name": "pi-models", "configMap": {"name": "pi-models"}}],
@@ -227,9 +232,16 @@ fn activity(agent: &Agent) -> Option<ActivityState> {
     Some(agent.status.as_ref()?.activity.as_ref()?.state)
 }
 
-/// Seconds from the pod's start to the stand-in's first agent-loop request holding
-/// `needle` (the first prompt accepted).
-async fn start_to_prompt(ns: &TestNamespace, pod: &str, server: &Server, needle: &str) -> f64 {
+/// Prints, under `label`, the seconds from `pod`'s start to the stand-in's first
+/// agent-loop request holding `needle` (the first prompt accepted): the closing notes'
+/// per-runtime figure.
+async fn print_start_to_prompt(
+    ns: &TestNamespace,
+    label: &str,
+    pod: &str,
+    server: &Server,
+    needle: &str,
+) {
     let pods: Api<Pod> = ns.api();
     let started = pods
         .get(pod)
@@ -245,7 +257,69 @@ async fn start_to_prompt(ns: &TestNamespace, pod: &str, server: &Server, needle:
         .first()
         .map(|e| e.received_ms as i64)
         .expect("the first prompt reached the model");
-    (first - started) as f64 / 1000.0
+    let seconds = (first - started) as f64 / 1000.0;
+    println!(
+        "e2e[{}]: {label}: pod start -> first prompt at the model {seconds:.1}s",
+        ns.name
+    );
+}
+
+/// Creates Agent `careful`: `runtime` supervised (`unattended: false`), prompted to
+/// touch /workspace/made-without-asking, in the loop with nudges on (a nudge typed over
+/// the CLI's question would answer it).
+async fn careful_agent(ns: &TestNamespace, mut runtime: serde_json::Value) {
+    runtime["unattended"] = json!(false);
+    agent(
+        ns,
+        "careful",
+        json!({"runtime": runtime, "prompt": "Touch the marker",
+               "loop": {"enabled": true, "interval": "1s", "idleAfter": "3s", "cooldown": "1s",
+                        "autoNudgeWithoutOverseer": true}}),
+    )
+    .await;
+}
+
+/// `careful`'s CLI asked before it ran the command and nobody answered: Waiting, and
+/// still 10 s later; never nudged; the command's result (scripted turn `result_turn`)
+/// never went back to the model; the file was never made.
+async fn assert_left_to_a_person(ns: &TestNamespace, server: &Server, result_turn: usize) {
+    let waiting = agent_where(ns, "careful", "careful waiting for a person", |a| {
+        activity(a) == Some(ActivityState::Waiting)
+    })
+    .await;
+    assert_eq!(phase(&waiting), Some(AgentPhase::Running));
+    let nudges = |a: &Agent| {
+        a.status
+            .as_ref()
+            .and_then(|s| s.loop_.as_ref())
+            .map_or(0, |l| l.nudges)
+    };
+    let nudged_before = nudges(&waiting);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let agents: Api<Agent> = ns.api();
+    let careful = agents.get("careful").await.unwrap();
+    assert_eq!(
+        activity(&careful),
+        Some(ActivityState::Waiting),
+        "still waiting 10 s later"
+    );
+    assert_eq!(
+        (nudged_before, nudges(&careful)),
+        (0, 0),
+        "no nudge, before the prompt showed (its first prompt was being typed) or over it"
+    );
+    let exchanges = server.exchanges();
+    assert!(
+        !prompts_with(&exchanges, "Touch the marker").is_empty(),
+        "the prompt reached the model"
+    );
+    assert_eq!(
+        server.unused_turns(),
+        vec![result_turn],
+        "the command's result never went back to the model"
+    );
+    let made = exec(ns, "careful-1", &["ls", "/workspace/made-without-asking"]);
+    assert!(!made.status.success(), "the command did not run");
 }
 
 #[tokio::test]
@@ -422,17 +496,7 @@ async fn the_real_claude_tui_is_nudged_to_done_and_a_permission_prompt_waits_for
                         "autoNudgeWithoutOverseer": true}}),
     )
     .await;
-    let mut supervised = claude_runtime("tui");
-    supervised["unattended"] = json!(false);
-    // In the loop, with nudges on: a nudge typed over the prompt would answer it.
-    agent(
-        &ns,
-        "careful",
-        json!({"runtime": supervised, "prompt": "Touch the marker",
-               "loop": {"enabled": true, "interval": "1s", "idleAfter": "3s", "cooldown": "1s",
-                        "autoNudgeWithoutOverseer": true}}),
-    )
-    .await;
+    careful_agent(&ns, claude_runtime("tui")).await;
 
     let done = agent_where(&ns, "builder", "the builder Done", |a| {
         phase(a) == Some(AgentPhase::Done)
@@ -447,51 +511,10 @@ async fn the_real_claude_tui_is_nudged_to_done_and_a_permission_prompt_waits_for
         1,
         "the nudge reached the model once, as a user message"
     );
-    let first_prompt = start_to_prompt(&ns, "builder-1", &server, "Build the widget").await;
-    println!(
-        "e2e[{}]: claude TUI: pod start -> first prompt at the model {first_prompt:.1}s",
-        ns.name
-    );
+    print_start_to_prompt(&ns, "claude TUI", "builder-1", &server, "Build the widget").await;
 
     // The supervised claude asks before it runs the command, and nobody answers.
-    let waiting = agent_where(&ns, "careful", "careful waiting for a person", |a| {
-        activity(a) == Some(ActivityState::Waiting)
-    })
-    .await;
-    assert_eq!(phase(&waiting), Some(AgentPhase::Running));
-    let nudges = |a: &Agent| {
-        a.status
-            .as_ref()
-            .and_then(|s| s.loop_.as_ref())
-            .map_or(0, |l| l.nudges)
-    };
-    let nudged_before = nudges(&waiting);
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    let agents: Api<Agent> = ns.api();
-    let careful = agents.get("careful").await.unwrap();
-    assert_eq!(
-        activity(&careful),
-        Some(ActivityState::Waiting),
-        "still waiting 10 s later"
-    );
-    assert_eq!(
-        (nudged_before, nudges(&careful)),
-        (0, 0),
-        "no nudge, before the prompt showed (its first prompt was being typed) or over it"
-    );
-    let exchanges = server.exchanges();
-    assert!(
-        !prompts_with(&exchanges, "Touch the marker").is_empty(),
-        "the prompt reached the model"
-    );
-    let unused = server.unused_turns();
-    assert_eq!(
-        unused,
-        vec![4],
-        "the command's result never went back to the model"
-    );
-    let made = exec(&ns, "careful-1", &["ls", "/workspace/made-without-asking"]);
-    assert!(!made.status.success(), "the command did not run");
+    assert_left_to_a_person(&ns, &server, 4).await;
     print_hops(&ns, &server);
 }
 
@@ -579,11 +602,7 @@ async fn a_real_claude_overseer_directs_a_real_codex_builder() {
         "the overseer read the builder's screen: {peeked}"
     );
     for (pod, needle) in [("lead-1", "overseer"), ("builder-1", "Build the parser")] {
-        let seconds = start_to_prompt(&ns, pod, &server, needle).await;
-        println!(
-            "e2e[{}]: {pod}: pod start -> first prompt at the model {seconds:.1}s",
-            ns.name
-        );
+        print_start_to_prompt(&ns, pod, pod, &server, needle).await;
     }
     print_hops(&ns, &server);
 }
@@ -971,7 +990,7 @@ async fn headless_pi_and_copilot_run_a_tool_and_pi_reports_its_usage() {
     )
     .await;
     let _hops = HopsOnPanic(&ns, &server);
-    let (pi, pi_template) = pi_runtime("headless");
+    let (pi, pi_template) = pi_runtime(&ns, &server, "headless").await;
     agent(
         &ns,
         "counter-pi",
@@ -1018,11 +1037,7 @@ async fn headless_pi_and_copilot_run_a_tool_and_pi_reports_its_usage() {
         ("counter-pi-1", "Count the pi modules"),
         ("counter-copilot-1", "Count the copilot modules"),
     ] {
-        let seconds = start_to_prompt(&ns, pod, &server, needle).await;
-        println!(
-            "e2e[{}]: {pod}: pod start -> first prompt at the model {seconds:.1}s",
-            ns.name
-        );
+        print_start_to_prompt(&ns, pod, pod, &server, needle).await;
     }
     print_hops(&ns, &server);
 }
@@ -1073,7 +1088,7 @@ async fn the_real_pi_and_copilot_tuis_are_nudged_to_done_and_a_supervised_codex_
     let _hops = HopsOnPanic(&ns, &server);
     let in_loop = json!({"enabled": true, "interval": "1s", "idleAfter": "3s", "cooldown": "1m",
                          "autoNudgeWithoutOverseer": true});
-    let (pi, pi_template) = pi_runtime("tui");
+    let (pi, pi_template) = pi_runtime(&ns, &server, "tui").await;
     agent(
         &ns,
         "pi-builder",
@@ -1088,16 +1103,7 @@ async fn the_real_pi_and_copilot_tuis_are_nudged_to_done_and_a_supervised_codex_
                "loop": in_loop}),
     )
     .await;
-    let mut supervised = codex_runtime(&server, "tui");
-    supervised["unattended"] = json!(false);
-    agent(
-        &ns,
-        "careful",
-        json!({"runtime": supervised, "prompt": "Touch the marker",
-               "loop": {"enabled": true, "interval": "1s", "idleAfter": "3s", "cooldown": "1s",
-                        "autoNudgeWithoutOverseer": true}}),
-    )
-    .await;
+    careful_agent(&ns, codex_runtime(&server, "tui")).await;
 
     for (name, needle) in [
         ("pi-builder", "Build the pi widget"),
@@ -1112,11 +1118,8 @@ async fn the_real_pi_and_copilot_tuis_are_nudged_to_done_and_a_supervised_codex_
             1,
             "{name}: one nudge"
         );
-        let seconds = start_to_prompt(&ns, &format!("{name}-1"), &server, needle).await;
-        println!(
-            "e2e[{}]: {name} TUI: pod start -> first prompt at the model {seconds:.1}s",
-            ns.name
-        );
+        let label = format!("{name} TUI");
+        print_start_to_prompt(&ns, &label, &format!("{name}-1"), &server, needle).await;
     }
     let exchanges = server.exchanges();
     assert_eq!(
@@ -1126,31 +1129,6 @@ async fn the_real_pi_and_copilot_tuis_are_nudged_to_done_and_a_supervised_codex_
     );
 
     // The supervised codex asks before it runs the command, and nobody answers.
-    let waiting = agent_where(&ns, "careful", "careful waiting for a person", |a| {
-        activity(a) == Some(ActivityState::Waiting)
-    })
-    .await;
-    assert_eq!(phase(&waiting), Some(AgentPhase::Running));
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    let agents: Api<Agent> = ns.api();
-    let careful = agents.get("careful").await.unwrap();
-    assert_eq!(
-        activity(&careful),
-        Some(ActivityState::Waiting),
-        "still waiting 10 s later"
-    );
-    let nudges = careful
-        .status
-        .as_ref()
-        .and_then(|s| s.loop_.as_ref())
-        .map_or(0, |l| l.nudges);
-    assert_eq!(nudges, 0, "nothing typed over codex's question");
-    assert_eq!(
-        server.unused_turns(),
-        vec![5],
-        "the command's result never went back to the model"
-    );
-    let made = exec(&ns, "careful-1", &["ls", "/workspace/made-without-asking"]);
-    assert!(!made.status.success(), "the command did not run");
+    assert_left_to_a_person(&ns, &server, 5).await;
     print_hops(&ns, &server);
 }
