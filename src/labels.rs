@@ -10,6 +10,8 @@ pub const ATTEMPT: &str = "overseer.dev/attempt";
 pub const ROLE: &str = "overseer.dev/role";
 /// The Swarm an agent, its pods or a step pod belong to.
 pub const SWARM: &str = "overseer.dev/swarm";
+/// The Agent that spawned a swarm member (`overseer spawn`).
+pub const PARENT: &str = "overseer.dev/parent";
 /// The swarm run an agent belongs to (`spec.runId`, else the Swarm's uid).
 pub const RUN: &str = "overseer.dev/run";
 /// The Goal a step pod (or its results ConfigMap) belongs to.

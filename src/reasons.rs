@@ -8,6 +8,10 @@ pub const ACTIVE: &str = "Active";
 pub const ACTIVITY_RESUMED: &str = "ActivityResumed";
 /// Swarm: its run ended (timed out or completed), with its report.
 pub const SWARM_ENDED: &str = "SwarmEnded";
+/// Agent: its spawn request was refused (the reason in the message).
+pub const SPAWN_REFUSED: &str = "SpawnRefused";
+/// Swarm: a member it spawned was created.
+pub const SPAWNED: &str = "Spawned";
 /// Swarm.
 pub const AGENT_CREATED: &str = "AgentCreated";
 /// PRWatch.

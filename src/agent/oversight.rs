@@ -63,8 +63,9 @@ pub fn swarm_owner(agent: &Agent) -> Option<&OwnerReference> {
         .find(|o| o.kind == "Swarm" && o.controller == Some(true))
 }
 
-/// Both owned by `swarm` (its uid), the overseer under the name the swarm gives its
-/// overseer, the agent under a name its spec gives a member.
+/// Both owned by `swarm` (its uid), and either the overseer under the name the swarm
+/// gives its overseer and the agent under a name its spec gives a member, or the agent
+/// one the swarm spawned for the overseer (its status says so).
 fn same_swarm(swarm: &Swarm, overseer: &Agent, agent: &Agent) -> bool {
     let Some(uid) = swarm.meta().uid.as_deref() else {
         return false;
@@ -76,10 +77,16 @@ fn same_swarm(swarm: &Swarm, overseer: &Agent, agent: &Agent) -> bool {
         .agents
         .iter()
         .any(|m| member_name(&swarm_name, &m.name) == agent.name_any());
+    // A member the swarm spawned, as its own status records it, is its spawner's.
+    let spawned_by_overseer = swarm.status.as_ref().is_some_and(|s| {
+        s.spawned.iter().any(|e| {
+            member_name(&swarm_name, &e.name) == agent.name_any() && e.parent == overseer.name_any()
+        })
+    });
     owned(overseer)
         && owned(agent)
-        && overseer.name_any() == member_name(&swarm_name, OVERSEER_MEMBER)
-        && is_member
+        && ((overseer.name_any() == member_name(&swarm_name, OVERSEER_MEMBER) && is_member)
+            || spawned_by_overseer)
 }
 
 #[cfg(test)]
@@ -119,6 +126,14 @@ mod tests {
         let lead = agent("lead", json!({"oversees": ["mine"]}), None);
         let open = agent("open", json!({"oversees": ["*"]}), None);
         let swarm_lead = agent("run-overseer", json!({}), Some("swarm-uid"));
+        let swarm_builder = agent("run-builder", json!({}), Some("swarm-uid"));
+        let mut spawning = swarm.clone();
+        spawning.status = serde_json::from_value(json!({"spawned": [
+            {"name": "worker", "role": "builder", "parent": "run-builder", "seq": 1, "depth": 1,
+             "state": "Running", "requestedTime": "2026-01-01T00:00:00Z"},
+            {"name": "helper", "role": "builder", "parent": "run-overseer", "seq": 1, "depth": 1,
+             "state": "Running", "requestedTime": "2026-01-01T00:00:00Z"}]}))
+        .unwrap();
         // (case, overseer, agent, the agent's swarm as cached, accepted)
         let rows = [
             (
@@ -182,6 +197,27 @@ mod tests {
                 &swarm_lead,
                 agent("run-builder", names("run-overseer"), Some("swarm-uid")),
                 None,
+                false,
+            ),
+            (
+                "a member the swarm spawned for it",
+                &swarm_builder,
+                agent("run-worker", names("run-builder"), Some("swarm-uid")),
+                Some(&spawning),
+                true,
+            ),
+            (
+                "a member the swarm spawned for another",
+                &swarm_builder,
+                agent("run-helper", names("run-builder"), Some("swarm-uid")),
+                Some(&spawning),
+                false,
+            ),
+            (
+                "a spawned member's name owned by another swarm uid",
+                &swarm_builder,
+                agent("run-worker", names("run-builder"), Some("other-uid")),
+                Some(&spawning),
                 false,
             ),
         ];

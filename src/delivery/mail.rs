@@ -168,6 +168,38 @@ pub fn take(
     Ok(Some(status))
 }
 
+/// The recipient's mailbox and mail record after the operator's own `bodies` about
+/// `from` (a member it spawned that ended, say) of `type_`: None when the mailbox has
+/// no room. They carry seq 0, so no sender's routing mark or receipt is touched.
+pub fn from_operator(
+    status: &AgentStatus,
+    from: &str,
+    type_: &str,
+    bodies: &[String],
+    now: Timestamp,
+) -> Option<(Vec<Mail>, MailStatus)> {
+    if status.mailbox.len() + bodies.len() > MAILBOX_LIMIT {
+        return None;
+    }
+    let mut mail = status.mail.clone().unwrap_or_default();
+    let mut mailbox = status.mailbox.clone();
+    for body in bodies {
+        mail.last_id += 1;
+        mail.received_count += 1;
+        mailbox.push(Mail {
+            id: mail.last_id,
+            from: from.to_string(),
+            seq: 0,
+            type_: Some(type_.to_string()),
+            urgent: false,
+            body: body.clone(),
+            sent_time: Time(now),
+            noticed_time: None,
+        });
+    }
+    Some((mailbox, mail))
+}
+
 /// Outgoing messages the operator has not routed, in `seq` order.
 pub fn unrouted(status: &AgentStatus) -> Vec<&OutgoingMail> {
     let routed = status.mail.as_ref().map_or(0, |m| m.routed_seq);

@@ -346,6 +346,14 @@ pub struct AgentStatus {
     /// Mail read through this id (`overseer mail read`, field manager `overseer-mail`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mail_read: Option<i64>,
+    /// Members this agent asked its swarm to spawn or cancel (`overseer spawn`, field
+    /// manager `overseer-spawn`), kept until answered (a queued one until it starts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub spawn_requests: Vec<crate::kinds::spawn::SpawnRequest>,
+    /// The operator's answers to them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawns: Option<crate::kinds::spawn::SpawnLedger>,
     /// The sha256 of the instructions the operator last wrote to the agent's ConfigMap
     /// (`sha256:<hex>`): after a restart it knows them written without reading them.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -8,4 +8,5 @@ pub mod agent;
 pub mod agent_pod;
 pub mod goal;
 pub mod prwatch;
+pub mod spawn;
 pub mod swarm;

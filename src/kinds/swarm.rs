@@ -87,7 +87,8 @@ pub struct SwarmSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::api::duration_schema")]
     pub timeout: Option<crate::duration::SpecDuration>,
-    /// How members work together: the mail they may send each other.
+    /// How members work together: the mail they may send each other, and who may spawn
+    /// new members.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordination: Option<Coordination>,
     /// Member agents to create.
@@ -106,6 +107,10 @@ pub struct Coordination {
     /// to every other, with the defaults below.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mail: Option<MailPolicy>,
+    /// Members that spawn members (`overseer spawn`): who may, which roles, how many.
+    /// Without it, no member may spawn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawn: Option<crate::kinds::spawn::SpawnPolicy>,
 }
 
 /// Who may mail whom, and how much.
@@ -272,6 +277,10 @@ pub struct SwarmStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 100))]
     pub members: Vec<MemberStatus>,
+    /// Every member spawned over the run (`overseer spawn`): queued, running, ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
+    pub spawned: Vec<crate::kinds::spawn::SpawnedMember>,
     #[serde(default)]
     pub goals: GoalCounts,
     /// `Running`, `Suspended` (`spec.suspend`) or `Ended` (see `end`).
@@ -414,6 +423,9 @@ pub struct AgentCounts {
     /// Mail waiting unread in the members' mailboxes, in all.
     #[serde(default)]
     pub unread_mail: i32,
+    /// Spawned members waiting for a running slot.
+    #[serde(default)]
+    pub queued: i32,
 }
 
 /// Goals of a swarm by phase.
@@ -435,6 +447,9 @@ pub struct GoalCounts {
 pub struct MemberStatus {
     pub name: String,
     pub role: String,
+    /// The member that spawned it (none: listed in `spec.agents`, or the overseer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -78,25 +78,7 @@ impl DesiredAgent {
 pub fn desired_agents(swarm: &Swarm) -> Vec<DesiredAgent> {
     let name = swarm.name_any();
     let overseer_name = member_name(&name, OVERSEER_MEMBER);
-    let run = swarm
-        .spec
-        .run_id
-        .clone()
-        .or_else(|| swarm.uid())
-        .unwrap_or_default();
     let mut agents = Vec::new();
-    let meta = |agent: &str, role: &str| ObjectMeta {
-        name: Some(agent.to_string()),
-        namespace: swarm.namespace(),
-        labels: Some(BTreeMap::from([
-            (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-            (labels::SWARM.to_string(), label_value(&name)),
-            (labels::ROLE.to_string(), role.to_string()),
-            (labels::RUN.to_string(), label_value(&run)),
-        ])),
-        owner_references: swarm.controller_owner_ref(&()).map(|r| vec![r]),
-        ..Default::default()
-    };
     let overseer = swarm
         .spec
         .overseer
@@ -111,7 +93,7 @@ pub fn desired_agents(swarm: &Swarm) -> Vec<DesiredAgent> {
     overseer_spec.prompt = overseer.prompt;
     agents.push(DesiredAgent {
         agent: Agent {
-            metadata: meta(&overseer_name, &overseer.role),
+            metadata: member_meta(swarm, &overseer_name, &overseer.role),
             spec: overseer_spec,
             status: None,
         },
@@ -128,7 +110,7 @@ pub fn desired_agents(swarm: &Swarm) -> Vec<DesiredAgent> {
         }
         agents.push(DesiredAgent {
             agent: Agent {
-                metadata: meta(&member_name(&name, &member.name), &member.role),
+                metadata: member_meta(swarm, &member_name(&name, &member.name), &member.role),
                 spec,
                 status: None,
             },
@@ -136,6 +118,58 @@ pub fn desired_agents(swarm: &Swarm) -> Vec<DesiredAgent> {
         });
     }
     agents
+}
+
+/// The Agent of a member `parent` spawned (`entry`), with its `task`: a member like
+/// those the spec lists, its overseer the spawner, labelled with it.
+pub fn spawned_agent(
+    swarm: &Swarm,
+    entry: &crate::kinds::spawn::SpawnedMember,
+    task: Option<String>,
+) -> DesiredAgent {
+    let name = member_name(&swarm.name_any(), &entry.name);
+    let mut metadata = member_meta(swarm, &name, &entry.role);
+    if let Some(labels) = metadata.labels.as_mut() {
+        labels.insert(labels::PARENT.to_string(), label_value(&entry.parent));
+    }
+    let mut spec = base_spec(&swarm.name_any(), &entry.role);
+    spec.prompt = task;
+    spec.overseer = Some(entry.parent.clone());
+    let swarm_loop = swarm.spec.defaults.loop_.clone();
+    if let Some(swarm_loop) = &swarm_loop {
+        spec.loop_ = swarm_loop.clone();
+    }
+    DesiredAgent {
+        agent: Agent {
+            metadata,
+            spec,
+            status: None,
+        },
+        owns_loop: swarm_loop.is_some(),
+    }
+}
+
+/// The metadata of a swarm's member `agent` in `role`: owned by the swarm, labelled
+/// with it, its role and its run.
+fn member_meta(swarm: &Swarm, agent: &str, role: &str) -> ObjectMeta {
+    let run = swarm
+        .spec
+        .run_id
+        .clone()
+        .or_else(|| swarm.uid())
+        .unwrap_or_default();
+    ObjectMeta {
+        name: Some(agent.to_string()),
+        namespace: swarm.namespace(),
+        labels: Some(BTreeMap::from([
+            (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
+            (labels::SWARM.to_string(), label_value(&swarm.name_any())),
+            (labels::ROLE.to_string(), role.to_string()),
+            (labels::RUN.to_string(), label_value(&run)),
+        ])),
+        owner_references: swarm.controller_owner_ref(&()).map(|r| vec![r]),
+        ..Default::default()
+    }
 }
 
 fn base_spec(swarm: &str, role: &str) -> AgentSpec {
@@ -199,6 +233,27 @@ pub fn status(
     status
 }
 
+/// `status` with the members the swarm spawned: the list, each listed member's
+/// parent, and how many wait in the queue.
+pub fn with_spawned(
+    status: &mut crate::kinds::swarm::SwarmStatus,
+    swarm: &str,
+    spawned: Vec<crate::kinds::spawn::SpawnedMember>,
+) {
+    use crate::kinds::spawn::SpawnedState;
+    for member in &mut status.members {
+        member.parent = spawned
+            .iter()
+            .find(|e| member_name(swarm, &e.name) == member.name)
+            .map(|e| e.parent.clone());
+    }
+    status.agents.queued = spawned
+        .iter()
+        .filter(|e| e.state == SpawnedState::Queued)
+        .count() as i32;
+    status.spawned = spawned;
+}
+
 /// The members counted by phase and activity, and listed by name (at most
 /// `MAX_MEMBERS_LISTED`).
 fn member_counts(
@@ -239,6 +294,7 @@ fn member_counts(
         listed.push(MemberStatus {
             name: agent.name_any(),
             role: agent.spec.role.clone(),
+            parent: None,
             phase: agent_status.phase.map(crate::api::wire_name),
             activity: activity.as_ref().map(|a| crate::api::wire_name(a.state)),
             summary: activity

@@ -13,17 +13,16 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{info, instrument};
 
-use super::compose;
+use super::{compose, spawn, spawner};
 use crate::Result;
 use crate::agent::Agent;
-use crate::api::{CONTROLLER_MANAGER, apply_status_returning, label_value};
+use crate::api::{CONTROLLER_MANAGER, apply_status_returning};
 use crate::conditions;
 use crate::controller::{Context, Shutdown, deferred, listed, readable, run_controller};
 use crate::goal::Goal;
 use crate::kinds::swarm::Swarm;
 use crate::kubernetes::caches::Subscription;
 use crate::kubernetes::fresh::{Applied, Versions};
-use crate::labels;
 use crate::reasons;
 use kube::core::DeserializeGuard as Guarded;
 
@@ -119,14 +118,17 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
         forget(&sc, &namespace, &name);
         return Ok(Action::await_change());
     }
-    let label = label_value(&name);
-    let existing: Vec<Agent> = readable(&sc.members.state())
-        .filter(|a| a.namespace().as_deref() == Some(namespace.as_str()))
-        .filter(|a| a.labels().get(labels::SWARM) == Some(&label))
-        .cloned()
-        .collect();
+    let now = Time(jiff::Timestamp::now());
+    let (existing, others) = agents_of(&sc, &swarm);
+    let spawning = spawn::plan(&swarm, &existing, &others, now.0);
+    let spawning = spawner::carry_out(ctx, &sc.versions, &swarm, spawning).await?;
     let mut problems = compose::problems(&swarm);
-    let (taken, members) = apply_members(ctx, &swarm, existing).await?;
+    let spawned: Vec<String> = spawning
+        .spawned
+        .iter()
+        .map(|e| crate::roles::member_name(&name, &e.name))
+        .collect();
+    let (taken, members) = apply_members(ctx, &swarm, existing, &spawned).await?;
     problems.extend(taken);
     match sync_network_policy(&sc, &swarm).await {
         Err(taken @ crate::Error::NameTaken { .. }) => problems.push(taken.to_string()),
@@ -137,8 +139,8 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
         .filter(|g| g.spec.swarm.as_deref() == Some(name.as_str()))
         .cloned()
         .collect();
-    let now = Time(jiff::Timestamp::now());
     let mut status = compose::status(&swarm, &members, &goals, &problems, &now);
+    compose::with_spawned(&mut status, &name, spawning.spawned);
     let timer = super::run::decide(&swarm, &members, &mut status, now.0);
     let before = swarm.status.as_ref().map_or(&[][..], |s| &s.conditions[..]);
     crate::health::settle_swarm(&mut status, before, swarm.metadata.generation, &now);
@@ -156,6 +158,17 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
         publish_end(ctx, &swarm, &status);
     }
     Ok(timer.map_or_else(Action::await_change, Action::requeue))
+}
+
+/// The Agents `swarm` controls, and the names of its namespace's other Agents, from
+/// the cache.
+fn agents_of(sc: &SwarmContext, swarm: &Swarm) -> (Vec<Agent>, Vec<String>) {
+    let namespace = swarm.namespace();
+    let (mine, others): (Vec<Agent>, Vec<Agent>) = readable(&sc.members.state())
+        .filter(|a| a.namespace() == namespace)
+        .cloned()
+        .partition(|a| controlled_by(a, swarm));
+    (mine, others.iter().map(ResourceExt::name_any).collect())
 }
 
 /// The Event of a run that has just ended.
@@ -186,13 +199,15 @@ fn forget(sc: &SwarmContext, namespace: &str, name: &str) {
     sc.applied.forget(NETWORK_POLICY, namespace, &policy);
 }
 
-/// Applies the agents `swarm` wants and removes those it no longer lists, starting
-/// from the labelled agents the cache holds (`existing`); returns the problems met
+/// Applies the agents `swarm` wants and removes those it no longer lists (but the
+/// members it `spawned`), starting from the agents it controls as the cache holds
+/// them (`existing`); returns the problems met
 /// (a wanted name taken by an agent of somebody else) and its members as they are now.
 async fn apply_members(
     ctx: &Context,
     swarm: &Swarm,
     existing: Vec<Agent>,
+    spawned: &[String],
 ) -> Result<(Vec<String>, Vec<Agent>)> {
     let namespace = swarm.namespace().unwrap_or_default();
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -238,6 +253,11 @@ async fn apply_members(
     for agent in existing.iter().filter(|a| controlled_by(a, swarm)) {
         let agent_name = agent.name_any();
         if desired.iter().any(|d| d.agent.name_any() == agent_name) {
+            continue;
+        }
+        // Spawned members are the swarm's too, though its spec never lists them.
+        if spawned.contains(&agent_name) {
+            members.push(agent.clone());
             continue;
         }
         match agents.delete(&agent_name, &DeleteParams::default()).await {

@@ -133,7 +133,7 @@ async fn a_new_swarm_applies_its_agents_as_its_own_then_its_status_and_then_noth
             (SWARM_UID, Some(true))
         );
         assert_eq!(
-            agent.labels().get(labels::SWARM).map(String::as_str),
+            agent.labels().get(crate::labels::SWARM).map(String::as_str),
             Some("billing")
         );
     }

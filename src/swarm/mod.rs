@@ -1,5 +1,7 @@
 pub mod compose;
 pub mod controller;
 pub mod run;
+pub mod spawn;
+pub mod spawner;
 
 pub use crate::kinds::swarm::*;

@@ -33,7 +33,16 @@ pub fn decide(
         .map(|t| crate::duration::after(&start, t.get()));
     let reason = if deadline.is_some_and(|d| d <= now) {
         Some(EndReason::TimedOut)
-    } else if workers(swarm, members).next().is_some() && workers(swarm, members).all(ended) {
+    } else if workers(swarm, members).next().is_some()
+        && workers(swarm, members).all(ended)
+        && !status.spawned.iter().any(|e| {
+            matches!(
+                e.state,
+                crate::kinds::spawn::SpawnedState::Queued
+                    | crate::kinds::spawn::SpawnedState::Starting
+            )
+        })
+    {
         Some(EndReason::Completed)
     } else {
         None

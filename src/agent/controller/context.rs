@@ -212,6 +212,8 @@ pub(super) fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value>
             "mailRead",
             "mailbox",
             "mail",
+            "spawnRequests",
+            "spawns",
         ] {
             fields.remove(owned_elsewhere);
         }
