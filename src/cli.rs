@@ -150,6 +150,30 @@ pub enum Command {
         #[arg(long, env = pod_env::AGENT)]
         agent: String,
     },
+    /// In an agent pod: ask your swarm for a new member NAME in ROLE, with a task (its
+    /// prompt; `-` reads it from stdin), or cancel one you spawned. Prints the answer:
+    /// refused with the reason (exit 1), queued, or running.
+    #[command(hide = true)]
+    Spawn {
+        name: String,
+        #[arg(long)]
+        role: Option<String>,
+        /// Its task; `-` reads it from stdin.
+        #[arg(long)]
+        task: Option<String>,
+        /// Cancel the member NAME you spawned (queued: dropped; running: deleted).
+        #[arg(long, conflicts_with_all = ["role", "task"])]
+        cancel: bool,
+        /// After the answer, wait until the member has ended and say how.
+        #[arg(long)]
+        wait: bool,
+        /// Seconds to wait for the operator's answer.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+        /// The agent asking (in an agent pod: itself).
+        #[arg(long, env = pod_env::AGENT)]
+        agent: String,
+    },
     /// List the escalations of AGENT (or of every agent here), with their reasons.
     Escalations {
         #[arg(add = ArgValueCandidates::new(crate::completion::agent_names))]
@@ -342,7 +366,8 @@ pub async fn dispatch(cli: Cli) -> i32 {
         | Command::Loop { .. }
         | Command::WatchPr { .. }
         | Command::Escalate { .. }
-        | Command::Mail { .. }) => in_pod_command(in_pod, namespace.as_deref())
+        | Command::Mail { .. }
+        | Command::Spawn { .. }) => in_pod_command(in_pod, namespace.as_deref())
             .await
             .map(|()| 0),
         person => person_command(person, namespace.as_deref())
@@ -401,6 +426,28 @@ async fn in_pod_command(command: Command, namespace: Option<&str>) -> crate::Res
             crate::commands::escalation::escalate(namespace, &agent, severity, &reason, wait).await
         }
         Command::Mail { command, agent } => mail_command(command, &agent, namespace).await,
+        Command::Spawn {
+            name,
+            role,
+            task,
+            cancel,
+            wait,
+            timeout,
+            agent,
+        } => {
+            let task = match task.as_deref() {
+                Some("-") => Some(read_message(Vec::new()).await?),
+                _ => task,
+            };
+            let ask = crate::commands::spawn::Ask {
+                name: &name,
+                role: role.as_deref(),
+                task: task.as_deref(),
+                cancel,
+            };
+            let timeout = Duration::from_secs(timeout);
+            crate::commands::spawn::spawn(namespace, &agent, &ask, timeout, wait).await
+        }
         other => unreachable!("not an in-pod command: {other:?}"),
     }
 }

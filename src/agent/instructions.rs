@@ -52,6 +52,10 @@ pub fn compose(layers: &Layers) -> String {
             spec.loop_.enabled.then(|| loop_section(spec)),
         ),
         ("Mail".to_string(), layers.swarm.map(|_| mail_section())),
+        (
+            "Spawning".to_string(),
+            layers.swarm.and_then(|s| spawn_section(s, &spec.role)),
+        ),
         ("Your task".to_string(), spec.prompt.clone()),
     ];
     with_sections(out, sections)
@@ -82,6 +86,31 @@ fn standing_instructions_body() -> String {
 }
 
 /// How an agent in the loop reports and ends its work.
+/// How a member whose role may spawn asks for new members (src/swarm/spawn.rs).
+fn spawn_section(swarm: &Swarm, role: &str) -> Option<String> {
+    let policy = swarm.spec.coordination.as_ref()?.spawn.as_ref()?;
+    let mut roles: Vec<&str> = policy
+        .allow
+        .iter()
+        .filter(|r| r.from == role)
+        .flat_map(|r| r.roles.iter().map(String::as_str))
+        .collect();
+    roles.dedup();
+    if roles.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "You may add members to this swarm, of the roles {}: each works on its own, you oversee it, and you get mail when it ends.\n\
+         - Spawn: `{BIN_DIR}/overseer spawn NAME --role ROLE --task \"<its task>\"` (NAME: lowercase letters, digits, '-'). It prints whether the member runs, waits in the queue or was refused, and why; add `--wait` to wait until it ends.\n\
+         - Cancel one you spawned: `{BIN_DIR}/overseer spawn NAME --cancel`.\n\
+         - Limits: {} running at once (the rest wait), {} per member over the run, {} in all.",
+        roles.join(", "),
+        policy.max_running,
+        policy.per_parent,
+        policy.max_total
+    ))
+}
+
 /// How a swarm member writes to the others (src/delivery/mail.rs).
 fn mail_section() -> String {
     format!(
@@ -166,6 +195,38 @@ spec:
 
         Map invoices.
         "#);
+    }
+
+    #[test]
+    fn a_member_whose_role_may_spawn_is_told_how_and_within_what_limits() {
+        let mut swarm = swarm();
+        swarm.spec.coordination = serde_json::from_value(serde_json::json!({"spawn": {
+            "allow": [{"from": "lead", "roles": ["builder", "tester"]}], "maxRunning": 3}}))
+        .unwrap();
+        let told = |role: &str| {
+            let spec = spec(&format!("{{role: {role}, swarm: billing}}"));
+            let layers = Layers {
+                agent: "billing-x",
+                spec: &spec,
+                swarm: Some(&swarm),
+                overseer: false,
+            };
+            compose(&layers)
+        };
+        let lead = told("lead");
+        let section = &lead[lead.find("## Spawning").expect("a Spawning section")..];
+        insta::assert_snapshot!(section, @r#"
+        ## Spawning
+
+        You may add members to this swarm, of the roles builder, tester: each works on its own, you oversee it, and you get mail when it ends.
+        - Spawn: `/overseer/bin/overseer spawn NAME --role ROLE --task "<its task>"` (NAME: lowercase letters, digits, '-'). It prints whether the member runs, waits in the queue or was refused, and why; add `--wait` to wait until it ends.
+        - Cancel one you spawned: `/overseer/bin/overseer spawn NAME --cancel`.
+        - Limits: 3 running at once (the rest wait), 8 per member over the run, 32 in all.
+        "#);
+        assert!(
+            !told("scout").contains("## Spawning"),
+            "a role not allowed to spawn"
+        );
     }
 
     #[test]

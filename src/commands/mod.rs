@@ -12,5 +12,6 @@ pub mod mail;
 pub mod output;
 pub mod ps;
 pub mod session;
+pub mod spawn;
 pub mod swarms;
 pub mod version;

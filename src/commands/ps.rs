@@ -47,7 +47,7 @@ impl Listed for Agent {
             "LAST MESSAGE",
         ];
         if wide {
-            header.extend(["RUNTIME", "POD", "ATTEMPT", "TOKENS"]);
+            header.extend(["RUNTIME", "POD", "ATTEMPT", "TOKENS", "PARENT"]);
         }
         header
     }
@@ -98,6 +98,12 @@ impl Listed for Agent {
                 activity
                     .and_then(|a| a.usage.as_ref())
                     .map_or_else(dash, |u| u.total_tokens.to_string()),
+                // A member its swarm spawned: the member that asked for it.
+                self.labels()
+                    .contains_key(crate::labels::PARENT)
+                    .then(|| self.spec.overseer.clone())
+                    .flatten()
+                    .unwrap_or_else(dash),
             ]);
         }
         row
@@ -251,13 +257,16 @@ mod tests {
     attempt: 3
     podName: builder-3
     activity: {state: working, since: "2026-12-01T10:01:00Z", attempt: 3, usage: {runs: 2, inputTokens: 2000, cachedInputTokens: 1600, outputTokens: 100, totalTokens: 2100}}
+- metadata: {name: worker, namespace: team, labels: {overseer.dev/parent: builder}}
+  spec: {overseer: builder, runtime: {name: claude, image: i}}
 "#,
         )
         .unwrap();
         let now: Timestamp = "2026-12-01T10:01:30Z".parse().unwrap();
         insta::assert_snapshot!(render(&agents, &list_args(Some(Output::Wide)), now).unwrap(), @r"
-        SWARM   AGENT     ROLE      PHASE     ACTIVITY   SINCE   NUDGES   ESCALATIONS   MAIL   SUMMARY   LAST MESSAGE   RUNTIME   POD         ATTEMPT   TOKENS
-        -       builder   builder   Running   working    30s     0        -             -      -         -              claude    builder-3   3         2100
+        SWARM   AGENT     ROLE      PHASE     ACTIVITY   SINCE   NUDGES   ESCALATIONS   MAIL   SUMMARY   LAST MESSAGE   RUNTIME   POD         ATTEMPT   TOKENS   PARENT
+        -       builder   builder   Running   working    30s     0        -             -      -         -              claude    builder-3   3         2100     -
+        -       worker    builder   -         -          -       0        -             -      -         -              -         -           -         -        builder
         ");
         let json: serde_json::Value =
             serde_json::from_str(&render(&agents, &list_args(Some(Output::Json)), now).unwrap())

@@ -4,7 +4,7 @@ use jiff::Timestamp;
 use kube::ResourceExt;
 
 use super::output::{Listed, age};
-use crate::swarm::Swarm;
+use crate::swarm::{MemberStatus, Swarm};
 
 impl Listed for Swarm {
     /// Swarm, state, overseer (and whether it is ready), members running of all,
@@ -43,7 +43,10 @@ impl Listed for Swarm {
                     if o.ready { "ready" } else { "not ready" }
                 )
             }),
-            format!("{}/{}", agents.running, agents.total),
+            match agents.queued {
+                0 => format!("{}/{}", agents.running, agents.total),
+                queued => format!("{}/{} +{queued} queued", agents.running, agents.total),
+            },
             agents.working.to_string(),
             agents.blocked.to_string(),
             agents.escalations.to_string(),
@@ -55,25 +58,36 @@ impl Listed for Swarm {
                 .map_or_else(dash, |t| age(now, t.0)),
         ];
         if wide {
-            // A member with open escalations or unread mail says so: `scout(1!,2✉)`.
-            let members: Vec<String> = status
-                .members
-                .iter()
-                .map(|m| match (m.escalations, m.unread_mail) {
-                    (0, 0) => m.name.clone(),
-                    (e, 0) => format!("{}({e}!)", m.name),
-                    (0, u) => format!("{}({u}✉)", m.name),
-                    (e, u) => format!("{}({e}!,{u}✉)", m.name),
-                })
-                .collect();
-            row.push(if members.is_empty() {
-                dash()
-            } else {
-                members.join(",")
-            });
+            let members = tree(&status.members, None);
+            row.push(if members.is_empty() { dash() } else { members });
         }
         row
     }
+}
+
+/// The members spawned by `parent` (None: the roots), each followed by what it spawned
+/// in brackets: `lead[a,b[c]],scout`. A member with open escalations or unread mail
+/// says so: `scout(1!,2✉)`.
+fn tree(members: &[MemberStatus], parent: Option<&str>) -> String {
+    members
+        .iter()
+        .filter(|m| m.parent.as_deref() == parent)
+        .map(|m| {
+            let mark = match (m.escalations, m.unread_mail) {
+                (0, 0) => String::new(),
+                (e, 0) => format!("({e}!)"),
+                (0, u) => format!("({u}✉)"),
+                (e, u) => format!("({e}!,{u}✉)"),
+            };
+            let children = tree(members, Some(&m.name));
+            if children.is_empty() {
+                format!("{}{mark}", m.name)
+            } else {
+                format!("{}{mark}[{children}]", m.name)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[cfg(test)]
@@ -91,7 +105,7 @@ mod tests {
     overseer: {name: billing-lead, ready: true}
     agents: {total: 4, working: 2, pending: 0, running: 3, done: 1, blocked: 0, failed: 0, suspended: 0, escalations: 1, unreadMail: 2}
     goals: {total: 2, pending: 0, waiting: 0, running: 1, paused: 0, succeeded: 1, failed: 0}
-    members: [{name: billing-lead, role: overseer}, {name: billing-scout, role: scout, escalations: 1, unreadMail: 2}]
+    members: [{name: billing-lead, role: overseer}, {name: billing-scout, role: scout, escalations: 1, unreadMail: 2}, {name: billing-a, role: builder, parent: billing-lead}, {name: billing-b, role: builder, parent: billing-a, unreadMail: 1}]
     conditions:
       - {type: SpecValid, status: "True", reason: Valid, message: "", lastTransitionTime: "2026-12-01T09:00:00Z"}
       - {type: Ready, status: "True", reason: Ready, message: "", lastTransitionTime: "2026-12-01T09:00:00Z"}
@@ -104,6 +118,6 @@ mod tests {
             output: Some(Output::Wide),
             no_headers: true,
         };
-        insta::assert_snapshot!(render(&swarms, &args, now).unwrap(), @"team   billing   Ready   billing-lead (ready)   3/4   2   0   1   2   1/2   60m   billing-lead,billing-scout(1!,2✉)");
+        insta::assert_snapshot!(render(&swarms, &args, now).unwrap(), @"team   billing   Ready   billing-lead (ready)   3/4   2   0   1   2   1/2   60m   billing-lead[billing-a[billing-b(1✉)]],billing-scout(1!,2✉)");
     }
 }
