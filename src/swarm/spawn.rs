@@ -76,7 +76,14 @@ pub fn plan(swarm: &Swarm, members: &[Agent], others: &[String], now: Timestamp)
     for (parent, request) in requests {
         let answer = plan.answers.entry(parent.name_any()).or_default();
         answer.answered = answer.answered.max(request.seq);
-        let record = if request.cancel {
+        let taken_before = plan
+            .spawned
+            .iter()
+            .find(|e| e.parent == parent.name_any() && e.seq == request.seq);
+        let record = if let Some(entry) = taken_before.filter(|_| !request.cancel) {
+            // Taken into the list before a stop kept the answer from being written.
+            as_recorded(entry, &prefix, now)
+        } else if request.cancel {
             cancel(&mut plan, &prefix, parent, request, now)
         } else {
             match refusal(swarm, &plan.spawned, members, others, parent, request) {
@@ -133,6 +140,26 @@ fn follow(plan: &mut SpawnPlan, prefix: &str, by_name: &BTreeMap<String, &Agent>
     }
 }
 
+/// The record of a request whose member is in the list already.
+fn as_recorded(entry: &SpawnedMember, prefix: &str, now: Timestamp) -> SpawnRecord {
+    let (state, reason) = match entry.state {
+        SpawnedState::Queued => (SpawnState::Queued, None),
+        SpawnedState::Starting | SpawnedState::Running => (
+            SpawnState::Running,
+            Some(format!("agent {prefix}{}", entry.name)),
+        ),
+        SpawnedState::Ended => (SpawnState::Ended, None),
+        SpawnedState::Cancelled => (SpawnState::Cancelled, None),
+    };
+    SpawnRecord {
+        seq: entry.seq,
+        name: entry.name.clone(),
+        state,
+        reason,
+        time: Time(now),
+    }
+}
+
 /// How `agent`'s loop ended, if it did.
 fn loop_end(agent: &Agent) -> Option<String> {
     let phase = agent.status.as_ref().and_then(|s| s.phase)?;
@@ -183,9 +210,17 @@ fn cancel(
     now: Timestamp,
 ) -> SpawnRecord {
     let parent_name = parent.name_any();
+    let mine = |e: &&mut SpawnedMember| e.name == request.name && e.parent == parent_name;
+    if plan
+        .spawned
+        .iter_mut()
+        .any(|e| mine(&e) && e.state == SpawnedState::Cancelled)
+    {
+        // Cancelled already (by this request before a stop, or an earlier one).
+        return record(request, SpawnState::Cancelled, None, now);
+    }
     let live = plan.spawned.iter_mut().find(|e| {
-        e.name == request.name
-            && e.parent == parent_name
+        mine(e)
             && matches!(
                 e.state,
                 SpawnedState::Queued | SpawnedState::Starting | SpawnedState::Running

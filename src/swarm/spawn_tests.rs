@@ -342,7 +342,7 @@ fn each_rule_and_limit_refuses_with_its_reason_and_nothing_is_spawned() {
         let asker = member(
             parent,
             role,
-            json!({"attempt": 1, "spawnRequests": [ask(1, name, child, 5)],
+            json!({"attempt": 1, "spawnRequests": [ask(5, name, child, 5)],
                    "activity": {"state": "idle", "attempt": 1,
                                 "usage": {"runs": 1, "inputTokens": 1000, "cachedInputTokens": 0, "outputTokens": 200, "totalTokens": 1200}}}),
         );
@@ -352,7 +352,7 @@ fn each_rule_and_limit_refuses_with_its_reason_and_nothing_is_spawned() {
         assert_eq!(plan.spawned, before, "{case}: nothing spawned");
         assert!(plan.create.is_empty(), "{case}");
         let answer = &plan.answers[parent];
-        let (record, _) = answer.records.iter().find(|(r, _)| r.seq == 1).unwrap();
+        let (record, _) = answer.records.iter().find(|(r, _)| r.seq == 5).unwrap();
         assert_eq!(record.state, SpawnState::Refused, "{case}");
         let said = record.reason.clone().unwrap_or_default();
         assert!(said.starts_with(reason), "{case}: {said}");
@@ -422,6 +422,19 @@ fn a_start_not_seen_yet_is_created_again_and_a_name_taken_meanwhile_is_refused()
     name_taken_by_another(&mut again, "team-", "team-a", at(21));
     assert!(again.spawned.is_empty() && again.create.is_empty());
     assert_eq!(records(&again, "team-lead")[0].1, SpawnState::Refused);
+    // A stop after the list was written and before the answer: the request is answered
+    // as the list has it, never refused as a name taken by itself.
+    let unanswered = member(
+        "team-lead",
+        "lead",
+        json!({"spawnRequests": [ask(1, "a", "builder", 10)]}),
+    );
+    let after_stop = plan(&swarm, &[unanswered], &[], at(20));
+    assert_eq!(
+        records(&after_stop, "team-lead"),
+        [(1, SpawnState::Running, Some("agent team-a".into()))]
+    );
+    assert_eq!(after_stop.create.len(), 1);
     let seen = plan(
         &swarm,
         &[

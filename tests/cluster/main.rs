@@ -21,5 +21,6 @@ mod mail;
 mod overseer;
 mod prwatch;
 mod readers;
+mod spawn;
 mod swarm;
 mod tenancy;
