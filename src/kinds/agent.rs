@@ -354,6 +354,14 @@ pub struct AgentStatus {
     /// The operator's answers to them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawns: Option<crate::kinds::spawn::SpawnLedger>,
+    /// Commits this agent asked to land through its swarm's merge queue (`overseer
+    /// merge request`, field manager `overseer-merge`), kept until answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub merge_requests: Vec<crate::kinds::merge::MergeRequest>,
+    /// The operator's answers to them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merges: Option<crate::kinds::merge::MergeLedger>,
     /// The sha256 of the instructions the operator last wrote to the agent's ConfigMap
     /// (`sha256:<hex>`): after a restart it knows them written without reading them.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -42,6 +42,7 @@ use crate::template::PodTemplate;
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!has(self.egress) || self.networkPolicy").message("egress needs networkPolicy: true (the egress rules are part of the swarm's NetworkPolicy)"))]
+#[x_kube(validation = Rule::new("!has(self.coordination) || !has(self.coordination.merge) || (has(self.workspace) && has(self.workspace.git))").message("coordination.merge needs workspace.git: the repository the queue lands the members' branches on").field_path(".coordination.merge"))]
 pub struct SwarmSpec {
     /// Id of this run, carried by everything of the swarm; defaults to the Swarm's uid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,6 +112,9 @@ pub struct Coordination {
     /// Without it, no member may spawn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawn: Option<crate::kinds::spawn::SpawnPolicy>,
+    /// The merge queue members land their branches through (`overseer merge request`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<crate::kinds::merge::MergePolicy>,
 }
 
 /// Who may mail whom, and how much.
@@ -281,6 +285,13 @@ pub struct SwarmStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 100))]
     pub spawned: Vec<crate::kinds::spawn::SpawnedMember>,
+    /// The merge queue: every request pending, and the latest landed or refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
+    pub merge_queue: Vec<crate::kinds::merge::QueuedMerge>,
+    /// The highest merge queue id handed out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_merge_id: Option<i64>,
     #[serde(default)]
     pub goals: GoalCounts,
     /// `Running`, `Suspended` (`spec.suspend`) or `Ended` (see `end`).

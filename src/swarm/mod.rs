@@ -1,5 +1,7 @@
 pub mod compose;
 pub mod controller;
+pub mod land;
+pub mod merge;
 pub mod run;
 pub mod spawn;
 pub mod spawner;

@@ -45,22 +45,7 @@ pub fn run() -> Result<()> {
         println!("workspace: keeping the clone in {}", dir.display());
         return Ok(());
     }
-    git(&dir, &["init", "--quiet"].map(String::from))?;
-    git(
-        &dir,
-        &["remote", "add", "origin", &source.url].map(String::from),
-    )?;
-    if Path::new(CREDENTIALS_DIR).exists()
-        && let Some(origin) = https_origin(&source.url)
-    {
-        // Scoped to the source's origin twice over: git asks the helper only for that
-        // origin, and the helper answers nothing for any other (a submodule, or a push
-        // the model was talked into, to a host of someone else's).
-        let exe = std::env::current_exe()?;
-        let helper = format!("!{} workspace credential --origin {origin}", exe.display());
-        let key = format!("credential.{origin}.helper");
-        git(&dir, &["config", &key, &helper].map(String::from))?;
-    }
+    init_clone(&dir, &source.url)?;
     // The branch from the remote when it has it; else a new one from the start.
     let from_branch = git(&dir, &fetch_args(&source.branch)).is_ok();
     if !from_branch {
@@ -77,6 +62,25 @@ pub fn run() -> Result<()> {
         source.branch,
         if from_branch { "the remote's" } else { "new" }
     );
+    Ok(())
+}
+
+/// An empty repository in `dir` with `url` as its origin, and the credential helper
+/// for it when the credentials Secret is mounted.
+pub fn init_clone(dir: &Path, url: &str) -> Result<()> {
+    git(dir, &["init", "--quiet"].map(String::from))?;
+    git(dir, &["remote", "add", "origin", url].map(String::from))?;
+    if Path::new(CREDENTIALS_DIR).exists()
+        && let Some(origin) = https_origin(url)
+    {
+        // Scoped to the source's origin twice over: git asks the helper only for that
+        // origin, and the helper answers nothing for any other (a submodule, or a push
+        // the model was talked into, to a host of someone else's).
+        let exe = std::env::current_exe()?;
+        let helper = format!("!{} workspace credential --origin {origin}", exe.display());
+        let key = format!("credential.{origin}.helper");
+        git(dir, &["config", &key, &helper].map(String::from))?;
+    }
     Ok(())
 }
 

@@ -1060,3 +1060,106 @@ impl Scenario for Escalated {
 async fn escalations_open_and_notify_once_whatever_write_the_operator_dies_at() {
     crash_everywhere(Escalated).await;
 }
+
+/// A lead asks for three members with one allowed to run at once; each that starts is
+/// ended (released) by the world, so the queue drains in order. Whatever write the
+/// operator dies at: each member is created once, every request is answered once, and
+/// the lead gets one mail per member that ended.
+struct Spawned;
+
+impl Scenario for Spawned {
+    const NAME: &'static str = "spawn";
+
+    async fn world(&self, ns: &TestNamespace) -> World {
+        let mut world = World::new();
+        let (agents, asked) = (ns.api::<Agent>(), Arc::new(AtomicBool::new(false)));
+        world.watch(ns.api::<Agent>(), move |agent: Agent| {
+            let (agents, asked) = (agents.clone(), asked.clone());
+            async move {
+                let Some(status) = agent.status.as_ref() else {
+                    return;
+                };
+                let name = agent.metadata.name.clone().unwrap_or_default();
+                if name == "band-lead" && status.attempt.is_some() && !asked.swap(true, Ordering::SeqCst) {
+                    let ask = |seq: i64, member: &str| {
+                        json!({"seq": seq, "name": member, "role": "builder",
+                            "task": format!("build {member}"), "time": format!("2026-12-05T00:00:0{seq}Z")})
+                    };
+                    let asks = json!({"status": {"spawnRequests": [ask(1, "a"), ask(2, "b"), ask(3, "c")]}});
+                    let (params, patch) = (PatchParams::default(), Patch::Merge(&asks));
+                    retried("spawn", || agents.patch_status("band-lead", &params, &patch)).await;
+                    return;
+                }
+                // A spawned member that started is done at once.
+                let spawned = agent.metadata.labels.as_ref().is_some_and(|l| l.contains_key("overseer.dev/parent"));
+                if let (true, Some(attempt), None) = (spawned, status.attempt, status.exit.as_ref()) {
+                    let exit = json!({"status": {"exit": {"outcome": "done", "attempt": attempt,
+                        "time": "2026-12-05T00:01:00Z"}}});
+                    let (params, patch) = (PatchParams::default(), Patch::Merge(&exit));
+                    retried("end a member", || agents.patch_status(&name, &params, &patch)).await;
+                }
+            }
+        });
+        world
+    }
+
+    async fn create(&self, ns: &TestNamespace, _world: &World) {
+        create_object::<Swarm>(
+            ns,
+            json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "metadata": {"name": "band"},
+            "spec": {
+                "defaults": {"runtime": {"name": "claude", "mode": "tui", "image": "example.com/claude:1"}},
+                "coordination": {"spawn": {"allow": [{"from": "lead", "roles": ["builder"]}], "maxRunning": 1}},
+                "agents": [{"name": "lead", "role": "lead"}]
+            }
+        }),
+        )
+        .await;
+    }
+
+    async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String> {
+        let swarm = ns.api::<Swarm>().get("band").await.ok()?;
+        let spawned = swarm.status?.spawned;
+        let ended = spawned.len() == 3
+            && spawned
+                .iter()
+                .all(|e| e.state == overseer::kinds::spawn::SpawnedState::Ended);
+        let lead = ns.api::<Agent>().get("band-lead").await.ok()?.status?;
+        let ledger = lead.spawns?;
+        let told = lead
+            .mailbox
+            .iter()
+            .filter(|m| m.type_.as_deref() == Some("ended"))
+            .count();
+        if !ended || told < 3 {
+            return None;
+        }
+        let mut end = String::new();
+        for e in &spawned {
+            let _ = writeln!(
+                end,
+                "{} ({}) by {}: {:?}",
+                e.name, e.role, e.parent, e.state
+            );
+        }
+        for r in &ledger.records {
+            let _ = writeln!(end, "request #{} {}: {:?}", r.seq, r.name, r.state);
+        }
+        let mut from: Vec<&str> = lead.mailbox.iter().map(|m| m.from.as_str()).collect();
+        from.sort();
+        let _ = writeln!(end, "mail to the lead from: {}", from.join(", "));
+        let _ = write!(
+            end,
+            "agents, each created once: {}",
+            world.created_once("Agent")
+        );
+        Some(end)
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn spawned_members_start_once_in_order_whatever_write_the_operator_dies_at() {
+    crash_everywhere(Spawned).await;
+}

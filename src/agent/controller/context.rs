@@ -214,6 +214,8 @@ pub(super) fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value>
             "mail",
             "spawnRequests",
             "spawns",
+            "mergeRequests",
+            "merges",
         ] {
             fields.remove(owned_elsewhere);
         }
