@@ -174,6 +174,16 @@ pub enum Command {
         #[arg(long, env = pod_env::AGENT)]
         agent: String,
     },
+    /// In an agent pod: land your pushed work through your swarm's merge queue
+    /// (`overseer merge` alone: what became of your requests).
+    #[command(hide = true)]
+    Merge {
+        #[command(subcommand)]
+        command: Option<MergeCommand>,
+        /// The agent (in an agent pod: itself).
+        #[arg(long, env = pod_env::AGENT, default_value = "")]
+        agent: String,
+    },
     /// List the escalations of AGENT (or of every agent here), with their reasons.
     Escalations {
         #[arg(add = ArgValueCandidates::new(crate::completion::agent_names))]
@@ -298,6 +308,25 @@ pub enum MailCommand {
 }
 
 #[derive(Subcommand, Debug)]
+pub enum MergeCommand {
+    /// Ask to land the workspace's HEAD, which must be pushed to its branch. Prints the
+    /// answer; `--wait` waits until it landed (exit 0) or not (exit 1, with why).
+    Request {
+        /// The workspace (its HEAD and branch are what is asked for).
+        #[arg(long, default_value = crate::workspace::DIR)]
+        dir: std::path::PathBuf,
+        #[arg(long)]
+        wait: bool,
+        /// Seconds to wait for the operator's answer.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+    },
+    /// In a merge queue's pod: one attempt at landing a commit (the operator's).
+    #[command(hide = true)]
+    Land,
+}
+
+#[derive(Subcommand, Debug)]
 pub enum LoopCommand {
     /// In an agent pod: the work is genuinely finished.
     #[command(hide = true)]
@@ -367,7 +396,8 @@ pub async fn dispatch(cli: Cli) -> i32 {
         | Command::WatchPr { .. }
         | Command::Escalate { .. }
         | Command::Mail { .. }
-        | Command::Spawn { .. }) => in_pod_command(in_pod, namespace.as_deref())
+        | Command::Spawn { .. }
+        | Command::Merge { .. }) => in_pod_command(in_pod, namespace.as_deref())
             .await
             .map(|()| 0),
         person => person_command(person, namespace.as_deref())
@@ -426,6 +456,7 @@ async fn in_pod_command(command: Command, namespace: Option<&str>) -> crate::Res
             crate::commands::escalation::escalate(namespace, &agent, severity, &reason, wait).await
         }
         Command::Mail { command, agent } => mail_command(command, &agent, namespace).await,
+        Command::Merge { command, agent } => merge_command(command, &agent, namespace).await,
         Command::Spawn {
             name,
             role,
@@ -474,6 +505,26 @@ async fn loop_command(
         }
         LoopCommand::Add { agent } => commands::set_loop(namespace, &agent, true).await,
         LoopCommand::Remove { agent } => commands::set_loop(namespace, &agent, false).await,
+    }
+}
+
+async fn merge_command(
+    command: Option<MergeCommand>,
+    agent: &str,
+    namespace: Option<&str>,
+) -> crate::Result<()> {
+    use crate::commands::merge;
+    if agent.is_empty() && !matches!(command, Some(MergeCommand::Land)) {
+        return Err(crate::Error::Usage(
+            "--agent (OVERSEER_AGENT) is not set".into(),
+        ));
+    }
+    match command {
+        Some(MergeCommand::Land) => crate::swarm::land::run(),
+        None => merge::status(namespace, agent).await,
+        Some(MergeCommand::Request { dir, wait, timeout }) => {
+            merge::request(namespace, agent, &dir, Duration::from_secs(timeout), wait).await
+        }
     }
 }
 

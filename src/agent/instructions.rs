@@ -56,6 +56,18 @@ pub fn compose(layers: &Layers) -> String {
             "Spawning".to_string(),
             layers.swarm.and_then(|s| spawn_section(s, &spec.role)),
         ),
+        (
+            "Landing your work".to_string(),
+            layers
+                .swarm
+                .filter(|s| {
+                    s.spec
+                        .coordination
+                        .as_ref()
+                        .is_some_and(|c| c.merge.is_some())
+                })
+                .map(|_| merge_section()),
+        ),
         ("Your task".to_string(), spec.prompt.clone()),
     ];
     with_sections(out, sections)
@@ -109,6 +121,13 @@ fn spawn_section(swarm: &Swarm, role: &str) -> Option<String> {
         policy.per_parent,
         policy.max_total
     ))
+}
+
+/// How a member of a swarm with a merge queue lands its branch (src/swarm/merge.rs).
+fn merge_section() -> String {
+    format!(
+        "Your branch reaches the swarm's target branch only through its merge queue: commit, `git push origin HEAD`, then `{BIN_DIR}/overseer merge request`. It prints your place in the queue; you get mail when it merged, or why not (a conflict names the paths: merge the target into your branch, push, and request again; a failing check sends its output's tail). A newer request replaces your queued one."
+    )
 }
 
 /// How a swarm member writes to the others (src/delivery/mail.rs).

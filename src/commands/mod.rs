@@ -9,6 +9,7 @@ pub mod goal;
 pub mod goals;
 pub mod jsonpath;
 pub mod mail;
+pub mod merge;
 pub mod output;
 pub mod ps;
 pub mod session;

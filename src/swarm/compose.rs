@@ -29,6 +29,15 @@ pub fn problems(swarm: &Swarm) -> Vec<String> {
             ));
         }
     }
+    let merge = spec.coordination.as_ref().and_then(|c| c.merge.as_ref());
+    if let Some(policy) = merge
+        && super::merger::image(swarm, policy).is_none()
+    {
+        problems.push(
+            "spec.coordination.merge.image: no image to merge in (set it, or spec.defaults.runtime.image)"
+                .into(),
+        );
+    }
     problems
 }
 

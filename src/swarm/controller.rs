@@ -5,18 +5,20 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{info, instrument};
 
-use super::{compose, spawn, spawner};
+use super::{compose, merge, merger, spawn, spawner};
 use crate::Result;
 use crate::agent::Agent;
-use crate::api::{CONTROLLER_MANAGER, apply_status_returning};
+use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, apply_status_returning};
 use crate::conditions;
 use crate::controller::{Context, Shutdown, deferred, listed, readable, run_controller};
 use crate::goal::Goal;
@@ -51,8 +53,21 @@ pub async fn run(
         .set(crate::metrics::phase_count(store.clone(), |s: &Swarm| {
             s.status.as_ref().and_then(|s| s.state())
         }));
+    // Merge attempts' pods are read from this cache, never listed in a reconcile; one
+    // that ends brings its swarm back.
+    let selector = format!("{}={},{}", MANAGED_BY.0, MANAGED_BY.1, merger::MERGE_LABEL);
+    let (pods, pod_writer) = reflector::store();
+    let pod_events = watcher(
+        ctx.api::<Pod>(),
+        watcher::Config::default().labels(&selector),
+    )
+    .default_backoff()
+    .modify(|pod| pod.managed_fields_mut().clear())
+    .reflect(pod_writer)
+    .touched_objects();
     let controller = Controller::for_stream(swarms.touched(), store.clone())
         .owns_stream(agents.touched())
+        .owns_stream(pod_events)
         // A goal of the swarm changing phase changes its counts.
         .watches_stream(goals.touched(), move |goal: Guarded<Goal>| {
             goal.0.ok().and_then(|goal| swarm_of(&store, &goal))
@@ -61,6 +76,7 @@ pub async fn run(
         ctx,
         members,
         goals: goal_cache,
+        pods,
         versions,
         applied: Applied::default(),
     });
@@ -72,6 +88,8 @@ struct SwarmContext {
     /// Every Agent (the shared cache); a swarm's members carry its label.
     members: Store<Guarded<Agent>>,
     goals: Store<Guarded<Goal>>,
+    /// The pods of merge attempts.
+    pods: Store<Pod>,
     /// Each Swarm's version as this operator last wrote or read it.
     versions: Arc<Versions>,
     /// Each swarm's NetworkPolicy as last applied (or known absent).
@@ -94,7 +112,7 @@ fn controlled_by(agent: &Agent, swarm: &Swarm) -> bool {
 /// the swarm back often: nothing is written then).
 #[instrument(skip_all, fields(swarm = %cached.name_any(), namespace = cached.namespace().unwrap_or_default()))]
 async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> {
-    if !listed(&sc.members) || !listed(&sc.goals) {
+    if !listed(&sc.members) || !listed(&sc.goals) || !listed(&sc.pods) {
         return Ok(deferred(&sc.ctx, CONTROLLER));
     }
     let ctx = &sc.ctx;
@@ -121,7 +139,15 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
     let now = Time(jiff::Timestamp::now());
     let (existing, others) = agents_of(&sc, &swarm);
     let spawning = spawn::plan(&swarm, &existing, &others, now.0);
-    let spawning = spawner::carry_out(ctx, &sc.versions, &swarm, spawning).await?;
+    let merging = merge::plan(
+        &swarm,
+        &existing,
+        |pod| attempt(&sc, &namespace, pod),
+        now.0,
+    );
+    let swarm = write_intent(&sc, swarm, &spawning, &merging).await?;
+    let spawning = spawner::carry_out(ctx, &swarm, spawning).await?;
+    merger::carry_out(ctx, &swarm, &merging).await?;
     let mut problems = compose::problems(&swarm);
     let spawned: Vec<String> = spawning
         .spawned
@@ -141,6 +167,8 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
         .collect();
     let mut status = compose::status(&swarm, &members, &goals, &problems, &now);
     compose::with_spawned(&mut status, &name, spawning.spawned);
+    status.merge_queue = merging.queue;
+    status.last_merge_id = Some(merging.last_id).filter(|id| *id > 0);
     let timer = super::run::decide(&swarm, &members, &mut status, now.0);
     let before = swarm.status.as_ref().map_or(&[][..], |s| &s.conditions[..]);
     crate::health::settle_swarm(&mut status, before, swarm.metadata.generation, &now);
@@ -158,6 +186,38 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
         publish_end(ctx, &swarm, &status);
     }
     Ok(timer.map_or_else(Action::await_change, Action::requeue))
+}
+
+/// Writes the swarm's lists of spawned members and of merges as the plans have them,
+/// before anything they decide is made: a stop after this write repeats what follows,
+/// never makes two. Returns the swarm as it is now.
+async fn write_intent(
+    sc: &SwarmContext,
+    swarm: Arc<Swarm>,
+    spawning: &spawn::SpawnPlan,
+    merging: &merge::MergePlan,
+) -> Result<Arc<Swarm>> {
+    let mut status = swarm.status.clone().unwrap_or_default();
+    status.spawned = spawning.spawned.clone();
+    status.merge_queue = merging.queue.clone();
+    status.last_merge_id = Some(merging.last_id).filter(|id| *id > 0);
+    if swarm.status.clone().unwrap_or_default() == status {
+        return Ok(swarm);
+    }
+    let swarms: Api<Swarm> = Api::namespaced(
+        sc.ctx.client.clone(),
+        &swarm.namespace().unwrap_or_default(),
+    );
+    let written =
+        apply_status_returning(&swarms, &swarm.name_any(), CONTROLLER_MANAGER, &status).await?;
+    sc.versions.saw(&written);
+    Ok(Arc::new(written))
+}
+
+/// The merge attempt `pod` of the namespace as the cache shows it.
+fn attempt(sc: &SwarmContext, namespace: &str, pod: &str) -> merge::Attempt {
+    let found = sc.pods.get(&ObjectRef::new(pod).within(namespace));
+    merger::attempt_of(found.as_deref())
 }
 
 /// The Agents `swarm` controls, and the names of its namespace's other Agents, from

@@ -59,6 +59,12 @@ fn swarm_context(client: kube::Client, members: Vec<Agent>) -> SwarmContext {
         ctx: scripted::context(client),
         members: listed_store(members),
         goals: listed_store(Vec::new()),
+        pods: {
+            let (store, mut writer) = reflector::store::<k8s_openapi::api::core::v1::Pod>();
+            writer.apply_watcher_event(&watcher::Event::Init);
+            writer.apply_watcher_event(&watcher::Event::InitDone);
+            store
+        },
         versions: Default::default(),
         applied: Applied::default(),
     }

@@ -2,6 +2,7 @@ pub mod compose;
 pub mod controller;
 pub mod land;
 pub mod merge;
+pub mod merger;
 pub mod run;
 pub mod spawn;
 pub mod spawner;

@@ -1,6 +1,6 @@
-//! The Swarm controller's side of spawning (the decisions are `spawn.rs`): it writes
-//! the swarm's list of spawned members first (the intent), then creates and deletes
-//! their Agents, then answers each spawner in its own status, with mail when a member
+//! The Swarm controller's side of spawning (the decisions are `spawn.rs`): once the
+//! reconcile wrote the swarm's list of spawned members (the intent), it creates and
+//! deletes their Agents, then answers each spawner in its own status, with mail when a member
 //! it spawned ended. Every step can be repeated after a stop: a create of an Agent that
 //! is ours already is taken as made, an answer already written is not written again.
 
@@ -10,13 +10,11 @@ use serde_json::json;
 use tracing::info;
 
 use super::spawn::{self, Answer, SpawnPlan};
-use crate::api::{CONTROLLER_MANAGER, apply_status_returning};
 use crate::controller::Context;
 use crate::delivery::mail;
 use crate::kinds::agent::Agent;
 use crate::kinds::spawn::SpawnState;
 use crate::kinds::swarm::Swarm;
-use crate::kubernetes::fresh::Versions;
 use crate::reasons;
 use crate::{Error, Result};
 
@@ -25,24 +23,11 @@ const SPAWNER_MANAGER: &str = "overseer-spawner";
 /// Tries of an answer onto a spawner that keeps changing.
 const ANSWER_TRIES: usize = 16;
 
-/// Carries out `plan` for `swarm`: returns the swarm as written when the list of
-/// spawned members changed (its intent is written before any Agent is made).
-pub async fn carry_out(
-    ctx: &Context,
-    versions: &Versions,
-    swarm: &Swarm,
-    mut plan: SpawnPlan,
-) -> Result<SpawnPlan> {
+/// Carries out `plan` for `swarm`, whose status holds the plan's list already (the
+/// intent, written by the reconcile before anything is made); returns the plan as
+/// carried out (an entry whose name another took is dropped).
+pub async fn carry_out(ctx: &Context, swarm: &Swarm, mut plan: SpawnPlan) -> Result<SpawnPlan> {
     let namespace = swarm.namespace().unwrap_or_default();
-    let before = swarm.status.as_ref().map(|s| &s.spawned[..]).unwrap_or(&[]);
-    if plan.spawned != before {
-        let swarms: Api<Swarm> = Api::namespaced(ctx.client.clone(), &namespace);
-        let mut status = swarm.status.clone().unwrap_or_default();
-        status.spawned = plan.spawned.clone();
-        let written =
-            apply_status_returning(&swarms, &swarm.name_any(), CONTROLLER_MANAGER, &status).await?;
-        versions.saw(&written);
-    }
     let agents: Api<Agent> = Api::namespaced(ctx.client.clone(), &namespace);
     create(ctx, &agents, swarm, &mut plan).await?;
     for name in &plan.delete {
