@@ -18,6 +18,7 @@ mod goal;
 mod hostile;
 mod leader_election;
 mod mail;
+mod merge;
 mod overseer;
 mod prwatch;
 mod readers;
