@@ -274,8 +274,13 @@ fn take_requests(
             .iter()
             .find(|e| e.member == name && e.seq == request.seq)
         {
+            // Taken before a stop kept the answer from being written; what became of it
+            // since (an outcome, and its mail) is told as this plan has it.
             let record = record_of(entry, entry.reason.clone(), now);
-            plan.answers.entry(name).or_default().set(record, None);
+            let answer = plan.answers.entry(name).or_default();
+            if !answer.records.iter().any(|(r, _)| r.seq == record.seq) {
+                answer.records.push((record, None));
+            }
             continue;
         }
         let refused = |reason: &str| MergeRecord {

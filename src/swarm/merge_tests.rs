@@ -289,3 +289,23 @@ fn without_a_policy_a_request_is_refused_and_a_long_queue_keeps_what_is_pending(
         60
     );
 }
+
+#[test]
+fn an_outcome_reached_before_the_request_was_answered_is_still_mailed() {
+    let merging = swarm(json!([entry(1, "team-a", "Merging", 1)]), 1);
+    let a = member(
+        "team-a",
+        json!([{"seq": 1, "branch": "overseer/x", "sha": sha(1), "time": at(1).to_string()}]),
+    );
+    let landed = Attempt::Ended(Some(Landing::Merged { sha: sha(9) }));
+    let plan = plan(&merging, &[a], |_| landed.clone(), at(5));
+    let answer = &plan.answers["team-a"];
+    assert_eq!(answer.answered, 1);
+    let (record, mail) = &answer.records[0];
+    assert_eq!(record.state, MergeState::Merged);
+    assert!(
+        mail.as_deref()
+            .is_some_and(|m| m.contains("is merged onto trunk")),
+        "{mail:?}"
+    );
+}

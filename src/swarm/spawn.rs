@@ -50,6 +50,13 @@ impl Answer {
         self.records.retain(|(r, _)| r.seq != record.seq);
         self.records.push((record, mail));
     }
+
+    /// Sets `record` unless this plan already set one for its request (with its mail).
+    fn set_unless_set(&mut self, record: SpawnRecord) {
+        if !self.records.iter().any(|(r, _)| r.seq == record.seq) {
+            self.records.push((record, None));
+        }
+    }
 }
 
 /// The plan for `swarm` whose members (the Agents it controls, spawned ones included)
@@ -80,10 +87,16 @@ pub fn plan(swarm: &Swarm, members: &[Agent], others: &[String], now: Timestamp)
             .spawned
             .iter()
             .find(|e| e.parent == parent.name_any() && e.seq == request.seq);
-        let record = if let Some(entry) = taken_before.filter(|_| !request.cancel) {
-            // Taken into the list before a stop kept the answer from being written.
-            as_recorded(entry, &prefix, now)
-        } else if request.cancel {
+        if let Some(entry) = taken_before.filter(|_| !request.cancel) {
+            // Taken into the list before a stop kept the answer from being written; what
+            // became of it since (an end, and its mail) is told as this plan has it.
+            let record = as_recorded(entry, &prefix, now);
+            let parent_name = parent.name_any();
+            let answer = plan.answers.entry(parent_name).or_default();
+            answer.set_unless_set(record);
+            continue;
+        }
+        let record = if request.cancel {
             cancel(&mut plan, &prefix, parent, request, now)
         } else {
             match refusal(swarm, &plan.spawned, members, others, parent, request) {

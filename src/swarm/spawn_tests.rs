@@ -482,3 +482,25 @@ fn a_ledger_keeps_every_live_record_and_the_latest_final_ones() {
     assert_eq!(live, 7, "no queued record is dropped");
     assert_eq!(ledger.records[0].seq, 7, "the oldest final ones go first");
 }
+
+#[test]
+fn a_member_that_ended_before_its_request_was_answered_still_gets_its_spawner_mail() {
+    // A stop after the start and before the answer; the member ended meanwhile.
+    let spawned = json!([entry("a", "team-lead", 1, "Starting", 10)]);
+    let lead = member(
+        "team-lead",
+        "lead",
+        json!({"spawnRequests": [ask(1, "a", "builder", 10)]}),
+    );
+    let done = member("team-a", "builder", json!({"phase": "Done"}));
+    let plan = plan(&swarm(policy(), spawned), &[lead, done], &[], at(20));
+    let answer = &plan.answers["team-lead"];
+    assert_eq!(answer.answered, 1);
+    let (record, mail) = &answer.records[0];
+    assert_eq!((record.seq, record.state), (1, SpawnState::Ended));
+    assert!(
+        mail.as_deref()
+            .is_some_and(|m| m.contains("has ended: Done")),
+        "{mail:?}"
+    );
+}
