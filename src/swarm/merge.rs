@@ -135,6 +135,9 @@ pub fn plan(
         );
     }
     take_requests(&mut plan, policy.as_ref(), members, now);
+    if let Some(policy) = &policy {
+        converge(&mut plan, members, &target(swarm, policy), now);
+    }
     if policy.is_some() && !plan.queue.iter().any(|e| e.state == MergeState::Merging) {
         let next = plan
             .queue
@@ -180,32 +183,23 @@ fn follow(
         Attempt::Ended(landing) => landing,
     };
     plan.delete.push(pod);
-    let short = &entry.sha[..entry.sha.len().min(12)];
-    let (state, reason, mail) = match landing {
+    let (state, reason) = match landing {
         Some(Landing::Merged { sha } | Landing::AlreadyMerged { sha }) => {
             entry.merged_sha = Some(sha.clone());
-            let said = format!("merged onto {target} as {sha}");
-            let mail = format!("Your commit {short} of {} is {said}.", entry.branch);
-            (MergeState::Merged, said, Some(mail))
+            (MergeState::Merged, format!("merged onto {target} as {sha}"))
         }
-        Some(Landing::Conflict { paths }) => {
-            let listed = paths.join(", ");
-            let said = format!("conflicts with {target} in: {listed}");
-            let mail = format!(
-                "Your commit {short} of {} conflicts with {target} in: {listed}. Merge or rebase onto {target}, push, and request again; nothing was landed.",
-                entry.branch
-            );
-            (MergeState::Conflict, said, Some(mail))
-        }
-        Some(Landing::ChecksFailed { check, tail }) => {
-            let said = format!("the check {check} failed; {target} is unchanged");
-            let mail = format!(
-                "Your commit {short} of {} was not landed: the check {check} failed. The end of its output:\n{tail}",
-                entry.branch
-            );
-            (MergeState::ChecksFailed, said, Some(mail))
-        }
-        Some(Landing::NotOnBranch { reason }) => (MergeState::Refused, reason, None),
+        Some(Landing::Conflict { paths }) => (
+            MergeState::Conflict,
+            format!("conflicts with {target} in: {}", paths.join(", ")),
+        ),
+        Some(Landing::ChecksFailed { check, tail }) => (
+            MergeState::ChecksFailed,
+            format!(
+                "the check {check} failed; {target} is unchanged. The end of its output:\n{}",
+                super::land::tail(&tail, REASON_TAIL_BYTES)
+            ),
+        ),
+        Some(Landing::NotOnBranch { reason }) => (MergeState::Refused, reason),
         retry @ (Some(Landing::TargetMoved | Landing::Error { .. }) | None) => {
             let why = match retry {
                 Some(Landing::TargetMoved) => format!("{target} moved during the attempt"),
@@ -219,24 +213,75 @@ fn follow(
                 return;
             }
             let said = format!("{} attempts ran out; the last: {why}", entry.attempts);
-            let mail = format!(
-                "Your commit {short} of {} was not landed: {said}. Your overseer has been told.",
-                entry.branch
-            );
-            (MergeState::Failed, said, Some(mail))
+            (MergeState::Failed, said)
         }
     };
     entry.state = state;
-    entry.reason = Some(reason.clone());
-    let record = record_of(entry, Some(reason.clone()), now);
+    entry.reason = Some(reason.chars().take(1024).collect());
+    let entry = entry.clone();
+    tell(plan, &entry, target, now);
+}
+
+/// The end of a failing check's output kept in the queue and mailed to its author.
+const REASON_TAIL_BYTES: usize = 700;
+
+/// Sets `entry`'s record on its author's answer, with the mail and escalation of its
+/// state.
+fn tell(plan: &mut MergePlan, entry: &QueuedMerge, target: &str, now: Timestamp) {
+    let record = record_of(entry, entry.reason.clone(), now);
     let answer = plan.answers.entry(entry.member.clone()).or_default();
-    if state == MergeState::Failed {
+    if entry.state == MergeState::Failed {
         answer.escalation = Some(format!(
-            "the merge queue could not land {short} of {}: {reason}",
-            entry.branch
+            "the merge queue could not land {} of {}: {}",
+            short(&entry.sha),
+            entry.branch,
+            entry.reason.as_deref().unwrap_or_default()
         ));
     }
-    answer.set(record, mail);
+    answer.set(record, mail_for(entry, target));
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(12)]
+}
+
+/// The mail an entry's author gets in its state, from the entry alone (so an answer
+/// lost to a stop is told the same later).
+fn mail_for(entry: &QueuedMerge, target: &str) -> Option<String> {
+    let commit = format!("Your commit {} of {}", short(&entry.sha), entry.branch);
+    let reason = entry.reason.as_deref().unwrap_or_default();
+    match entry.state {
+        MergeState::Merged => Some(format!("{commit} is {reason}.")),
+        MergeState::Conflict => Some(format!(
+            "{commit} {reason}. Merge or rebase onto {target}, push, and request again; nothing was landed."
+        )),
+        MergeState::ChecksFailed => Some(format!("{commit} was not landed: {reason}")),
+        MergeState::Failed => Some(format!(
+            "{commit} was not landed: {reason}. Your overseer has been told."
+        )),
+        _ => None,
+    }
+}
+
+/// Records the queue has that a member's ledger shows otherwise (a stop between the
+/// queue's write and the answer's): told again as the queue has them, with their mail.
+/// A record the ledger no longer has was dropped after it was told.
+fn converge(plan: &mut MergePlan, members: &[Agent], target: &str, now: Timestamp) {
+    for entry in plan.queue.clone() {
+        let shown = members
+            .iter()
+            .find(|m| m.name_any() == entry.member)
+            .and_then(|m| m.status.as_ref()?.merges.as_ref())
+            .and_then(|l| l.records.iter().find(|r| r.seq == entry.seq))
+            .map(|r| r.state);
+        let told = plan
+            .answers
+            .get(&entry.member)
+            .is_some_and(|a| a.records.iter().any(|(r, _)| r.seq == entry.seq));
+        if shown.is_some_and(|s| s != entry.state) && !told {
+            tell(plan, &entry, target, now);
+        }
+    }
 }
 
 fn record_of(entry: &QueuedMerge, reason: Option<String>, now: Timestamp) -> MergeRecord {

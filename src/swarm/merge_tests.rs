@@ -138,7 +138,7 @@ fn an_attempts_report_ends_the_entry_or_tries_again_until_the_attempts_run_out()
             MergeState::ChecksFailed,
             1,
             Some(
-                "Your commit 111111111111 of overseer/x was not landed: the check test failed. The end of its output:\n1 failed",
+                "Your commit 111111111111 of overseer/x was not landed: the check test failed; trunk is unchanged. The end of its output:\n1 failed",
             ),
             false,
         ),
@@ -308,4 +308,37 @@ fn an_outcome_reached_before_the_request_was_answered_is_still_mailed() {
             .is_some_and(|m| m.contains("is merged onto trunk")),
         "{mail:?}"
     );
+}
+
+#[test]
+fn an_outcome_written_to_the_queue_but_not_to_its_author_is_told_later_once() {
+    // A stop after the queue's write (Merged) and before the author's answer.
+    let mut landed: serde_json::Value = entry(1, "team-a", "Merged", 1);
+    landed["reason"] = json!(format!("merged onto trunk as {}", sha(9)));
+    let queue = swarm(json!([landed]), 1);
+    let shown = |state: &str| -> Agent {
+        serde_json::from_value(json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+            "metadata": {"name": "team-a", "namespace": "ns"},
+            "spec": {"role": "builder", "swarm": "team"},
+            "status": {"merges": {"answered": 1, "records": [
+                {"seq": 1, "sha": sha(1), "state": state, "time": at(1).to_string()}]}}
+        }))
+        .unwrap()
+    };
+    let plan = plan(&queue, &[shown("Merging")], |_| Attempt::Missing, at(5));
+    let (record, mail) = &plan.answers["team-a"].records[0];
+    assert_eq!(record.state, MergeState::Merged);
+    assert_eq!(
+        mail.as_deref(),
+        Some(
+            format!(
+                "Your commit 111111111111 of overseer/x is merged onto trunk as {}.",
+                sha(9)
+            )
+            .as_str()
+        )
+    );
+    let told = super::plan(&queue, &[shown("Merged")], |_| Attempt::Missing, at(6));
+    assert!(told.answers.is_empty(), "told once");
 }

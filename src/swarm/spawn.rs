@@ -115,6 +115,7 @@ pub fn plan(swarm: &Swarm, members: &[Agent], others: &[String], now: Timestamp)
             .set(record, None);
     }
     start_queued(&mut plan, swarm, members, now);
+    converge(&mut plan, &prefix, &by_name, now);
     plan
 }
 
@@ -135,21 +136,64 @@ fn follow(plan: &mut SpawnPlan, prefix: &str, by_name: &BTreeMap<String, &Agent>
         };
         let Some(how) = ended else { continue };
         entry.state = SpawnedState::Ended;
-        let mail = format!(
-            "The member {} ({}) that you spawned has ended: {how}. overseer ps shows it.",
-            entry.name, entry.role
-        );
-        let record = SpawnRecord {
-            seq: entry.seq,
-            name: entry.name.clone(),
-            state: SpawnState::Ended,
-            reason: Some(how),
-            time: Time(now),
-        };
+        let (record, mail) = ended_record(entry, how, now);
         plan.answers
             .entry(entry.parent.clone())
             .or_default()
             .set(record, Some(mail));
+    }
+}
+
+/// The record of a member that ended `how`, and its spawner's mail.
+fn ended_record(entry: &SpawnedMember, how: String, now: Timestamp) -> (SpawnRecord, String) {
+    let mail = format!(
+        "The member {} ({}) that you spawned has ended: {how}. overseer ps shows it.",
+        entry.name, entry.role
+    );
+    let record = SpawnRecord {
+        seq: entry.seq,
+        name: entry.name.clone(),
+        state: SpawnState::Ended,
+        reason: Some(how),
+        time: Time(now),
+    };
+    (record, mail)
+}
+
+/// Records the list has that a spawner's ledger shows otherwise (a stop between the
+/// list's write and the answer's): told again as the list has them, an end with its
+/// mail. A record the ledger no longer has was dropped after it was told.
+fn converge(
+    plan: &mut SpawnPlan,
+    prefix: &str,
+    by_name: &BTreeMap<String, &Agent>,
+    now: Timestamp,
+) {
+    for entry in plan.spawned.clone() {
+        let mut record = as_recorded(&entry, prefix, now);
+        let shown = by_name
+            .get(&entry.parent)
+            .and_then(|p| p.status.as_ref()?.spawns.as_ref())
+            .and_then(|l| l.records.iter().find(|r| r.seq == entry.seq))
+            .map(|r| r.state);
+        let told = plan
+            .answers
+            .get(&entry.parent)
+            .is_some_and(|a| a.records.iter().any(|(r, _)| r.seq == entry.seq));
+        if told || shown.is_none_or(|s| s == record.state) {
+            continue;
+        }
+        let mut mail = None;
+        if record.state == SpawnState::Ended {
+            let agent = by_name.get(&format!("{prefix}{}", entry.name));
+            let how = agent
+                .and_then(|a| loop_end(a))
+                .unwrap_or_else(|| "its Agent is gone".to_string());
+            let (ended, said) = ended_record(&entry, how, now);
+            (record, mail) = (ended, Some(said));
+        }
+        let answer = plan.answers.entry(entry.parent.clone()).or_default();
+        answer.set(record, mail);
     }
 }
 

@@ -504,3 +504,29 @@ fn a_member_that_ended_before_its_request_was_answered_still_gets_its_spawner_ma
         "{mail:?}"
     );
 }
+
+#[test]
+fn an_end_written_to_the_list_but_not_to_its_spawner_is_told_later_once() {
+    // A stop after the list's write (Ended) and before the spawner's answer.
+    let spawned = json!([entry("a", "team-lead", 1, "Ended", 10)]);
+    let lead = |state: &str| {
+        member(
+            "team-lead",
+            "lead",
+            json!({"spawns": {"answered": 1, "records": [
+                {"seq": 1, "name": "a", "state": state, "time": time(10)}]}}),
+        )
+    };
+    let done = member("team-a", "builder", json!({"phase": "Done"}));
+    let swarm = swarm(policy(), spawned);
+    let plan = plan(&swarm, &[lead("Running"), done.clone()], &[], at(20));
+    let (record, mail) = &plan.answers["team-lead"].records[0];
+    assert_eq!(record.state, SpawnState::Ended);
+    assert!(
+        mail.as_deref()
+            .is_some_and(|m| m.contains("has ended: Done")),
+        "{mail:?}"
+    );
+    let told = super::plan(&swarm, &[lead("Ended"), done], &[], at(30));
+    assert!(told.answers.is_empty(), "told once, and nobody asked again");
+}

@@ -80,6 +80,8 @@ struct World {
     github: Option<FakeGitHub>,
     /// What the webhook heard, when the scenario has one.
     heard: Arc<Mutex<Vec<String>>>,
+    /// The git remote, when the scenario lands work through a merge queue.
+    remote: Option<Arc<crate::merge::Remote>>,
 }
 
 impl World {
@@ -90,6 +92,7 @@ impl World {
             shims: BTreeMap::new(),
             github: None,
             heard: Arc::default(),
+            remote: None,
         }
     }
 
@@ -1162,4 +1165,157 @@ impl Scenario for Spawned {
 #[ignore = "needs the test cluster: run by `make test`"]
 async fn spawned_members_start_once_in_order_whatever_write_the_operator_dies_at() {
     crash_everywhere(Spawned).await;
+}
+
+/// Two members ask to land disjoint edits through the merge queue; each attempt's pod
+/// is played on this machine with real git. Whatever write the operator dies at: both
+/// land, in order, each once (two merge commits), and each author gets one mail.
+struct Merged;
+
+impl Scenario for Merged {
+    const NAME: &'static str = "merge";
+
+    async fn world(&self, ns: &TestNamespace) -> World {
+        let mut world = World::new();
+        let remote = Arc::new(crate::merge::Remote::new(ns));
+        let clones: BTreeMap<&str, std::path::PathBuf> = [
+            ("a", remote.push("a", "sed -i 's/^1$/one/' a.txt")),
+            ("b", remote.push("b", "sed -i 's/^3$/three/' b.txt")),
+        ]
+        .into_iter()
+        .collect();
+        world.remote = Some(remote);
+        // Both ask once both run, so every run queues them in the same order.
+        let (agents, asked) = (ns.api::<Agent>(), Arc::new(AtomicBool::new(false)));
+        world.watch(ns.api::<Agent>(), move |_: Agent| {
+            let (agents, asked, clones) = (agents.clone(), asked.clone(), clones.clone());
+            async move {
+                for member in ["land-a", "land-b"] {
+                    let started = agents.get_opt(member).await.ok().flatten();
+                    if started.and_then(|a| a.status?.attempt).is_none() {
+                        return;
+                    }
+                }
+                if asked.swap(true, Ordering::SeqCst) {
+                    return;
+                }
+                for (member, clone) in &clones {
+                    let sha = crate::merge::sh(clone, "git rev-parse HEAD");
+                    let ask = json!({"status": {"mergeRequests": [{"seq": 1,
+                        "branch": format!("overseer/{member}"), "sha": sha,
+                        "time": format!("2026-12-05T00:00:0{}Z", if *member == "a" { 1 } else { 2 })}]}});
+                    let (params, patch) = (PatchParams::default(), Patch::Merge(&ask));
+                    let name = format!("land-{member}");
+                    retried("request a merge", || agents.patch_status(&name, &params, &patch)).await;
+                }
+            }
+        });
+        let pods: Api<Pod> = ns.api();
+        let namespace = ns.name.clone();
+        let played = Arc::new(Mutex::new(BTreeSet::new()));
+        world.watch(pods.clone(), move |pod: Pod| {
+            let (pods, namespace, played) = (pods.clone(), namespace.clone(), played.clone());
+            async move {
+                let merge = pod
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key("overseer.dev/merge"));
+                let running =
+                    pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+                let uid = pod.metadata.uid.clone().unwrap_or_default();
+                if !merge || !running || !played.lock().unwrap().insert(uid) {
+                    return;
+                }
+                let name = pod.metadata.name.clone().unwrap_or_default();
+                let message =
+                    tokio::task::spawn_blocking(move || crate::merge::land_as(&namespace, &pod))
+                        .await
+                        .unwrap();
+                let finish = json!({"metadata": {"annotations": {
+                    "kwok.overseer.dev/outcome": "Succeeded", "kwok.overseer.dev/message": message
+                }}});
+                let (params, patch) = (PatchParams::default(), Patch::Merge(&finish));
+                retried(&format!("finish {name}"), || {
+                    pods.patch(&name, &params, &patch)
+                })
+                .await;
+            }
+        });
+        world
+    }
+
+    async fn create(&self, ns: &TestNamespace, world: &World) {
+        let url = world
+            .remote
+            .as_ref()
+            .map(|r| r.url.clone())
+            .unwrap_or_default();
+        create_object::<Swarm>(
+            ns,
+            json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "metadata": {"name": "land"},
+            "spec": {
+                "defaults": {"runtime": {"name": "claude", "mode": "tui", "image": "example.com/claude:1"}},
+                "workspace": {"git": {"url": url, "ref": "main"}},
+                "coordination": {"merge": {"checks": [{"name": "files", "command": ["test", "-f", "a.txt"]}]}},
+                "agents": [{"name": "a", "role": "builder"}, {"name": "b", "role": "builder"}]
+            }
+        }),
+        )
+        .await;
+    }
+
+    async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String> {
+        let swarm = ns.api::<Swarm>().get("land").await.ok()?;
+        let queue = swarm.status?.merge_queue;
+        let merged = queue.len() == 2
+            && queue
+                .iter()
+                .all(|e| e.state == overseer::kinds::merge::MergeState::Merged);
+        let mut mail = Vec::new();
+        for member in ["land-a", "land-b"] {
+            let status = ns.api::<Agent>().get(member).await.ok()?.status?;
+            let told = status
+                .mailbox
+                .iter()
+                .filter(|m| m.from == "merge-queue")
+                .count();
+            let ledger = status.merges?;
+            mail.push(format!(
+                "{member}: {told} mail, answered {}",
+                ledger.answered
+            ));
+        }
+        if !merged || mail.iter().any(|m| m.contains(": 0 mail")) {
+            return None;
+        }
+        let mut end = String::new();
+        for e in &queue {
+            let _ = writeln!(
+                end,
+                "#{} {} {:?} after {} attempt(s)",
+                e.id, e.member, e.state, e.attempts
+            );
+        }
+        for line in mail {
+            let _ = writeln!(end, "{line}");
+        }
+        // Each run has its own repository: the commits' names differ, their branches not.
+        let merges: Vec<String> = world
+            .remote
+            .as_ref()?
+            .merges()
+            .iter()
+            .map(|m| m.split(" (").next().unwrap_or_default().to_string())
+            .collect();
+        let _ = write!(end, "merge commits on main: {}", merges.join(" | "));
+        Some(end)
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn merges_land_once_in_order_whatever_write_the_operator_dies_at() {
+    crash_everywhere(Merged).await;
 }

@@ -22,12 +22,12 @@ use crate::support::cluster::{
 };
 
 /// A bare repository whose `main` holds `a.txt` and `b.txt`, and the members' clones.
-struct Remote {
+pub(crate) struct Remote {
     root: PathBuf,
-    url: String,
+    pub(crate) url: String,
 }
 
-fn sh(dir: &Path, script: &str) -> String {
+pub(crate) fn sh(dir: &Path, script: &str) -> String {
     let output = Command::new("sh")
         .args(["-c", script])
         .current_dir(dir)
@@ -46,7 +46,7 @@ fn sh(dir: &Path, script: &str) -> String {
 }
 
 impl Remote {
-    fn new(ns: &TestNamespace) -> Remote {
+    pub(crate) fn new(ns: &TestNamespace) -> Remote {
         let root = std::env::temp_dir().join(format!("overseer-merge-{}", ns.name));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
@@ -64,7 +64,7 @@ impl Remote {
     }
 
     /// `member`'s clone on its branch `overseer/<member>`, with `edit` committed and pushed.
-    fn push(&self, member: &str, edit: &str) -> PathBuf {
+    pub(crate) fn push(&self, member: &str, edit: &str) -> PathBuf {
         let dir = self.root.join(member);
         if !dir.exists() {
             sh(
@@ -92,7 +92,7 @@ impl Remote {
     }
 
     /// The merges on main, newest first.
-    fn merges(&self) -> Vec<String> {
+    pub(crate) fn merges(&self) -> Vec<String> {
         sh(
             &self.root,
             "git --git-dir=origin.git log --merges --format=%s main",
@@ -148,8 +148,7 @@ fn said(output: &Output) -> String {
     )
 }
 
-/// Plays attempt pod `name` once kwok runs it: `overseer merge land` with the pod's
-/// environment in an empty directory of its own, its report handed to kwok.
+/// Plays attempt pod `name` once kwok runs it.
 async fn play(ns: &TestNamespace, name: &str) -> String {
     let pods: Api<Pod> = ns.api();
     let pod = wait_in(ns, &format!("merge pod {name} running"), WAIT, || async {
@@ -157,8 +156,22 @@ async fn play(ns: &TestNamespace, name: &str) -> String {
         (pod.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(pod)
     })
     .await;
+    let message = land_as(&ns.name, &pod);
+    let finish = json!({"metadata": {"annotations": {
+        "kwok.overseer.dev/outcome": "Succeeded", "kwok.overseer.dev/message": message
+    }}});
+    pods.patch(name, &PatchParams::default(), &Patch::Merge(&finish))
+        .await
+        .unwrap();
+    message
+}
+
+/// Runs the container of the merge attempt `pod` on this machine: `overseer merge
+/// land` with the pod's environment in an empty directory of its own; its report.
+pub(crate) fn land_as(namespace: &str, pod: &Pod) -> String {
+    let name = pod.metadata.name.clone().unwrap_or_default();
     let container = &pod.spec.as_ref().unwrap().containers[0];
-    let dir = std::env::temp_dir().join(format!("overseer-attempt-{}-{name}", ns.name));
+    let dir = std::env::temp_dir().join(format!("overseer-attempt-{namespace}-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let report = dir.join("termination-log");
@@ -176,12 +189,6 @@ async fn play(ns: &TestNamespace, name: &str) -> String {
     assert!(output.status.success(), "{}", said(&output));
     let message = std::fs::read_to_string(&report).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    let finish = json!({"metadata": {"annotations": {
-        "kwok.overseer.dev/outcome": "Succeeded", "kwok.overseer.dev/message": message
-    }}});
-    pods.patch(name, &PatchParams::default(), &Patch::Merge(&finish))
-        .await
-        .unwrap();
     message
 }
 
