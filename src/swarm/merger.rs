@@ -64,7 +64,8 @@ pub fn attempt_of(pod: Option<&Pod>) -> Attempt {
 const CONTAINER: &str = "merge";
 
 /// The pod of attempt `attempt` of `entry`: a fresh clone in an emptyDir, the checks in
-/// the merge image, no API access, the restricted profile, the policy's timeout.
+/// the merge image, no API access, the restricted profile, the policy's timeout, and
+/// the swarm's default pod settings.
 pub fn merge_pod(
     swarm: &Swarm,
     policy: &MergePolicy,
@@ -101,7 +102,7 @@ pub fn merge_pod(
     mounts.extend(workspace::mounts(&fresh, false));
     let mut volumes = vec![pods::overseer_volume()];
     volumes.extend(workspace::volumes(&fresh, &name));
-    Pod {
+    let mut pod = Pod {
         metadata: ObjectMeta {
             name: Some(name),
             namespace: swarm.namespace(),
@@ -137,7 +138,12 @@ pub fn merge_pod(
             ..Default::default()
         }),
         status: None,
-    }
+    };
+    // The swarm's pod settings (a private CA for git, node placement, pull secrets) as
+    // for its members and steps.
+    crate::template::PodTemplate::layered([swarm.spec.defaults.pod_template.as_ref()])
+        .dress(&mut pod);
+    pod
 }
 
 /// Carries out `plan` for `swarm`, whose status holds the plan's queue already.
@@ -239,4 +245,81 @@ fn escalation_requests(
         time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now),
     });
     requests
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attempts_pod_has_no_token_the_restricted_profile_the_deadline_and_the_swarms_settings() {
+        let swarm: Swarm = serde_json::from_value(json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm",
+            "metadata": {"name": "team", "namespace": "ns", "uid": "u"},
+            "spec": {
+                "defaults": {
+                    "runtime": {"name": "claude", "image": "agent:1"},
+                    "podTemplate": {"env": [{"name": "GIT_SSL_CAINFO", "value": "/ca/ca.crt"}],
+                                    "nodeSelector": {"pool": "agents"}}
+                },
+                "workspace": {"git": {"url": "https://git.example/r.git", "ref": "trunk",
+                                      "credentialsSecretRef": {"name": "git"}}},
+                "coordination": {"merge": {"timeout": "90s",
+                    "checks": [{"name": "test", "command": ["make", "test"]}]}}
+            }
+        }))
+        .unwrap();
+        let policy = swarm.spec.coordination.clone().unwrap().merge.unwrap();
+        let entry: QueuedMerge = serde_json::from_value(json!({"id": 7, "member": "team-a",
+            "seq": 2, "branch": "overseer/team-a", "sha": "a".repeat(40), "state": "Merging",
+            "attempts": 2, "requestedTime": "2026-12-01T00:00:00Z"}))
+        .unwrap();
+        let pod = merge_pod(&swarm, &policy, &entry, 2, "overseer:1");
+        assert_eq!(pod.metadata.name.as_deref(), Some("team-merge-7-2"));
+        let spec = pod.spec.unwrap();
+        assert_eq!(spec.automount_service_account_token, Some(false));
+        assert_eq!(spec.active_deadline_seconds, Some(90));
+        assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+        assert_eq!(spec.node_selector.unwrap()["pool"], "agents");
+        let container = &spec.containers[0];
+        assert_eq!(container.image.as_deref(), Some("agent:1"));
+        assert_eq!(
+            container
+                .security_context
+                .as_ref()
+                .unwrap()
+                .allow_privilege_escalation,
+            Some(false)
+        );
+        let env: BTreeMap<String, String> = container
+            .env
+            .iter()
+            .flatten()
+            .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+            .collect();
+        assert_eq!(env["OVERSEER_MERGE_TARGET"], "trunk");
+        assert_eq!(env["OVERSEER_MERGE_SHA"], "a".repeat(40));
+        assert_eq!(
+            env["OVERSEER_MERGE_CHECKS"],
+            r#"[{"name":"test","command":["make","test"]}]"#
+        );
+        assert_eq!(env["GIT_SSL_CAINFO"], "/ca/ca.crt");
+        let volumes: Vec<String> = spec
+            .volumes
+            .iter()
+            .flatten()
+            .map(|v| v.name.clone())
+            .collect();
+        assert!(
+            volumes.contains(&"git-credentials".to_string()),
+            "{volumes:?}"
+        );
+        let workspace = spec
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == "workspace")
+            .unwrap();
+        assert!(workspace.empty_dir.is_some(), "always a fresh clone");
+    }
 }
