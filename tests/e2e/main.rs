@@ -16,4 +16,5 @@ mod failover;
 mod goal;
 mod overseer_loop;
 mod real_cli;
+mod real_team;
 mod swarm;

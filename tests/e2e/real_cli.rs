@@ -18,8 +18,8 @@ use crate::support::cluster::{TestNamespace, create_object, wait_in};
 use crate::support::git_server::GitServer;
 
 /// How long a real CLI may take from its pod's creation to a finished exchange.
-const CLI_WAIT: Duration = Duration::from_secs(180);
-const OVERSEER: &str = "/overseer/bin/overseer";
+pub(crate) const CLI_WAIT: Duration = Duration::from_secs(180);
+pub(crate) const OVERSEER: &str = "/overseer/bin/overseer";
 
 fn image(var: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| {
@@ -43,7 +43,7 @@ fn pi_image() -> String {
     image("OVERSEER_E2E_PI_IMAGE")
 }
 
-fn turn(when: When, reply: Reply) -> Turn {
+pub(crate) fn turn(when: When, reply: Reply) -> Turn {
     Turn {
         when,
         reply,
@@ -52,19 +52,19 @@ fn turn(when: When, reply: Reply) -> Turn {
     }
 }
 
-fn prompt(text: &str) -> When {
+pub(crate) fn prompt(text: &str) -> When {
     When::Prompt(text.into())
 }
 
-fn tool_result(text: &str) -> When {
+pub(crate) fn tool_result(text: &str) -> When {
     When::ToolResult(text.into())
 }
 
-fn text(text: &str) -> Reply {
+pub(crate) fn text(text: &str) -> Reply {
     Reply::Text(text.into())
 }
 
-fn shell(command: &str) -> Reply {
+pub(crate) fn shell(command: &str) -> Reply {
     Reply::Shell(command.into())
 }
 
@@ -72,7 +72,7 @@ fn shell(command: &str) -> Reply {
 /// Secret `model` that points the CLIs at it: `ANTHROPIC_BASE_URL`, Copilot's own model
 /// provider (its "bring your own model" mode, Anthropic's API, no GitHub sign-in) and the
 /// API keys. pi's provider is a file: see `pi_runtime`.
-async fn model(ns: &TestNamespace, turns: Vec<Turn>) -> Server {
+pub(crate) async fn model(ns: &TestNamespace, turns: Vec<Turn>) -> Server {
     let address = address_for_pods(ns).await;
     let server = Server::start((address, 0).into(), Scenario { turns })
         .await
@@ -101,7 +101,7 @@ const CODEX_MODEL: &str = "gpt-5.5-codex";
 
 /// codex's runtime: the model above, and a model provider given on the command line
 /// (`-c`) that points it at the stand-in, whose key is the pod's `OPENAI_API_KEY`.
-fn codex_runtime(server: &Server, mode: &str) -> serde_json::Value {
+pub(crate) fn codex_runtime(server: &Server, mode: &str) -> serde_json::Value {
     let provider = format!(
         "model_providers.standin={{name=\"Stand-in\", base_url=\"{}/v1\", env_key=\"OPENAI_API_KEY\", wire_api=\"responses\"}}",
         server.url
@@ -110,7 +110,7 @@ fn codex_runtime(server: &Server, mode: &str) -> serde_json::Value {
            "args": ["-c", "model_provider=\"standin\"", "-c", provider]})
 }
 
-fn claude_runtime(mode: &str) -> serde_json::Value {
+pub(crate) fn claude_runtime(mode: &str) -> serde_json::Value {
     json!({"name": "claude", "mode": mode, "image": claude_image()})
 }
 
@@ -162,7 +162,7 @@ async fn agent(ns: &TestNamespace, name: &str, mut spec: serde_json::Value) {
 }
 
 /// The agent-loop requests whose last message is a user text holding `needle`.
-fn prompts_with<'a>(exchanges: &'a [Exchange], needle: &str) -> Vec<&'a Exchange> {
+pub(crate) fn prompts_with<'a>(exchanges: &'a [Exchange], needle: &str) -> Vec<&'a Exchange> {
     exchanges
         .iter()
         .filter(|e| e.agent_loop && matches!(&e.last, Last::UserText(t) if t.contains(needle)))
@@ -170,7 +170,7 @@ fn prompts_with<'a>(exchanges: &'a [Exchange], needle: &str) -> Vec<&'a Exchange
 }
 
 /// Prints each exchange of the agent loop, the hops the closing note quotes.
-fn print_hops(ns: &TestNamespace, server: &Server) {
+pub(crate) fn print_hops(ns: &TestNamespace, server: &Server) {
     for e in server.exchanges().iter().filter(|e| e.agent_loop) {
         let last = match &e.last {
             Last::UserText(t) => format!("user: {}", last_line(t)),
@@ -191,7 +191,7 @@ fn print_hops(ns: &TestNamespace, server: &Server) {
 
 /// Prints the stand-in's exchanges when the test fails: what each CLI was sent and
 /// answered is the first thing to read on a real CLI's failure.
-struct HopsOnPanic<'a>(&'a TestNamespace, &'a Server);
+pub(crate) struct HopsOnPanic<'a>(pub(crate) &'a TestNamespace, pub(crate) &'a Server);
 
 impl Drop for HopsOnPanic<'_> {
     fn drop(&mut self) {
@@ -206,7 +206,7 @@ fn last_line(text: &str) -> String {
     line.chars().take(120).collect()
 }
 
-async fn agent_where(
+pub(crate) async fn agent_where(
     ns: &TestNamespace,
     name: &str,
     what: &str,
@@ -224,7 +224,7 @@ async fn agent_where(
     .await
 }
 
-fn phase(agent: &Agent) -> Option<AgentPhase> {
+pub(crate) fn phase(agent: &Agent) -> Option<AgentPhase> {
     agent.status.as_ref()?.phase
 }
 
