@@ -134,7 +134,7 @@ pub fn plan(
             now,
         );
     }
-    take_requests(&mut plan, policy.as_ref(), members, now);
+    take_requests(&mut plan, (swarm, policy.as_ref()), members, now);
     if let Some(policy) = &policy {
         converge(&mut plan, members, &target(swarm, policy), now);
     }
@@ -299,7 +299,7 @@ fn record_of(entry: &QueuedMerge, reason: Option<String>, now: Timestamp) -> Mer
 /// the queue has it.
 fn take_requests(
     plan: &mut MergePlan,
-    policy: Option<&MergePolicy>,
+    (swarm, policy): (&Swarm, Option<&MergePolicy>),
     members: &[Agent],
     now: Timestamp,
 ) {
@@ -335,9 +335,20 @@ fn take_requests(
             reason: Some(reason.to_string()),
             time: Time(now),
         };
-        if policy.is_none() {
-            let record = refused("the swarm sets no spec.coordination.merge");
-            plan.answers.entry(name).or_default().set(record, None);
+        let own = own_branch(swarm, member);
+        let refusal = match policy {
+            None => Some("the swarm sets no spec.coordination.merge".to_string()),
+            Some(_) if request.branch != own => Some(format!(
+                "a member lands its own branch ({own}), not {}",
+                request.branch
+            )),
+            Some(_) => None,
+        };
+        if let Some(reason) = refusal {
+            plan.answers
+                .entry(name)
+                .or_default()
+                .set(refused(&reason), None);
             continue;
         }
         for older in plan
@@ -371,6 +382,18 @@ fn take_requests(
         plan.queue.push(entry);
         plan.answers.entry(name).or_default().set(record, None);
     }
+}
+
+/// The branch `member` works on: its workspace's (its own, else the swarm's) `branch`,
+/// else `overseer/<agent>`.
+fn own_branch(swarm: &Swarm, member: &Agent) -> String {
+    member
+        .spec
+        .workspace
+        .as_ref()
+        .or(swarm.spec.workspace.as_ref())
+        .and_then(|w| w.git.as_ref()?.branch.clone())
+        .unwrap_or_else(|| crate::workspace::default_branch(&member.name_any()))
 }
 
 /// The requests of `member` not answered yet, in seq order.

@@ -34,8 +34,8 @@ fn member(name: &str, requests: serde_json::Value) -> Agent {
     .unwrap()
 }
 
-fn ask(seq: i64, sha: &str, secs: i64) -> serde_json::Value {
-    json!({"seq": seq, "branch": "overseer/team-a", "sha": sha, "time": at(secs).to_string()})
+fn ask(member: &str, seq: i64, sha: &str, secs: i64) -> serde_json::Value {
+    json!({"seq": seq, "branch": format!("overseer/{member}"), "sha": sha, "time": at(secs).to_string()})
 }
 
 fn entry(id: i64, member: &str, state: &str, attempts: i64) -> serde_json::Value {
@@ -52,8 +52,11 @@ fn states(plan: &MergePlan) -> Vec<(i64, MergeState, i64)> {
 
 #[test]
 fn requests_queue_first_come_first_served_one_at_a_time_and_a_newer_one_supersedes() {
-    let a = member("team-a", json!([ask(1, &sha(1), 10), ask(2, &sha(2), 30)]));
-    let b = member("team-b", json!([ask(1, &sha(3), 20)]));
+    let a = member(
+        "team-a",
+        json!([ask("team-a", 1, &sha(1), 10), ask("team-a", 2, &sha(2), 30)]),
+    );
+    let b = member("team-b", json!([ask("team-b", 1, &sha(3), 20)]));
     let plan = plan(&swarm(json!([]), 0), &[a, b], |_| Attempt::Missing, at(40));
     assert_eq!(
         states(&plan),
@@ -66,7 +69,7 @@ fn requests_queue_first_come_first_served_one_at_a_time_and_a_newer_one_supersed
     );
     assert_eq!(plan.start, Some((2, 1)));
     assert_eq!(plan.last_id, 3);
-    let c = member("team-a", json!([ask(3, &sha(4), 50)]));
+    let c = member("team-a", json!([ask("team-a", 3, &sha(4), 50)]));
     let later = super::plan(
         &swarm(serde_json::to_value(&plan.queue).unwrap(), 3),
         &[c],
@@ -264,7 +267,7 @@ fn a_request_taken_before_a_stop_is_answered_as_the_queue_has_it_and_written_onc
 fn without_a_policy_a_request_is_refused_and_a_long_queue_keeps_what_is_pending() {
     let mut bare = swarm(json!([]), 0);
     bare.spec.coordination = None;
-    let a = member("team-a", json!([ask(1, &sha(1), 1)]));
+    let a = member("team-a", json!([ask("team-a", 1, &sha(1), 1)]));
     let plan = plan(&bare, &[a], |_| Attempt::Missing, at(5));
     assert!(plan.queue.is_empty() && plan.start.is_none());
     let (record, _) = &plan.answers["team-a"].records[0];
@@ -341,4 +344,17 @@ fn an_outcome_written_to_the_queue_but_not_to_its_author_is_told_later_once() {
     );
     let told = super::plan(&queue, &[shown("Merged")], |_| Attempt::Missing, at(6));
     assert!(told.answers.is_empty(), "told once");
+}
+
+#[test]
+fn a_member_lands_only_its_own_branch() {
+    let b = member("team-b", json!([ask("team-a", 1, &sha(1), 1)]));
+    let plan = plan(&swarm(json!([]), 0), &[b], |_| Attempt::Missing, at(5));
+    assert!(plan.queue.is_empty());
+    let (record, _) = &plan.answers["team-b"].records[0];
+    assert_eq!(record.state, MergeState::Refused);
+    assert_eq!(
+        record.reason.as_deref(),
+        Some("a member lands its own branch (overseer/team-b), not overseer/team-a")
+    );
 }

@@ -1179,8 +1179,8 @@ impl Scenario for Merged {
         let mut world = World::new();
         let remote = Arc::new(crate::merge::Remote::new(ns));
         let clones: BTreeMap<&str, std::path::PathBuf> = [
-            ("a", remote.push("a", "sed -i 's/^1$/one/' a.txt")),
-            ("b", remote.push("b", "sed -i 's/^3$/three/' b.txt")),
+            ("a", remote.push("land-a", "sed -i 's/^1$/one/' a.txt")),
+            ("b", remote.push("land-b", "sed -i 's/^3$/three/' b.txt")),
         ]
         .into_iter()
         .collect();
@@ -1202,7 +1202,7 @@ impl Scenario for Merged {
                 for (member, clone) in &clones {
                     let sha = crate::merge::sh(clone, "git rev-parse HEAD");
                     let ask = json!({"status": {"mergeRequests": [{"seq": 1,
-                        "branch": format!("overseer/{member}"), "sha": sha,
+                        "branch": format!("overseer/land-{member}"), "sha": sha,
                         "time": format!("2026-12-05T00:00:0{}Z", if *member == "a" { 1 } else { 2 })}]}});
                     let (params, patch) = (PatchParams::default(), Patch::Merge(&ask));
                     let name = format!("land-{member}");

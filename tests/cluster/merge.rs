@@ -47,7 +47,11 @@ pub(crate) fn sh(dir: &Path, script: &str) -> String {
 
 impl Remote {
     pub(crate) fn new(ns: &TestNamespace) -> Remote {
-        let root = std::env::temp_dir().join(format!("overseer-merge-{}", ns.name));
+        Remote::named(&ns.name)
+    }
+
+    fn named(name: &str) -> Remote {
+        let root = std::env::temp_dir().join(format!("overseer-merge-{name}"));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
         sh(&root, "git init --quiet --bare -b main origin.git");
@@ -63,7 +67,8 @@ impl Remote {
         Remote { root, url }
     }
 
-    /// `member`'s clone on its branch `overseer/<member>`, with `edit` committed and pushed.
+    /// The clone of the Agent `member` on its branch `overseer/<member>`, with `edit`
+    /// committed and pushed.
     pub(crate) fn push(&self, member: &str, edit: &str) -> PathBuf {
         let dir = self.root.join(member);
         if !dir.exists() {
@@ -237,8 +242,8 @@ async fn two_disjoint_edits_land_in_order_one_at_a_time_and_each_author_is_maile
     )
     .await;
 
-    let a = remote.push("a", "sed -i 's/^1$/one/' a.txt");
-    let b = remote.push("b", "sed -i 's/^3$/three/' b.txt");
+    let a = remote.push("team-a", "sed -i 's/^1$/one/' a.txt");
+    let b = remote.push("team-b", "sed -i 's/^3$/three/' b.txt");
     let first = request(&ns, "team-a", &a);
     assert!(said(&first).contains("merge #1 of"), "{}", said(&first));
     assert!(
@@ -265,7 +270,10 @@ async fn two_disjoint_edits_land_in_order_one_at_a_time_and_each_author_is_maile
     assert!(remote.show("a.txt").starts_with("one") && remote.show("b.txt").ends_with("three"));
     let merges = remote.merges();
     assert_eq!(merges.len(), 2, "{merges:?}");
-    assert!(merges[0].starts_with("Merge overseer/b") && merges[1].starts_with("Merge overseer/a"));
+    assert!(
+        merges[0].starts_with("Merge overseer/team-b")
+            && merges[1].starts_with("Merge overseer/team-a")
+    );
     let main = remote.main();
     let a_told = wait_condition(&ns, "team-a", "a's mail", |a| !mail_of(a).is_empty()).await;
     assert!(
@@ -308,8 +316,8 @@ async fn a_conflict_is_mailed_with_its_paths_a_failing_check_changes_nothing_and
     )
     .await;
 
-    let a = remote.push("a", "sed -i 's/^2$/two/' a.txt");
-    let b = remote.push("b", "sed -i 's/^2$/TWO/' a.txt");
+    let a = remote.push("team-a", "sed -i 's/^2$/two/' a.txt");
+    let b = remote.push("team-b", "sed -i 's/^2$/TWO/' a.txt");
     assert!(request(&ns, "team-a", &a).status.success());
     play(&ns, "team-merge-1-1").await;
     wait_state(&ns, 1, MergeState::Merged).await;
@@ -380,7 +388,7 @@ async fn a_conflict_is_mailed_with_its_paths_a_failing_check_changes_nothing_and
     assert!(remote.show("a.txt").contains("two TWO"));
 
     // An attempt that never reports, twice: the attempts run out, b's overseer is told.
-    let b = remote.push("b", "echo more >> b.txt");
+    let b = remote.push("team-b", "echo more >> b.txt");
     assert!(request(&ns, "team-b", &b).status.success());
     for attempt in [1, 2] {
         let pods: Api<Pod> = ns.api();
@@ -420,7 +428,7 @@ async fn a_push_whose_report_was_lost_ends_merged_once_and_a_commit_not_pushed_i
     let remote = Remote::new(&ns);
     let running = operator(&ns);
     create_team(&ns, &remote, json!([])).await;
-    let a = remote.push("a", "sed -i 's/^1$/one/' a.txt");
+    let a = remote.push("team-a", "sed -i 's/^1$/one/' a.txt");
 
     // Not pushed: refused before anything is asked.
     sh(&a, "echo local >> b.txt && git commit --quiet -am local");
@@ -461,4 +469,153 @@ async fn a_push_whose_report_was_lost_ends_merged_once_and_a_commit_not_pushed_i
     let a = agent(&ns, "team-a").await;
     assert_eq!(mail_of(&a).len(), 1, "{:?}", mail_of(&a));
     tokio::time::sleep(Duration::from_millis(500)).await;
+}
+
+/// Members of the rate test, each with a file of its own (disjoint edits).
+const RATE_MEMBERS: usize = 10;
+
+/// `RATE_MEMBERS` pushed commits, each on `overseer/team-m<i>` of `remote`; their shas.
+fn rate_commits(remote: &Remote) -> Vec<String> {
+    (0..RATE_MEMBERS)
+        .map(|i| {
+            let edit = format!("echo {i} > f{i}.txt && git add f{i}.txt");
+            let clone = remote.push(&format!("team-m{i}"), &edit);
+            sh(&clone, "git rev-parse HEAD")
+        })
+        .collect()
+}
+
+/// The figure: merges per minute with a trivial check, through the queue (each attempt
+/// a kwok pod whose container is played here), beside the same merges run by `overseer
+/// merge land` in sequence on this machine with no cluster (git's own cost).
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn merges_per_minute_with_a_trivial_check_beside_bare_git() {
+    let ns = setup("merge-rate").await;
+    let check = json!([{"name": "files", "command": ["test", "-f", "a.txt"]}]);
+    // Baseline: the attempts alone, one after another.
+    let bare = Remote::named(&format!("{}-bare", ns.name));
+    let shas = rate_commits(&bare);
+    let started = std::time::Instant::now();
+    for (i, sha) in shas.iter().enumerate() {
+        let dir = bare.root.join(format!("attempt-{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_overseer"))
+            .args(["merge", "land"])
+            .current_dir(&dir)
+            .env("OVERSEER_GIT_URL", &bare.url)
+            .env("OVERSEER_MERGE_TARGET", "main")
+            .env("OVERSEER_MERGE_BRANCH", format!("overseer/team-m{i}"))
+            .env("OVERSEER_MERGE_SHA", sha)
+            .env("OVERSEER_MERGE_CHECKS", check.to_string())
+            .env("OVERSEER_TERMINATION_LOG", dir.join("report"))
+            .output()
+            .unwrap();
+        let report = std::fs::read_to_string(dir.join("report")).unwrap_or_default();
+        assert!(
+            output.status.success() && report.contains("\"merged\""),
+            "{report}"
+        );
+    }
+    let bare_seconds = started.elapsed().as_secs_f64();
+    assert_eq!(bare.merges().len(), RATE_MEMBERS);
+
+    // Through the queue.
+    let _operator = operator(&ns);
+    let remote = Remote::new(&ns);
+    let shas = rate_commits(&remote);
+    let members: Vec<serde_json::Value> = (0..RATE_MEMBERS)
+        .map(|i| json!({"name": format!("m{i}"), "role": "builder"}))
+        .collect();
+    create_object::<Swarm>(
+        &ns,
+        json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "metadata": {"name": "team"},
+        "spec": {
+            "defaults": {"runtime": {"name": "pi", "mode": "tui", "image": "example.com/pi:1"}},
+            "workspace": {"git": {"url": remote.url, "ref": "main"}},
+            "coordination": {"merge": {"checks": check}},
+            "agents": members
+        }}),
+    )
+    .await;
+    for i in 0..RATE_MEMBERS {
+        wait_started(&ns, &format!("team-m{i}")).await;
+    }
+    let player = {
+        let (pods, namespace): (Api<Pod>, String) = (ns.api(), ns.name.clone());
+        tokio::spawn(async move {
+            let mut played = std::collections::BTreeSet::new();
+            loop {
+                let list = pods
+                    .list(&Default::default())
+                    .await
+                    .map(|l| l.items)
+                    .unwrap_or_default();
+                for pod in list {
+                    let name = pod.metadata.name.clone().unwrap_or_default();
+                    let running =
+                        pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+                    let merge = pod
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .is_some_and(|l| l.contains_key("overseer.dev/merge"));
+                    if !merge || !running || !played.insert(name.clone()) {
+                        continue;
+                    }
+                    let ns_name = namespace.clone();
+                    let message = tokio::task::spawn_blocking(move || land_as(&ns_name, &pod))
+                        .await
+                        .unwrap();
+                    let finish = json!({"metadata": {"annotations": {
+                        "kwok.overseer.dev/outcome": "Succeeded", "kwok.overseer.dev/message": message}}});
+                    let _ = pods
+                        .patch(&name, &PatchParams::default(), &Patch::Merge(&finish))
+                        .await;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    let agents: Api<Agent> = ns.api();
+    let started = std::time::Instant::now();
+    for (i, sha) in shas.iter().enumerate() {
+        let ask = json!({"status": {"mergeRequests": [{"seq": 1, "branch": format!("overseer/team-m{i}"),
+            "sha": sha, "time": jiff::Timestamp::now().to_string()}]}});
+        agents
+            .patch_status(
+                &format!("team-m{i}"),
+                &PatchParams::default(),
+                &Patch::Merge(&ask),
+            )
+            .await
+            .unwrap();
+    }
+    wait_in(
+        &ns,
+        "every merge landed",
+        Duration::from_secs(240),
+        || async {
+            let landed = queue(&ns)
+                .await
+                .iter()
+                .filter(|e| e.2 == MergeState::Merged)
+                .count();
+            (landed == RATE_MEMBERS).then_some(())
+        },
+    )
+    .await;
+    let queue_seconds = started.elapsed().as_secs_f64();
+    player.abort();
+    assert_eq!(remote.merges().len(), RATE_MEMBERS, "each landed once");
+    let report = format!(
+        "{RATE_MEMBERS} merges with a trivial check: `overseer merge land` in sequence, no cluster: {bare_seconds:.1}s ({:.0}/min); through the queue, one attempt pod at a time (kwok pods, containers played here): {queue_seconds:.1}s ({:.0}/min), {:.2}s per merge over git's own\n",
+        RATE_MEMBERS as f64 * 60.0 / bare_seconds,
+        RATE_MEMBERS as f64 * 60.0 / queue_seconds,
+        (queue_seconds - bare_seconds) / RATE_MEMBERS as f64
+    );
+    println!("{report}");
+    let logs = crate::support::cluster::repo_root().join("target/test-logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(logs.join("merge-rate.txt"), report).unwrap();
 }

@@ -122,9 +122,11 @@ async fn a_real_claude_lead_spawns_a_real_codex_writer_whose_work_lands_through_
     assert!(mail[0].body.contains("is merged onto main as"), "{mail:?}");
     agent_where(&ns, "team-lead", "the lead told of the writer's end", |a| {
         a.status.as_ref().is_some_and(|s| {
-            s.spawns
-                .as_ref()
-                .is_some_and(|l| l.records.iter().any(|r| r.name == "writer" && r.state == overseer::kinds::spawn::SpawnState::Ended))
+            s.spawns.as_ref().is_some_and(|l| {
+                l.records.iter().any(|r| {
+                    r.name == "writer" && r.state == overseer::kinds::spawn::SpawnState::Ended
+                })
+            })
         })
     })
     .await;
