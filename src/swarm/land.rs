@@ -9,9 +9,28 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use super::merge::Landing;
 use crate::kinds::merge::MergeCheck;
 use crate::{Error, Result};
+
+/// What an attempt's pod reported (its termination message).
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+pub enum Landing {
+    /// Merged and pushed: the target's new commit.
+    Merged { sha: String },
+    /// The commit was on the target already (an attempt before a stop pushed it).
+    AlreadyMerged { sha: String },
+    /// The paths both sides changed.
+    Conflict { paths: Vec<String> },
+    /// A check exited non-zero: its name and its output's tail.
+    ChecksFailed { check: String, tail: String },
+    /// The target moved between the clone and the push: try again.
+    TargetMoved,
+    /// The commit is not on the branch (or either is gone).
+    NotOnBranch { reason: String },
+    /// Anything else (git failed, the remote refused): try again.
+    Error { reason: String },
+}
 
 /// The end of a failing check's output that the author is mailed, at most.
 pub const TAIL_BYTES: usize = 2048;

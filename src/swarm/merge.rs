@@ -14,6 +14,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
+pub use super::land::Landing;
 use crate::kinds::agent::Agent;
 use crate::kinds::merge::{
     MergeLedger, MergePolicy, MergeRecord, MergeRequest, MergeState, QueuedMerge,
@@ -26,26 +27,6 @@ pub const QUEUE_KEPT: usize = 100;
 pub const RECORDS_KEPT: usize = 32;
 /// The mail type of the queue's messages.
 pub const MAIL_TYPE: &str = "merge";
-
-/// What an attempt's pod reported (its termination message, `land.rs`).
-#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "outcome", rename_all = "camelCase")]
-pub enum Landing {
-    /// Merged and pushed: the target's new commit.
-    Merged { sha: String },
-    /// The commit was on the target already (an attempt before a stop pushed it).
-    AlreadyMerged { sha: String },
-    /// The paths both sides changed.
-    Conflict { paths: Vec<String> },
-    /// A check exited non-zero: its name and its output's tail.
-    ChecksFailed { check: String, tail: String },
-    /// The target moved between the clone and the push: try again.
-    TargetMoved,
-    /// The commit is not on the branch (or either is gone).
-    NotOnBranch { reason: String },
-    /// Anything else (git failed, the remote refused): try again.
-    Error { reason: String },
-}
 
 /// An attempt's pod as the cache shows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -351,37 +332,45 @@ fn take_requests(
                 .set(refused(&reason), None);
             continue;
         }
-        for older in plan
-            .queue
-            .iter_mut()
-            .filter(|e| e.member == name && e.state == MergeState::Queued)
-        {
-            older.state = MergeState::Superseded;
-            older.reason = Some(format!("superseded by request {}", request.seq));
-            let record = record_of(older, older.reason.clone(), now);
-            plan.answers
-                .entry(name.clone())
-                .or_default()
-                .set(record, None);
-        }
-        plan.last_id += 1;
-        let entry = QueuedMerge {
-            id: plan.last_id,
-            member: name.clone(),
-            seq: request.seq,
-            branch: request.branch.clone(),
-            sha: request.sha.clone(),
-            state: MergeState::Queued,
-            attempts: 0,
-            reason: None,
-            merged_sha: None,
-            requested_time: Time(now),
-        };
-        let ahead = plan.queue.iter().filter(|e| !e.state.is_final()).count();
-        let record = record_of(&entry, Some(format!("{ahead} ahead in the queue")), now);
-        plan.queue.push(entry);
-        plan.answers.entry(name).or_default().set(record, None);
+        enqueue(plan, &name, request, now);
     }
+}
+
+/// Queues `member`'s `request`, superseding its queued ones.
+fn enqueue(plan: &mut MergePlan, member: &str, request: &MergeRequest, now: Timestamp) {
+    for older in plan
+        .queue
+        .iter_mut()
+        .filter(|e| e.member == member && e.state == MergeState::Queued)
+    {
+        older.state = MergeState::Superseded;
+        older.reason = Some(format!("superseded by request {}", request.seq));
+        let record = record_of(older, older.reason.clone(), now);
+        plan.answers
+            .entry(member.to_string())
+            .or_default()
+            .set(record, None);
+    }
+    plan.last_id += 1;
+    let entry = QueuedMerge {
+        id: plan.last_id,
+        member: member.to_string(),
+        seq: request.seq,
+        branch: request.branch.clone(),
+        sha: request.sha.clone(),
+        state: MergeState::Queued,
+        attempts: 0,
+        reason: None,
+        merged_sha: None,
+        requested_time: Time(now),
+    };
+    let ahead = plan.queue.iter().filter(|e| !e.state.is_final()).count();
+    let record = record_of(&entry, Some(format!("{ahead} ahead in the queue")), now);
+    plan.queue.push(entry);
+    plan.answers
+        .entry(member.to_string())
+        .or_default()
+        .set(record, None);
 }
 
 /// The branch `member` works on: its workspace's (its own, else the swarm's) `branch`,

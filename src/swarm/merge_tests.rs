@@ -104,7 +104,16 @@ fn an_attempts_report_ends_the_entry_or_tries_again_until_the_attempts_run_out()
         check: "test".into(),
         tail: "1 failed".into(),
     };
-    let rows: Vec<(&str, i64, Attempt, MergeState, i64, Option<&str>, bool)> = vec![
+    type Row<'a> = (
+        &'a str,
+        i64,
+        Attempt,
+        MergeState,
+        i64,
+        Option<&'a str>,
+        bool,
+    );
+    let rows: Vec<Row> = vec![
         (
             "merged",
             1,

@@ -207,15 +207,16 @@ fn each_rule_and_limit_refuses_with_its_reason_and_nothing_is_spawned() {
     let deep = json!([{"name": "lead2", "role": "lead", "parent": "team-lead", "seq": 1,
         "depth": 2, "state": "Running", "requestedTime": time(1)}]);
     // (case, policy, spawned, parent (agent, role), request (name, role), other agents, reason starts with)
-    let rows: Vec<(
-        &str,
+    type Row<'a> = (
+        &'a str,
         serde_json::Value,
         serde_json::Value,
-        (&str, &str),
-        (&str, &str),
+        (&'a str, &'a str),
+        (&'a str, &'a str),
         Vec<String>,
-        &str,
-    )> = vec![
+        &'a str,
+    );
+    let rows: Vec<Row> = vec![
         (
             "no policy",
             serde_json::Value::Null,
