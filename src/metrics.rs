@@ -213,6 +213,10 @@ pub struct Metrics {
     pub mail: Family<MailLabels, Counter>,
     /// From a message sent to its notice typed into the recipient.
     pub mail_to_notice: Histogram,
+    /// Spawn requests answered, by what became of them (running, queued, refused, ...).
+    pub spawns: Family<MailLabels, Counter>,
+    /// Merge attempts ended, by what the queue made of them (merged, conflict, retried, ...).
+    pub merges: Family<MailLabels, Counter>,
     /// PR watch polls by result.
     pub pr_polls: Family<PollLabels, Counter>,
     /// From the poll that saw CI settle to the delivered wake.
@@ -260,6 +264,8 @@ impl Default for Metrics {
             escalation_to_told: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
             mail: Family::default(),
             mail_to_notice: Histogram::new(exponential_buckets(0.05, 2.0, 16)),
+            spawns: Family::default(),
+            merges: Family::default(),
             pr_polls: Family::default(),
             pr_settle_to_wake: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
             api_writes: Family::default(),
@@ -359,6 +365,16 @@ impl Metrics {
             "agent_mail",
             "Mail routed between swarm members, by receipt (queued, undeliverable, refused)",
             self.mail.clone(),
+        );
+        r.register(
+            "swarm_spawns",
+            "Spawn requests answered, by state (queued, running, refused, cancelled, ended)",
+            self.spawns.clone(),
+        );
+        r.register(
+            "swarm_merges",
+            "Merge queue attempts ended, by what became of the request (merged, conflict, checksfailed, failed, refused, merging: tried again)",
+            self.merges.clone(),
         );
         r.register(
             "agent_mail_to_notice_seconds",

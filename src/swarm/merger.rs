@@ -169,7 +169,7 @@ pub async fn carry_out(ctx: &Context, swarm: &Swarm, plan: &MergePlan) -> Result
     }
     for name in &plan.delete {
         match pods_api.delete(name, &DeleteParams::background()).await {
-            Ok(_) => {}
+            Ok(_) => count(ctx, swarm, plan, name),
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(error) => return Err(error.into()),
         }
@@ -179,6 +179,33 @@ pub async fn carry_out(ctx: &Context, swarm: &Swarm, plan: &MergePlan) -> Result
         tell(&agents, member, answer).await?;
     }
     Ok(())
+}
+
+/// `overseer_swarm_merges{state}`: what the queue made of the ended attempt `pod`.
+fn count(ctx: &Context, swarm: &Swarm, plan: &MergePlan, pod: &str) {
+    use crate::kinds::merge::MergeState;
+    let name = swarm.name_any();
+    let Some(entry) = plan
+        .queue
+        .iter()
+        .find(|e| (1..=e.attempts).any(|a| merge::pod_name(&name, e.id, a) == pod))
+    else {
+        return;
+    };
+    let state = match entry.state {
+        MergeState::Queued => "queued",
+        MergeState::Merging => "merging",
+        MergeState::Merged => "merged",
+        MergeState::Conflict => "conflict",
+        MergeState::ChecksFailed => "checksfailed",
+        MergeState::Failed => "failed",
+        MergeState::Superseded => "superseded",
+        MergeState::Refused => "refused",
+    };
+    ctx.metrics
+        .merges
+        .get_or_create(&crate::metrics::MailLabels { state })
+        .inc();
 }
 
 /// Writes `answer` into `member`'s status onto the version read: the ledger, the mail

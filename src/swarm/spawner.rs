@@ -126,6 +126,7 @@ async fn tell(
         {
             Ok(_) => {
                 publish_refusals(ctx, &fresh, &ledger, answer);
+                count(ctx, status.spawns.as_ref(), &ledger);
                 return Ok(());
             }
             Err(kube::Error::Api(status)) if status.code == 409 => continue,
@@ -135,6 +136,31 @@ async fn tell(
     Err(Error::Busy(format!(
         "agent {parent} changed {ANSWER_TRIES} times while its spawn requests were answered"
     )))
+}
+
+/// `overseer_swarm_spawns{state}`: each record the write set or moved.
+fn count(
+    ctx: &Context,
+    before: Option<&crate::kinds::spawn::SpawnLedger>,
+    after: &crate::kinds::spawn::SpawnLedger,
+) {
+    for record in &after.records {
+        let was = before.and_then(|l| l.records.iter().find(|r| r.seq == record.seq));
+        if was.is_some_and(|w| w.state == record.state) {
+            continue;
+        }
+        let state = match record.state {
+            SpawnState::Queued => "queued",
+            SpawnState::Running => "running",
+            SpawnState::Ended => "ended",
+            SpawnState::Refused => "refused",
+            SpawnState::Cancelled => "cancelled",
+        };
+        ctx.metrics
+            .spawns
+            .get_or_create(&crate::metrics::MailLabels { state })
+            .inc();
+    }
 }
 
 /// One SpawnRefused Event on the spawner for each refusal just written.
