@@ -188,10 +188,19 @@ async fn a_swarm_creates_its_agents_with_roles_instructions_and_permissions() {
         Some("example.com/claude:1")
     );
     // What `kubectl get agents` shows as RUNTIME: the runtime of the pod.
+    // The status is written after the pod is made: under load a moment later.
     for (member, runtime) in [("billing-builder", "codex"), ("billing-scout", "claude")] {
-        let status = ns.api::<Agent>().get_status(member).await.unwrap().status;
-        let shown = serde_json::to_value(status.and_then(|s| s.runtime)).unwrap();
-        assert_eq!(shown, runtime, "{member}");
+        let shown = wait_in(
+            &ns,
+            &format!("{member}'s runtime in status"),
+            WAIT,
+            || async {
+                let status = ns.api::<Agent>().get_status(member).await.ok()?.status?;
+                status.runtime
+            },
+        )
+        .await;
+        assert_eq!(serde_json::to_value(shown).unwrap(), runtime, "{member}");
     }
     // A goal of the swarm: its builder step runs with the swarm's builder template.
     let goal: Goal = serde_json::from_value(json!({
