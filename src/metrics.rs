@@ -276,6 +276,7 @@ impl Default for Metrics {
         };
         metrics.register_controller_metrics(build_info);
         metrics.register_kind_metrics();
+        metrics.register_swarm_metrics();
         metrics.start_at_zero();
         metrics
     }
@@ -333,6 +334,21 @@ impl Metrics {
         );
     }
 
+    /// The swarms' own: spawning and the merge queue.
+    fn register_swarm_metrics(&mut self) {
+        let r = &mut self.registry;
+        r.register(
+            "swarm_spawns",
+            "Spawn requests answered, by state (queued, running, refused, cancelled, ended)",
+            self.spawns.clone(),
+        );
+        r.register(
+            "swarm_merges",
+            "Merge queue attempts ended, by what became of the request (merged, conflict, checksfailed, failed, refused, merging: tried again)",
+            self.merges.clone(),
+        );
+    }
+
     /// The agents', goals' and PR watches' own.
     fn register_kind_metrics(&mut self) {
         let r = &mut self.registry;
@@ -365,16 +381,6 @@ impl Metrics {
             "agent_mail",
             "Mail routed between swarm members, by receipt (queued, undeliverable, refused)",
             self.mail.clone(),
-        );
-        r.register(
-            "swarm_spawns",
-            "Spawn requests answered, by state (queued, running, refused, cancelled, ended)",
-            self.spawns.clone(),
-        );
-        r.register(
-            "swarm_merges",
-            "Merge queue attempts ended, by what became of the request (merged, conflict, checksfailed, failed, refused, merging: tried again)",
-            self.merges.clone(),
         );
         r.register(
             "agent_mail_to_notice_seconds",
