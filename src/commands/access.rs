@@ -59,6 +59,28 @@ pub(crate) async fn own_status(api: &Api<Agent>, action: &str, agent: &str) -> R
         .map_err(|e| refused(action, agent, e))
 }
 
+/// What `pick` finds in `agent`'s own status, read every `every` until it finds
+/// something or `wait` has passed (None: not yet). An agent may read only its own
+/// status, so the commands in its pod wait for the operator's answer by reading it.
+pub(crate) async fn await_own_status<T>(
+    api: &Api<Agent>,
+    (action, agent): (&str, &str),
+    (wait, every): (Duration, Duration),
+    mut pick: impl FnMut(AgentStatus) -> Option<T>,
+) -> Result<Option<T>> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let current = own_status(api, action, agent).await?;
+        if let Some(found) = pick(current.status.unwrap_or_default()) {
+            return Ok(Some(found));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
 /// Writes the status fields `queue` makes from the agent's current status (a merge
 /// patch under `manager`) onto the version they were made from: when another writer
 /// changed the agent in between, it reads and tries again, so concurrent writers of

@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
-use super::access::{agents, own_status, queue_onto_version, refused};
+use super::access::{agents, await_own_status, own_status, queue_onto_version, refused};
 use crate::delivery::mail;
 use crate::kinds::agent::{Agent, AgentStatus, MailReceipt, OutgoingMail, ReceiptState};
 use crate::{Error, Result};
@@ -132,23 +132,18 @@ async fn await_receipts(
     seq: i64,
     wait: Duration,
 ) -> Result<Option<Vec<MailReceipt>>> {
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let current = own_status(api, "read the mail of", agent).await?;
-        let record = current.status.and_then(|s| s.mail).unwrap_or_default();
-        if record.routed_seq >= seq {
-            let receipts = record
+    let every = Duration::from_millis(200);
+    await_own_status(api, ("read the mail of", agent), (wait, every), |status| {
+        let record = status.mail.unwrap_or_default();
+        (record.routed_seq >= seq).then(|| {
+            record
                 .receipts
                 .into_iter()
                 .filter(|r| r.seq == seq)
-                .collect();
-            return Ok(Some(receipts));
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Ok(None);
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+                .collect()
+        })
+    })
+    .await
 }
 
 fn receipt_line(receipt: &MailReceipt) -> String {

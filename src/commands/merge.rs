@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use serde_json::json;
 
-use super::access::{agents, own_status, queue_onto_version};
+use super::access::{agents, await_own_status, own_status, queue_onto_version};
 use crate::kinds::agent::{Agent, AgentStatus};
 use crate::kinds::merge::{MergeRecord, MergeRequest, MergeState};
 use crate::{Error, Result};
@@ -164,6 +164,7 @@ pub async fn status(namespace: Option<&str>, agent: &str) -> Result<()> {
     Ok(())
 }
 
+/// The record of request `seq` once it answers `done`, within `wait` (None: not yet).
 async fn await_record(
     api: &Api<Agent>,
     agent: &str,
@@ -171,20 +172,11 @@ async fn await_record(
     wait: Duration,
     done: impl Fn(&MergeRecord) -> bool,
 ) -> Result<Option<MergeRecord>> {
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let current = own_status(api, "read the merges of", agent).await?;
-        let ledger = current.status.and_then(|s| s.merges).unwrap_or_default();
-        if let Some(record) = ledger.records.into_iter().find(|r| r.seq == seq)
-            && done(&record)
-        {
-            return Ok(Some(record));
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Ok(None);
-        }
-        tokio::time::sleep(POLL).await;
-    }
+    await_own_status(api, ("read the merges of", agent), (wait, POLL), |status| {
+        let ledger = status.merges.unwrap_or_default();
+        ledger.records.into_iter().find(|r| r.seq == seq && done(r))
+    })
+    .await
 }
 
 fn line(record: &MergeRecord) -> String {

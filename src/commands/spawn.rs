@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use serde_json::json;
 
-use super::access::{agents, own_status, queue_onto_version};
+use super::access::{agents, await_own_status, queue_onto_version};
 use crate::kinds::agent::{Agent, AgentStatus};
 use crate::kinds::spawn::{SpawnRecord, SpawnRequest, SpawnState};
 use crate::{Error, Result};
@@ -147,20 +147,11 @@ async fn await_record(
     wait: Duration,
     done: impl Fn(&SpawnRecord) -> bool,
 ) -> Result<Option<SpawnRecord>> {
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let current = own_status(api, "read the spawns of", agent).await?;
-        let ledger = current.status.and_then(|s| s.spawns).unwrap_or_default();
-        if let Some(record) = ledger.records.into_iter().find(|r| r.seq == seq)
-            && done(&record)
-        {
-            return Ok(Some(record));
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Ok(None);
-        }
-        tokio::time::sleep(POLL).await;
-    }
+    await_own_status(api, ("read the spawns of", agent), (wait, POLL), |status| {
+        let ledger = status.spawns.unwrap_or_default();
+        ledger.records.into_iter().find(|r| r.seq == seq && done(r))
+    })
+    .await
 }
 
 fn line(record: &SpawnRecord) -> String {

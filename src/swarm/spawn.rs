@@ -150,13 +150,7 @@ fn ended_record(entry: &SpawnedMember, how: String, now: Timestamp) -> (SpawnRec
         "The member {} ({}) that you spawned has ended: {how}. overseer ps shows it.",
         entry.name, entry.role
     );
-    let record = SpawnRecord {
-        seq: entry.seq,
-        name: entry.name.clone(),
-        state: SpawnState::Ended,
-        reason: Some(how),
-        time: Time(now),
-    };
+    let record = entry_record(entry, SpawnState::Ended, Some(how), now);
     (record, mail)
 }
 
@@ -208,6 +202,16 @@ fn as_recorded(entry: &SpawnedMember, prefix: &str, now: Timestamp) -> SpawnReco
         SpawnedState::Ended => (SpawnState::Ended, None),
         SpawnedState::Cancelled => (SpawnState::Cancelled, None),
     };
+    entry_record(entry, state, reason, now)
+}
+
+/// The record of `entry`'s request in `state`.
+fn entry_record(
+    entry: &SpawnedMember,
+    state: SpawnState,
+    reason: Option<String>,
+    now: Timestamp,
+) -> SpawnRecord {
     SpawnRecord {
         seq: entry.seq,
         name: entry.name.clone(),
@@ -294,13 +298,8 @@ fn cancel(
         plan.delete.push(format!("{prefix}{}", entry.name));
     }
     entry.state = SpawnedState::Cancelled;
-    let original = SpawnRecord {
-        seq: entry.seq,
-        name: entry.name.clone(),
-        state: SpawnState::Cancelled,
-        reason: Some(format!("cancelled by request {}", request.seq)),
-        time: Time(now),
-    };
+    let why = format!("cancelled by request {}", request.seq);
+    let original = entry_record(entry, SpawnState::Cancelled, Some(why), now);
     plan.answers
         .entry(parent_name)
         .or_default()
@@ -521,13 +520,8 @@ fn start_queued(plan: &mut SpawnPlan, swarm: &Swarm, members: &[Agent], now: Tim
         let entry = &mut plan.spawned[index];
         entry.state = SpawnedState::Starting;
         let task = task_of(members, entry);
-        let started = SpawnRecord {
-            seq: entry.seq,
-            name: entry.name.clone(),
-            state: SpawnState::Running,
-            reason: Some(format!("agent {prefix}{}", entry.name)),
-            time: Time(now),
-        };
+        let agent = format!("agent {prefix}{}", entry.name);
+        let started = entry_record(entry, SpawnState::Running, Some(agent), now);
         plan.create.push(spawned_agent(swarm, entry, task));
         plan.answers
             .entry(entry.parent.clone())
@@ -556,15 +550,8 @@ pub fn name_taken_by_another(plan: &mut SpawnPlan, prefix: &str, agent: &str, no
     };
     let entry = plan.spawned.remove(index);
     plan.create.retain(|d| d.agent.name_any() != agent);
-    let record = SpawnRecord {
-        seq: entry.seq,
-        name: entry.name,
-        state: SpawnState::Refused,
-        reason: Some(format!(
-            "NameTaken: agent {agent} exists and does not belong to this swarm"
-        )),
-        time: Time(now),
-    };
+    let why = format!("NameTaken: agent {agent} exists and does not belong to this swarm");
+    let record = entry_record(&entry, SpawnState::Refused, Some(why), now);
     plan.answers
         .entry(entry.parent)
         .or_default()
