@@ -186,8 +186,9 @@ pub fn settle_agent(
 }
 
 /// `Progressing=False` reasons of a Goal that only a change of its spec mends.
-const GOAL_NEEDS_A_CHANGE: [&str; 3] = [
+const GOAL_NEEDS_A_CHANGE: [&str; 4] = [
     reasons::SPEC_CONFLICT,
+    reasons::INVALID_SPEC,
     reasons::POD_REFUSED,
     reasons::NAME_TAKEN,
 ];

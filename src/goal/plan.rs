@@ -1,5 +1,7 @@
 //! The Goal's plan as one pure function: (goal, its step pods, the other goals, now)
-//! → the new status and the actions to take. The reconciler only executes it.
+//! → the new status and the actions to take. The reconciler only executes it. The
+//! steps are a graph of runs (src/goal/plan/graph.rs); every run ready to go is
+//! followed or started in one plan, up to `maxParallel` pods at once.
 
 use crate::conditions::Recording;
 use std::ops::ControlFlow;
@@ -16,8 +18,10 @@ use crate::kinds::goal::*;
 use crate::reasons;
 use crate::template::PodTemplate;
 use crate::{conditions, duration};
+use graph::Run;
 
 mod attempts;
+pub mod graph;
 mod record;
 mod step;
 mod upkeep;
@@ -84,7 +88,14 @@ pub enum NotifyReason {
 /// the pod built from it (src/goal/pod.rs).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct StepRun {
+    /// The run's position (src/goal/plan/graph.rs): the step's, or its item's.
     pub step: usize,
+    /// The step's name, or `<step>.<n>` for an item of a `forEach` step.
+    pub name: String,
+    /// What the agent is to do: the step's action, with its item in place.
+    pub action: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item: Option<String>,
     pub attempt: i32,
     pub role: String,
     pub runtime: RuntimeSpec,
@@ -137,6 +148,13 @@ pub struct Plan {
 
 struct Planner<'a> {
     input: &'a Input<'a>,
+    /// The runs of the goal's steps, in the order of the spec.
+    runs: &'a [Run<'a>],
+    /// Runs already followed or started in this plan: none is planned twice.
+    visited: Vec<bool>,
+    /// A step ran out of retries and paused the goal: runs that are running are
+    /// followed to their end, and none starts.
+    holding: bool,
     status: GoalStatus,
     actions: Vec<Action>,
     requeue_after: Option<Duration>,
@@ -144,16 +162,24 @@ struct Planner<'a> {
 }
 
 pub fn plan(input: &Input) -> Plan {
+    let runs = graph::runs(input.spec);
     let mut planner = Planner {
         input,
+        runs: runs.as_deref().unwrap_or(&[]),
+        visited: Vec::new(),
+        holding: false,
         status: input.status.cloned().unwrap_or_default(),
         actions: Vec::new(),
         requeue_after: None,
         now: Time(input.now),
     };
-    planner.run();
+    match &runs {
+        Ok(_) => planner.run(),
+        Err(message) => planner.invalid(message),
+    }
     planner.stop_strays();
     planner.expire_pods();
+    let run_count = planner.runs.len();
     let Planner {
         mut status,
         actions,
@@ -161,16 +187,8 @@ pub fn plan(input: &Input) -> Plan {
         ..
     } = planner;
     status.observed_generation = input.generation;
-    status.progress = Some(format!(
-        "{}/{}",
-        status.completed_steps,
-        input.spec.steps.len()
-    ));
-    status.current_step = input
-        .spec
-        .steps
-        .get(status.completed_steps as usize)
-        .map(|s| s.name.clone());
+    status.progress = Some(format!("{}/{run_count}", status.completed_steps));
+    status.current_step = current_steps(&status);
     let (ready, reason, message) = readiness(&status);
     conditions::set(
         &mut status.conditions,
@@ -193,6 +211,30 @@ pub fn plan(input: &Input) -> Plan {
         actions,
         requeue_after,
     }
+}
+
+/// The steps running (at most three by name, then how many more), else the first
+/// not done: what `kubectl get` shows as Current.
+fn current_steps(status: &GoalStatus) -> Option<String> {
+    const NAMED: usize = 3;
+    let running: Vec<&str> = status
+        .steps
+        .iter()
+        .filter(|s| s.phase == StepPhase::Running)
+        .map(|s| s.name.as_str())
+        .collect();
+    if running.is_empty() {
+        return status
+            .steps
+            .iter()
+            .find(|s| s.phase != StepPhase::Succeeded)
+            .map(|s| s.name.clone());
+    }
+    let mut current = running[..running.len().min(NAMED)].join(",");
+    if running.len() > NAMED {
+        current.push_str(&format!(",+{}", running.len() - NAMED));
+    }
+    Some(current)
 }
 
 /// The goal's `Ready` condition, for `kubectl wait` and GitOps tools: True once it
@@ -244,7 +286,7 @@ impl Planner<'_> {
                 if conditions::is_true(&self.status.conditions, conditions::PAUSED)
                     && self.paused_reason() == Some(reasons::STEP_FAILED) =>
             {
-                return;
+                self.holding = true;
             }
             _ => {}
         }
@@ -253,6 +295,20 @@ impl Planner<'_> {
         }
         self.condition(conditions::BLOCKED, false, reasons::NOT_BLOCKED, "");
         self.advance();
+    }
+
+    /// Steps that do not make a graph (stored before the API server's rules refused
+    /// them): nothing runs until the spec is mended.
+    fn invalid(&mut self, message: &str) {
+        if self.condition(
+            conditions::PROGRESSING,
+            false,
+            reasons::INVALID_SPEC,
+            message,
+        ) {
+            self.event(true, reasons::INVALID_SPEC, message.to_string());
+        }
+        self.status.message = Some(message.to_string());
     }
 
     fn started(&self) -> bool {
@@ -293,29 +349,52 @@ impl Planner<'_> {
         }
     }
 
-    /// Walks the steps from the checkpoint: records finished pods, starts the next.
+    /// Follows every run whose predecessors are done: records finished pods, starts
+    /// what may start, again while a run completes (its successors may be ready).
     fn advance(&mut self) {
-        let spec = self.input.spec;
+        let runs = self.runs;
+        self.visited = vec![false; runs.len()];
+        if self.status.phase == Some(GoalPhase::Succeeded) && !self.all_done() {
+            // Steps were appended to a finished goal: it runs again.
+            self.status.phase = Some(GoalPhase::Running);
+            self.status.finished_at = None;
+        }
         loop {
-            let i = self.status.completed_steps as usize;
-            let Some(step) = spec.steps.get(i) else {
-                self.succeed();
-                return;
-            };
-            if self.status.phase == Some(GoalPhase::Succeeded) {
-                // Steps were appended to a finished goal: it runs again.
-                self.status.phase = Some(GoalPhase::Running);
-                self.status.finished_at = None;
+            let mut completed = false;
+            for (u, run) in runs.iter().enumerate() {
+                if self.visited[u] || self.done(u) || !self.ready(u) {
+                    continue;
+                }
+                let default_role = self.input.spec.defaults.role.as_deref();
+                let next = match performer(run.step.role.as_deref(), &run.action(), default_role) {
+                    Performer::Notify => self.notify_step(u),
+                    Performer::Role(role) => self.run_step(u, role),
+                };
+                completed |= next.is_continue();
+                if self.status.phase == Some(GoalPhase::Failed) {
+                    return;
+                }
             }
-            let default_role = spec.defaults.role.as_deref();
-            let next = match performer(step.role.as_deref(), &step.action, default_role) {
-                Performer::Notify => self.notify_step(i, step),
-                Performer::Role(role) => self.run_step(i, step, role),
-            };
-            if next.is_break() {
-                return;
+            if !completed {
+                break;
             }
         }
+        if self.all_done() {
+            self.succeed();
+        }
+    }
+
+    fn done(&self, u: usize) -> bool {
+        self.status.steps[u].phase == StepPhase::Succeeded
+    }
+
+    fn all_done(&self) -> bool {
+        (0..self.runs.len()).all(|u| self.done(u))
+    }
+
+    /// Every run that run `u` waits for has succeeded.
+    fn ready(&self, u: usize) -> bool {
+        self.runs[u].after.iter().all(|&p| self.done(p))
     }
 }
 
@@ -333,6 +412,7 @@ impl StepStatus {
     fn pending(name: &str) -> StepStatus {
         StepStatus {
             name: name.into(),
+            item: None,
             role: None,
             phase: StepPhase::Pending,
             attempts: 0,
@@ -369,6 +449,23 @@ pub fn pod_name(goal: &str, step: usize, attempt: i32) -> String {
 pub fn fingerprint(step: &Step) -> String {
     let json = serde_json::to_string(step).unwrap_or_default();
     format!("{:016x}", crate::api::fnv1a(json.as_bytes()))
+}
+
+/// Stable hash of a run: its step's, and for an item, the step without its list (items
+/// may be appended, as steps may) and the item.
+fn run_fingerprint(run: &Run) -> String {
+    let Some(item) = run.item else {
+        return fingerprint(run.step);
+    };
+    let step = Step {
+        for_each: None,
+        ..run.step.clone()
+    };
+    let json = serde_json::to_string(&step).unwrap_or_default();
+    format!(
+        "{:016x}",
+        crate::api::fnv1a(format!("{json}\n{item}").as_bytes())
+    )
 }
 
 /// A step's result cut to `MAX_RESULT_BYTES` at a character boundary.

@@ -62,8 +62,9 @@ impl<'a> Case<'a> {
         self.status = Some(status);
         self
     }
+    /// A pod of the run at position `step` (a step, or an item of a `forEach` step).
     fn pod(self, step: usize, attempt: i32, phase: PodPhase) -> Self {
-        let step_name = self.spec.steps[step].name.clone();
+        let step_name = graph::runs(&self.spec).unwrap()[step].name.clone();
         self.pod_of(step, &step_name, attempt, phase)
     }
     /// A pod made at position `step` for the step then named `step_name`.
@@ -1017,3 +1018,6 @@ fn ready_is_true_once_the_goal_succeeded_and_else_says_why_not() {
         .find(|c| c.type_ == "Ready");
     assert_eq!(ready.and_then(|c| c.observed_generation), Some(1));
 }
+
+#[path = "plan_graph_tests.rs"]
+mod graph_tests;

@@ -43,9 +43,11 @@ pub fn results(goal: &Goal, status: &GoalStatus) -> Results {
     let results: Vec<serde_json::Value> = status
         .steps
         .iter()
-        .take(status.completed_steps as usize)
         .filter(|s| s.phase == StepPhase::Succeeded)
-        .map(|s| serde_json::json!({"step": s.name, "result": s.result}))
+        .map(|s| match &s.item {
+            Some(item) => serde_json::json!({"step": s.name, "item": item, "result": s.result}),
+            None => serde_json::json!({"step": s.name, "result": s.result}),
+        })
         .collect();
     let json = serde_json::Value::from(results).to_string();
     if json.len() <= INLINE_RESULTS_BYTES {
@@ -75,10 +77,9 @@ pub fn results_name(goal: &str) -> String {
 
 pub fn step_pod(p: &StepPodParams) -> Pod {
     let goal_name = p.goal.metadata.name.clone().unwrap_or_default();
-    let step = &p.goal.spec.steps[p.run.step];
     let workspace = p.goal.spec.workspace.clone().unwrap_or_default();
     let mut command = vec![format!("{BIN_DIR}/overseer"), "step".into(), "--".into()];
-    command.extend(runtimes::headless_command(&p.run.runtime, &step.action));
+    command.extend(runtimes::headless_command(&p.run.runtime, &p.run.action));
     // Every step works in the goal's workspace: with persistent storage, on the files
     // the step before left.
     let mut mounts = pods::overseer_mounts().to_vec();
@@ -176,11 +177,10 @@ fn results_volume(results: &Results, goal_name: &str) -> Volume {
 
 /// The step pod's labels: the operator's, the goal's, the step's and its attempt's.
 fn step_labels(p: &StepPodParams, goal_name: &str) -> BTreeMap<String, String> {
-    let step = &p.goal.spec.steps[p.run.step];
     let mut labels = BTreeMap::from([
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
         (labels::GOAL.into(), label_value(goal_name)),
-        (labels::STEP.into(), step.name.clone()),
+        (labels::STEP.into(), label_value(&p.run.name)),
         (labels::STEP_INDEX.into(), p.run.step.to_string()),
         (labels::ATTEMPT.into(), p.run.attempt.to_string()),
         (labels::ROLE.into(), p.run.role.clone()),
@@ -194,14 +194,14 @@ fn step_labels(p: &StepPodParams, goal_name: &str) -> BTreeMap<String, String> {
 /// What the step's command reads from its environment: the goal, step and attempt,
 /// the action, where the results and instructions are, and the workspace's git source.
 fn step_env(p: &StepPodParams, goal_name: &str, workspace: &Workspace) -> Vec<EnvVar> {
-    let step = &p.goal.spec.steps[p.run.step];
     let instruction_file = runtimes::lookup(p.run.runtime.effective_name()).instruction_file;
+    let item = p.run.item.clone().map(|item| ("OVERSEER_ITEM", item));
     [
         ("OVERSEER_GOAL", goal_name.to_string()),
-        ("OVERSEER_STEP", step.name.clone()),
+        ("OVERSEER_STEP", p.run.name.clone()),
         ("OVERSEER_STEP_INDEX", p.run.step.to_string()),
         (pod_env::ATTEMPT, p.run.attempt.to_string()),
-        ("OVERSEER_ACTION", step.action.clone()),
+        ("OVERSEER_ACTION", p.run.action.clone()),
         ("OVERSEER_RESULTS_FILE", RESULTS_FILE.to_string()),
         ("OVERSEER_STEP_INSTRUCTIONS", p.run.instructions.clone()),
         (
@@ -210,6 +210,7 @@ fn step_env(p: &StepPodParams, goal_name: &str, workspace: &Workspace) -> Vec<En
         ),
     ]
     .into_iter()
+    .chain(item)
     .map(|(name, value)| pods::env(name, value))
     .chain(workspace::git_env(workspace))
     .collect()
@@ -265,6 +266,9 @@ mod tests {
                 goal: &goal,
                 run: &StepRun {
                     step: 0,
+                    name: "s0".into(),
+                    action: "a".into(),
+                    item: None,
                     attempt: 1,
                     role: "reviewer".into(),
                     runtime: RuntimeSpec::default(),
@@ -320,6 +324,9 @@ mod tests {
                 goal: &goal,
                 run: &StepRun {
                     step: 1,
+                    name: "s1".into(),
+                    action: "b".into(),
+                    item: None,
                     attempt: 1,
                     role: "builder".into(),
                     runtime: RuntimeSpec::default(),

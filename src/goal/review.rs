@@ -29,6 +29,7 @@ pub fn with_reviews(goal: &Goal) -> Goal {
     }
     let taken = |name: &str| goal.spec.steps.iter().any(|s| s.name == name);
     let mut steps = Vec::with_capacity(goal.spec.steps.len());
+    let mut inserted: Vec<String> = Vec::new();
     for step in &goal.spec.steps {
         steps.push(step.clone());
         let name = review_name(&step.name);
@@ -37,6 +38,7 @@ pub fn with_reviews(goal: &Goal) -> Goal {
         if is_review || !risky(&step.action) || taken(&name) || name.len() > 63 {
             continue;
         }
+        inserted.push(name.clone());
         steps.push(Step {
             name,
             action: format!(
@@ -51,7 +53,19 @@ pub fn with_reviews(goal: &Goal) -> Goal {
             timeout: step.timeout.clone(),
             max_retries: Some(0),
             pod_template: step.pod_template.clone(),
+            // The step listed before it: the reviewed one, all its items.
+            after: None,
+            for_each: None,
+            max_parallel: None,
         });
+    }
+    // A step that waits for a reviewed one waits for its review: none goes round it.
+    for step in steps.iter_mut().filter(|s| !inserted.contains(&s.name)) {
+        for name in step.after.iter_mut().flatten() {
+            if inserted.contains(&review_name(name)) {
+                *name = review_name(name);
+            }
+        }
     }
     let mut expanded = goal.clone();
     expanded.spec.steps = steps;

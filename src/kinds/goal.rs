@@ -1,4 +1,5 @@
-//! The `Goal` kind: ordered steps run as pods, with a checkpoint per step in status.
+//! The `Goal` kind: steps run as pods, in order or as a graph (`after`, `forEach`),
+//! with a checkpoint per step in status.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
@@ -9,7 +10,9 @@ use crate::api::{Notify, RuntimeSpec, duration_schema, object_name_schema, role_
 use crate::duration::{self, SpecDuration};
 use crate::template::PodTemplate;
 
-/// An ordered list of steps; each step runs as a pod and is checkpointed in status.
+/// Steps, each run as a pod and checkpointed in status: one after the other, or as a
+/// graph where a step names the steps it waits for (`after`) and may fan out over a
+/// list (`forEach`), at most `maxParallel` pods at once.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "overseer.dev",
@@ -31,10 +34,20 @@ use crate::template::PodTemplate;
 )]
 #[serde(rename_all = "camelCase")]
 pub struct GoalSpec {
-    /// The ordered steps (1 to 100, unique names).
+    /// The steps (1 to 100, unique names), each after the one listed before it unless
+    /// it names its own predecessors (`after`).
     #[schemars(length(min = 1, max = 100))]
     #[x_kube(validation = Rule::new("self.all(a, self.exists_one(b, b.name == a.name))").message("step names must be unique"))]
+    #[x_kube(validation = Rule::new("self.all(s, !has(s.after) || s.after.all(a, self.exists(t, t.name == a)))").message("steps[].after names a step that does not exist"))]
+    #[x_kube(validation = Rule::new(AFTER_EARLIER_RULE).message("steps[].after may name only steps listed before it (so the step graph has no cycle)"))]
+    #[x_kube(validation = Rule::new("self.all(s, !has(s.forEach) || s.action.contains('{{item}}'))").message("steps[].forEach needs {{item}} in the step's action: each item's pod is told its item there"))]
+    #[x_kube(validation = Rule::new("self.all(s, !has(s.maxParallel) || has(s.forEach))").message("steps[].maxParallel limits a forEach step's items: set forEach, or use spec.maxParallel"))]
     pub steps: Vec<Step>,
+    /// At most this many step pods run at once (steps whose predecessors are done start
+    /// together up to it).
+    #[serde(default = "default_max_parallel")]
+    #[schemars(range(min = 1, max = 100))]
+    pub max_parallel: i32,
     /// Defaults for every step.
     #[serde(default)]
     pub defaults: GoalDefaults,
@@ -104,6 +117,48 @@ pub struct Step {
     /// Pod settings of this step, over the goal's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_template: Option<PodTemplate>,
+    /// Steps (by name, listed before this one) that must succeed before it starts.
+    /// Unset: the step listed just before (none for the first); `[]`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "step_names_schema")]
+    pub after: Option<Vec<String>>,
+    /// Runs the step once per item, each with `{{item}}` in its action replaced by the
+    /// item; the steps after it wait for every item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "items_schema")]
+    pub for_each: Option<Vec<String>>,
+    /// At most this many of the step's items run at once (within spec.maxParallel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub max_parallel: Option<i32>,
+}
+
+/// Each name in a step's `after` is one listed before the step: no step waits for
+/// itself or for one after it, so the graph has no cycle. The names are listed once
+/// (bound by a one-element list, as CEL here has no `cel.bind`): the API server's cost
+/// estimate refuses the rule that lists them for every name.
+const AFTER_EARLIER_RULE: &str = "[self.map(t, t.name)].all(names, self.all(s, !has(s.after) || \
+     s.after.all(a, names.indexOf(a) < names.indexOf(s.name))))";
+
+fn step_names_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "maxItems": 20,
+        "items": {"type": "string", "maxLength": 63},
+    })
+}
+
+fn items_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 100,
+        "items": {"type": "string", "minLength": 1, "maxLength": 1024},
+    })
+}
+
+fn default_max_parallel() -> i32 {
+    10
 }
 
 /// Defaults for the steps of a goal.
@@ -235,10 +290,11 @@ pub struct GoalStatus {
     pub observed_generation: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<GoalPhase>,
-    /// The checkpoint: steps before this index are done and never re-run.
+    /// How many steps are done (a `forEach` step counts once per item); each step's
+    /// entry in `steps` is its checkpoint: one that succeeded never runs again.
     #[serde(default)]
     pub completed_steps: i32,
-    /// Name of the step running or next to run.
+    /// Names of the steps running, or of the next to run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_step: Option<String>,
     /// completed/total, for people reading `kubectl get`.
@@ -265,7 +321,11 @@ pub struct GoalStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepStatus {
+    /// The step's name; for an item of a `forEach` step, `<step>.<n>` (from 1).
     pub name: String,
+    /// The item of a `forEach` step this entry runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
     pub phase: StepPhase,

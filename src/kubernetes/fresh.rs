@@ -149,9 +149,13 @@ impl Applied {
 /// its way then is created again and refused as existing, which is harmless.
 pub const CACHE_LAG_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// The child each owner (by namespace and name) last created that its cache has not
-/// shown yet, with what the owner should take it for meanwhile.
-pub struct Creating<T>(Mutex<HashMap<(String, String), Awaited<T>>>);
+/// The children each owner (by namespace and name) created that its cache has not
+/// shown yet, with what the owner should take each for meanwhile (a goal starts several
+/// step pods at once).
+pub struct Creating<T>(Mutex<HashMap<Owner, Vec<Awaited<T>>>>);
+
+/// An owner by namespace and name.
+type Owner = (String, String);
 
 /// A child by name, what to take it for, and since when it is awaited.
 type Awaited<T> = (String, T, std::time::Instant);
@@ -167,13 +171,26 @@ impl<T: Clone> Creating<T> {
     /// meanwhile as `pending`; any watch event of the child from then on ends the wait.
     pub fn started(&self, namespace: &str, owner: &str, child: &str, pending: T) {
         let mut creating = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        creating.insert(
-            (namespace.to_string(), owner.to_string()),
-            (child.to_string(), pending, std::time::Instant::now()),
-        );
+        let children = creating
+            .entry((namespace.to_string(), owner.to_string()))
+            .or_default();
+        children.retain(|(name, ..)| name != child);
+        children.push((child.to_string(), pending, std::time::Instant::now()));
     }
 
-    /// Ends the wait for `owner`'s child: the create failed, or the owner is gone.
+    /// Ends the wait for `child` of `owner`: its create failed.
+    pub fn failed(&self, namespace: &str, owner: &str, child: &str) {
+        let mut creating = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (namespace.to_string(), owner.to_string());
+        if let Some(children) = creating.get_mut(&key) {
+            children.retain(|(name, ..)| name != child);
+            if children.is_empty() {
+                creating.remove(&key);
+            }
+        }
+    }
+
+    /// Ends the wait for every child of `owner`: the owner is gone.
     pub fn ended(&self, namespace: &str, owner: &str) {
         let mut creating = self.0.lock().unwrap_or_else(|p| p.into_inner());
         creating.remove(&(namespace.to_string(), owner.to_string()));
@@ -188,24 +205,24 @@ impl<T: Clone> Creating<T> {
         else {
             return;
         };
-        let mut creating = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (child.namespace().unwrap_or_default(), owner.name.clone());
-        if creating
-            .get(&key)
-            .is_some_and(|(name, ..)| *name == child.name_any())
-        {
-            creating.remove(&key);
-        }
+        self.failed(
+            &child.namespace().unwrap_or_default(),
+            &owner.name,
+            &child.name_any(),
+        );
     }
 
-    /// The child `owner` is creating, by name, as it should be taken meanwhile: None
-    /// when there is none, or it has been awaited for `CACHE_LAG_LIMIT`.
-    pub fn awaited(&self, namespace: &str, owner: &str) -> Option<(String, T)> {
+    /// The children `owner` is creating, by name, as each should be taken meanwhile:
+    /// those awaited for less than `CACHE_LAG_LIMIT`.
+    pub fn awaited(&self, namespace: &str, owner: &str) -> Vec<(String, T)> {
         let creating = self.0.lock().unwrap_or_else(|p| p.into_inner());
         creating
             .get(&(namespace.to_string(), owner.to_string()))
+            .into_iter()
+            .flatten()
             .filter(|(.., since)| since.elapsed() < CACHE_LAG_LIMIT)
             .map(|(name, pending, _)| (name.clone(), pending.clone()))
+            .collect()
     }
 }
 
@@ -369,24 +386,43 @@ mod tests {
     }
 
     #[test]
-    fn a_created_child_is_awaited_until_the_cache_shows_it() {
+    fn created_children_are_awaited_until_the_cache_shows_each() {
         let creating = Creating::<u8>::default();
-        assert_eq!(creating.awaited("n", "g"), None, "nothing created");
+        let names = |c: &Creating<u8>| -> Vec<String> {
+            c.awaited("n", "g").into_iter().map(|(n, _)| n).collect()
+        };
+        assert_eq!(names(&creating), Vec::<String>::new(), "nothing created");
         creating.started("n", "g", "g-s1-a1", 7);
-        assert_eq!(creating.awaited("n", "g"), Some(("g-s1-a1".into(), 7)));
-        assert_eq!(creating.awaited("m", "g"), None, "another namespace");
+        creating.started("n", "g", "g-s2-a1", 8);
+        assert_eq!(
+            creating.awaited("n", "g"),
+            vec![("g-s1-a1".into(), 7), ("g-s2-a1".into(), 8)],
+            "two step pods started at once"
+        );
+        assert_eq!(creating.awaited("m", "g"), vec![], "another namespace");
         creating.shown(&pod_of("g", "g-s0-a1"));
-        assert!(creating.awaited("n", "g").is_some(), "an older child shown");
+        assert_eq!(
+            names(&creating),
+            ["g-s1-a1", "g-s2-a1"],
+            "an older child shown"
+        );
         creating.shown(&pod_of("h", "g-s1-a1"));
-        assert!(
-            creating.awaited("n", "g").is_some(),
+        assert_eq!(
+            names(&creating),
+            ["g-s1-a1", "g-s2-a1"],
             "another owner's child"
         );
         creating.shown(&pod_of("g", "g-s1-a1"));
-        assert_eq!(creating.awaited("n", "g"), None, "shown");
-        creating.started("n", "g", "g-s2-a1", 8);
+        assert_eq!(
+            names(&creating),
+            ["g-s2-a1"],
+            "one shown, the other awaited"
+        );
+        creating.failed("n", "g", "g-s2-a1");
+        assert_eq!(names(&creating), Vec::<String>::new(), "the create failed");
+        creating.started("n", "g", "g-s3-a1", 9);
         creating.ended("n", "g");
-        assert_eq!(creating.awaited("n", "g"), None, "the create failed");
+        assert_eq!(names(&creating), Vec::<String>::new(), "the owner is gone");
     }
 
     #[test]

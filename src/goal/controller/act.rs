@@ -81,28 +81,42 @@ pub(super) async fn apply(
                     Err(error) => return Err(error.into()),
                 }
             }
-            plan::Action::Event {
-                warning,
-                reason,
-                message,
-                pod,
-                progress,
-            } => publish_event(
-                gc,
-                goal,
-                *warning,
-                reason,
-                message,
-                pod.as_deref(),
-                *progress,
-            ),
-            plan::Action::Notify {
-                reason, message, ..
-            } => notify(ctx, goal, *reason, message, None).await,
-            plan::Action::WakeOverseer(outcome) => spawn_wake(ctx, goal, outcome),
+            other => tell(gc, goal, other).await,
         }
     }
     Ok(duration::requeue(plan.requeue_after))
+}
+
+/// Tells what the plan says besides its pods: Events, notifications, the overseer.
+async fn tell(gc: &GoalContext, goal: &Goal, action: &plan::Action) {
+    match action {
+        plan::Action::Event {
+            warning,
+            reason,
+            message,
+            pod,
+            progress,
+        } => publish_event(
+            gc,
+            goal,
+            *warning,
+            reason,
+            message,
+            pod.as_deref(),
+            *progress,
+        ),
+        // A notify step is sent by `decide` and recorded by its second plan; one
+        // planned after it waits for the next reconcile, so none goes unrecorded.
+        plan::Action::Notify {
+            reason,
+            message,
+            step: None,
+        } => notify(&gc.ctx, goal, *reason, message, None).await,
+        plan::Action::WakeOverseer(outcome) => spawn_wake(&gc.ctx, goal, outcome),
+        plan::Action::Notify { .. }
+        | plan::Action::CreatePod(_)
+        | plan::Action::DeletePod { .. } => {}
+    }
 }
 
 /// Writes the planned status and, when a step pod is to be created (`results` are
@@ -249,7 +263,8 @@ pub(super) async fn create_step_pod(
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     if let Err(error) = ensure_sandbox(gc, goal).await {
-        gc.creating.ended(&namespace, &goal.name_any());
+        gc.creating
+            .failed(&namespace, &goal.name_any(), &pod.name_any());
         return Err(error);
     }
     let claim = goal.spec.workspace.as_ref().and_then(|w| {
@@ -275,7 +290,8 @@ pub(super) async fn create_step_pod(
             Ok(StepPodCreated::Yes)
         }
         Err(error) => {
-            gc.creating.ended(&namespace, &goal.name_any());
+            gc.creating
+                .failed(&namespace, &goal.name_any(), &pod.name_any());
             let (reason, created, message) = match &error {
                 crate::Error::NameTaken { .. } => (
                     reasons::NAME_TAKEN,

@@ -28,7 +28,7 @@ pub(super) struct Observed {
 pub(super) async fn observe(gc: &GoalContext, goal: &Goal) -> Result<Observed> {
     let namespace = goal.namespace().unwrap_or_default();
     let name = goal.name_any();
-    // Observe the step pods from the cache, and the one this operator just created
+    // Observe the step pods from the cache, and those this operator just created
     // that the cache has not shown yet (src/kubernetes/fresh.rs `Creating`).
     let label = label_value(&name);
     let uid = goal.uid();
@@ -46,11 +46,11 @@ pub(super) async fn observe(gc: &GoalContext, goal: &Goal) -> Result<Observed> {
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter_map(|p| step_pod(&p))
         .collect();
-    // A pod just created and not yet in the cache is taken as Pending.
-    if let Some((created, pending)) = gc.creating.awaited(&namespace, &name)
-        && !pods.iter().any(|p| p.name == created)
-    {
-        pods.push(pending);
+    // Pods just created and not yet in the cache are taken as Pending.
+    for (created, pending) in gc.creating.awaited(&namespace, &name) {
+        if !pods.iter().any(|p| p.name == created) {
+            pods.push(pending);
+        }
     }
     let goals: Vec<GoalSummary> = readable(&gc.store.state())
         .filter(|g| g.namespace().as_deref() == Some(namespace.as_str()))

@@ -4,16 +4,17 @@
 use crate::conditions::Recording;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{Action, NotifyReason, Planner, StepRun, backoff, fingerprint, pod_name};
+use super::{Action, NotifyReason, Planner, StepRun, backoff, pod_name, run_fingerprint};
 use crate::goal::message::{StepOutcome, humanize};
 use crate::kinds::goal::*;
 use crate::reasons;
 use crate::{conditions, duration};
 
 impl Planner<'_> {
-    pub(super) fn start_attempt(&mut self, i: usize, attempt: i32) {
-        let step = &self.input.spec.steps[i];
-        let role = self.status.steps[i]
+    pub(super) fn start_attempt(&mut self, u: usize, attempt: i32) {
+        let run = &self.runs[u];
+        let step = run.step;
+        let role = self.status.steps[u]
             .role
             .clone()
             .unwrap_or_else(|| "builder".into());
@@ -37,18 +38,14 @@ impl Planner<'_> {
         let template = self.pod_template(step, &role);
         // The platform enforces a read-only role's boundary, not the prompt.
         let read_only = crate::roles::role(self.input.swarm, &role).read_only;
-        let instructions = crate::goal::instructions::compose(
-            self.input.name,
-            &step.name,
-            &role,
-            self.input.swarm,
-        );
-        let entry = &mut self.status.steps[i];
+        let instructions =
+            crate::goal::instructions::compose(self.input.name, &run.name, &role, self.input.swarm);
+        let entry = &mut self.status.steps[u];
         let new_attempt = entry.attempts < attempt;
         entry.attempts = attempt;
         entry.phase = StepPhase::Running;
-        entry.pod_name = Some(pod_name(self.input.name, i, attempt));
-        entry.fingerprint = Some(fingerprint(step));
+        entry.pod_name = Some(pod_name(self.input.name, u, attempt));
+        entry.fingerprint = Some(run_fingerprint(run));
         entry.next_retry_time = None;
         entry.finished_at = None;
         if new_attempt {
@@ -56,7 +53,10 @@ impl Planner<'_> {
             entry.message = None;
         }
         self.actions.push(Action::CreatePod(Box::new(StepRun {
-            step: i,
+            step: u,
+            name: run.name.clone(),
+            action: run.action(),
+            item: run.item.map(String::from),
             attempt,
             role,
             runtime,
@@ -67,12 +67,12 @@ impl Planner<'_> {
         })));
         if new_attempt {
             self.step_progress(
-                i,
+                u,
                 reasons::STEP_STARTED,
-                format!("step {} attempt {attempt} started", step.name),
+                format!("step {} attempt {attempt} started", run.name),
             );
         }
-        let started = self.status.steps[i]
+        let started = self.status.steps[u]
             .started_at
             .as_ref()
             .map_or(self.input.now, |t| t.0);
@@ -81,11 +81,11 @@ impl Planner<'_> {
         // stays the one condition (the controller looks again with backoff), not a
         // StepRunning that the next refusal overwrites, many times a second.
         if new_attempt {
-            self.running(i);
+            self.running(u);
         } else if let Some(at) = self.name_taken_recheck() {
             self.requeue_at(at);
         } else {
-            self.running(i);
+            self.running(u);
         }
     }
 
@@ -111,13 +111,18 @@ impl Planner<'_> {
         ))
     }
 
-    pub(super) fn running(&mut self, i: usize) {
+    /// Run `u` runs (or waits out its backoff): the goal is Running, unless a step out
+    /// of retries holds it paused while the runs still going finish.
+    pub(super) fn running(&mut self, u: usize) {
+        if self.holding {
+            return;
+        }
         if self.status.phase != Some(GoalPhase::Running) {
             self.status.phase = Some(GoalPhase::Running);
         }
         self.status.started_at.get_or_insert(self.now.clone());
         self.status.message = None;
-        let name = &self.input.spec.steps[i].name;
+        let name = &self.runs[u].name;
         self.condition(
             conditions::PROGRESSING,
             true,
@@ -129,33 +134,60 @@ impl Planner<'_> {
         }
     }
 
-    /// Records step `i` as done and moves the checkpoint past it, in one status write.
-    pub(super) fn complete_step(&mut self, i: usize, result: Option<String>) {
-        let name = self.input.spec.steps[i].name.clone();
-        let entry = &mut self.status.steps[i];
+    pub(super) fn any_running(&self) -> bool {
+        self.status
+            .steps
+            .iter()
+            .any(|s| s.phase == StepPhase::Running)
+    }
+
+    /// Records run `u` as done, in the same status write that counts it: its entry is
+    /// its checkpoint.
+    pub(super) fn complete_step(&mut self, u: usize, result: Option<String>) {
+        let name = self.runs[u].name.clone();
+        let entry = &mut self.status.steps[u];
         entry.phase = StepPhase::Succeeded;
         entry.result = result;
         entry.finished_at.get_or_insert(self.now.clone());
         entry.next_retry_time = None;
         entry.message = None;
-        self.status.completed_steps = i as i32 + 1;
-        self.step_progress(i, reasons::STEP_SUCCEEDED, format!("step {name} succeeded"));
-        let next = match self.input.spec.steps.get(i + 1) {
-            Some(step) => format!("step {} starts", step.name),
-            None => "the goal succeeded".into(),
-        };
-        self.wake_overseer(i, "succeeded", next);
+        self.status.completed_steps = self
+            .status
+            .steps
+            .iter()
+            .filter(|s| s.phase == StepPhase::Succeeded)
+            .count() as i32;
+        self.step_progress(u, reasons::STEP_SUCCEEDED, format!("step {name} succeeded"));
+        let next = self.next_after(u);
+        self.wake_overseer(u, "succeeded", next);
+    }
+
+    /// What run `u`'s success lets start, in words for its overseer.
+    fn next_after(&self, u: usize) -> String {
+        let freed: Vec<&str> = self
+            .runs
+            .iter()
+            .enumerate()
+            .filter(|(v, run)| run.after.contains(&u) && !self.done(*v) && self.ready(*v))
+            .map(|(_, run)| run.name.as_str())
+            .collect();
+        match freed.as_slice() {
+            [] if self.all_done() => "the goal succeeded".into(),
+            [] => "other steps are still to finish".into(),
+            [one] => format!("step {one} starts"),
+            many => format!("steps {} start", many.join(", ")),
+        }
     }
 
     /// `effort: high` with an overseer: tell it every step outcome.
-    fn wake_overseer(&mut self, i: usize, outcome: &'static str, next: String) {
+    fn wake_overseer(&mut self, u: usize, outcome: &'static str, next: String) {
         if self.input.spec.effort != Effort::High || self.input.spec.overseer.is_none() {
             return;
         }
-        let entry = &self.status.steps[i];
+        let entry = &self.status.steps[u];
         self.actions.push(Action::WakeOverseer(StepOutcome {
-            position: i + 1,
-            steps: self.input.spec.steps.len(),
+            position: u + 1,
+            steps: self.runs.len(),
             step: entry.name.clone(),
             attempt: entry.attempts,
             outcome,
@@ -163,19 +195,19 @@ impl Planner<'_> {
         }));
     }
 
-    pub(super) fn fail_step(&mut self, i: usize, phase: StepPhase, message: String) {
-        let step = &self.input.spec.steps[i];
+    pub(super) fn fail_step(&mut self, u: usize, phase: StepPhase, message: String) {
+        let step = self.runs[u].step;
         let max_retries = step
             .max_retries
             .unwrap_or(self.input.spec.defaults.max_retries)
             .max(0);
-        let entry = &mut self.status.steps[i];
+        let entry = &mut self.status.steps[u];
         entry.phase = phase;
         entry.finished_at = Some(self.now.clone());
         entry.message = Some(message.clone());
         let used = entry.attempts.saturating_sub(entry.attempt_base);
         let attempts = entry.attempts;
-        let name = step.name.clone();
+        let name = self.runs[u].name.clone();
         let outcome = match phase {
             StepPhase::TimedOut => "timed out",
             _ => "failed",
@@ -184,16 +216,16 @@ impl Planner<'_> {
             let delay = backoff(&self.input.spec.defaults.backoff, used);
             let at = duration::later(self.input.now, delay);
             entry.next_retry_time = Some(Time(at));
-            self.wake_overseer(i, outcome, format!("retry in {}", humanize(delay)));
+            self.wake_overseer(u, outcome, format!("retry in {}", humanize(delay)));
             self.step_warning(
-                i,
+                u,
                 reasons::STEP_FAILED,
                 format!(
                     "step {name} attempt {attempts}: {message}; retry in {}",
                     humanize(delay)
                 ),
             );
-            self.running(i);
+            self.running(u);
             self.requeue_at(at);
             return;
         }
@@ -202,11 +234,13 @@ impl Planner<'_> {
             OnFailure::Pause => "the goal is paused",
             OnFailure::Fail => "the goal failed",
         };
-        self.wake_overseer(i, outcome, next.into());
+        self.wake_overseer(u, outcome, next.into());
         let summary = format!("step {name} failed after {used} attempts: {message}");
         self.status.message = Some(summary.clone());
         match self.input.spec.on_failure {
             OnFailure::Pause => {
+                // The runs still going finish and are recorded; none starts.
+                self.holding = true;
                 self.status.phase = Some(GoalPhase::Paused);
                 self.condition(conditions::PAUSED, true, reasons::STEP_FAILED, &summary);
                 self.condition(
@@ -215,7 +249,7 @@ impl Planner<'_> {
                     reasons::STEP_FAILED,
                     &summary,
                 );
-                self.step_warning(i, reasons::STEP_FAILED, summary.clone());
+                self.step_warning(u, reasons::STEP_FAILED, summary.clone());
                 self.actions.push(Action::Notify {
                     reason: NotifyReason::Paused,
                     message: summary,
@@ -223,6 +257,7 @@ impl Planner<'_> {
                 });
             }
             OnFailure::Fail => {
+                self.stop_the_others(u);
                 self.status.phase = Some(GoalPhase::Failed);
                 self.status.finished_at = Some(self.now.clone());
                 self.condition(
@@ -241,6 +276,23 @@ impl Planner<'_> {
         }
     }
 
+    /// The goal failed at run `u`: every other run still going is stopped, its entry
+    /// saying why.
+    fn stop_the_others(&mut self, u: usize) {
+        let message = format!("stopped: step {} failed the goal", self.runs[u].name);
+        for (v, entry) in self.status.steps.iter_mut().enumerate() {
+            if v == u || entry.phase != StepPhase::Running {
+                continue;
+            }
+            entry.phase = StepPhase::Failed;
+            entry.finished_at = Some(self.now.clone());
+            entry.message = Some(message.clone());
+            if let Some(name) = entry.pod_name.clone() {
+                self.actions.push(Action::DeletePod { name });
+            }
+        }
+    }
+
     pub(super) fn succeed(&mut self) {
         if self.status.phase == Some(GoalPhase::Succeeded) {
             return;
@@ -249,7 +301,7 @@ impl Planner<'_> {
         self.status.started_at.get_or_insert(self.now.clone());
         self.status.finished_at = Some(self.now.clone());
         self.status.message = None;
-        let message = format!("all {} steps succeeded", self.input.spec.steps.len());
+        let message = format!("all {} steps succeeded", self.runs.len());
         self.condition(conditions::PROGRESSING, false, reasons::SUCCEEDED, &message);
         self.condition(conditions::PAUSED, false, reasons::SUCCEEDED, "");
         self.event(false, reasons::GOAL_SUCCEEDED, message.clone());

@@ -4,34 +4,36 @@
 use super::*;
 
 impl Planner<'_> {
-    /// One status entry per spec step; entries of steps not yet done follow the spec.
+    /// One status entry per run; entries of runs not done follow the spec (a succeeded
+    /// one matches its run: `spec_conflict` has checked).
     pub(super) fn align_steps(&mut self) {
-        let steps = &self.input.spec.steps;
-        let completed = self.status.completed_steps as usize;
-        self.status.steps.truncate(steps.len());
-        for (i, step) in steps.iter().enumerate().skip(completed) {
-            // A step new at this position counts its attempts on from the pods made
-            // there for another step (one removed or replaced), so its pods get names
-            // of their own and it never takes another step's pod or result for its own.
+        let runs = self.runs;
+        self.status.steps.truncate(runs.len());
+        for (u, run) in runs.iter().enumerate() {
+            // A run new at this position counts its attempts on from the pods made
+            // there for another (one removed or replaced), so its pods get names of
+            // their own and it never takes another's pod or result for its own.
+            let label = crate::api::label_value(&run.name);
             let others = self
                 .input
                 .pods
                 .iter()
-                .filter(|p| p.step == i && p.step_name != step.name)
+                .filter(|p| p.step == u && p.step_name != label)
                 .map(|p| p.attempt)
                 .max()
                 .unwrap_or(0);
-            match self.status.steps.get_mut(i) {
-                Some(entry) if entry.name == step.name => {}
+            match self.status.steps.get_mut(u) {
+                Some(entry) if entry.name == run.name => {}
                 Some(entry) => {
                     let after = others.max(entry.attempts);
-                    *entry = StepStatus::pending_after(&step.name, after);
+                    *entry = StepStatus::pending_after(&run.name, after);
                 }
                 None => self
                     .status
                     .steps
-                    .push(StepStatus::pending_after(&step.name, others)),
+                    .push(StepStatus::pending_after(&run.name, others)),
             }
+            self.status.steps[u].item = run.item.map(String::from);
         }
     }
 
@@ -64,21 +66,22 @@ impl Planner<'_> {
         }
     }
 
-    /// Asks every pod that still runs and is not the current attempt of the step in
+    /// Asks every pod that still runs and is not the current attempt of a run in
     /// progress to stop, at every reconcile until it is gone: a timed-out attempt
     /// whose delete was lost (the operator stopped after asking once, or the request
     /// failed), or the pod of a step removed from the spec.
     pub(super) fn stop_strays(&mut self) {
-        let i = self.status.completed_steps as usize;
-        let current = self
+        let current: Vec<(usize, i32)> = self
             .status
             .steps
-            .get(i)
-            .filter(|entry| entry.phase == StepPhase::Running)
-            .map(|entry| (i, entry.attempts));
+            .iter()
+            .enumerate()
+            .filter(|(_, entry)| entry.phase == StepPhase::Running)
+            .map(|(u, entry)| (u, entry.attempts))
+            .collect();
         for pod in self.input.pods {
             let live = matches!(pod.phase, PodPhase::Pending | PodPhase::Running);
-            if !live || current == Some((pod.step, pod.attempt)) {
+            if !live || current.contains(&(pod.step, pod.attempt)) {
                 continue;
             }
             let stop = Action::DeletePod {
@@ -90,6 +93,8 @@ impl Planner<'_> {
         }
     }
 
+    /// A new `overseer.dev/resume` value: the steps that ran out of retries get fresh
+    /// attempts and the goal goes on from its checkpoints.
     pub(super) fn resume(&mut self) {
         let Some(token) = self.input.resume else {
             return;
@@ -103,12 +108,17 @@ impl Planner<'_> {
         {
             return;
         }
-        let i = self.status.completed_steps as usize;
-        if let Some(step) = self.status.steps.get_mut(i) {
+        let mut resumed = Vec::new();
+        for step in &mut self.status.steps {
+            let out_of_retries = matches!(step.phase, StepPhase::Failed | StepPhase::TimedOut)
+                && step.next_retry_time.is_none();
+            if !out_of_retries {
+                continue;
+            }
             step.attempt_base = step.attempts;
             step.phase = StepPhase::Pending;
-            step.next_retry_time = None;
             step.message = Some("resumed with fresh attempts".into());
+            resumed.push(step.name.clone());
         }
         self.status.phase = Some(GoalPhase::Running);
         self.status.message = None;
@@ -118,45 +128,39 @@ impl Planner<'_> {
             reasons::RESUMED,
             "resumed from the checkpoint",
         );
-        let name = self
-            .input
-            .spec
-            .steps
-            .get(i)
-            .map(|s| s.name.as_str())
-            .unwrap_or_default();
         self.event(
             false,
             reasons::RESUMED,
-            format!("resumed at step {name} with fresh attempts"),
+            format!("resumed at step {} with fresh attempts", resumed.join(", ")),
         );
     }
 
     /// A completed step that was edited or removed: the checkpoint would lie.
     pub(super) fn spec_conflict(&self) -> Option<String> {
-        let (spec, status) = (self.input.spec, &self.status);
-        let completed = status.completed_steps as usize;
-        if spec.steps.len() < completed {
+        let runs = self.runs;
+        let done = |entry: &&StepStatus| entry.phase == StepPhase::Succeeded;
+        let completed = self.status.steps.iter().filter(done).count();
+        if self.status.steps.iter().skip(runs.len()).any(|e| done(&e)) {
             return Some(format!(
                 "{completed} steps are completed but the spec now has {}: completed steps cannot be removed",
-                spec.steps.len()
+                runs.len()
             ));
         }
-        status
+        self.status
             .steps
             .iter()
-            .take(completed)
-            .zip(&spec.steps)
-            .find_map(|(done, step)| {
-                let edited = done.name != step.name
-                    || done
+            .zip(runs)
+            .filter(|(entry, _)| done(entry))
+            .find_map(|(entry, run)| {
+                let edited = entry.name != run.name
+                    || entry
                         .fingerprint
                         .as_deref()
-                        .is_some_and(|f| f != fingerprint(step));
+                        .is_some_and(|f| f != run_fingerprint(run));
                 edited.then(|| {
                     format!(
                         "step {} completed and cannot be edited; revert the edit or create a new Goal",
-                        done.name
+                        entry.name
                     )
                 })
             })
