@@ -112,7 +112,8 @@ build:
 demo-loop:
 	bash hack/demo-loop.sh
 
-## Step-advance, wake and whole-loop latency (p50/p99), an idle agent's API writes, step
+## Step-advance, wake and whole-loop latency (p50/p99), an idle agent's API writes, a
+## goal's 20 steps fanned out beside the same in sequence, step
 ## advance at 100 to 3,000 concurrent Goals and 1,000 to 10,000 quiet agents beside a bare
 ## controller, and an operator restart among them, on the local cluster.
 bench:
@@ -123,4 +124,5 @@ bench:
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench mail_latency
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench idle_writes
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench goal_scale
+	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench goal_fanout
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench agent_scale
