@@ -1054,3 +1054,5 @@ async fn a_deploy_step_is_followed_by_a_guardians_review_with_its_instructions()
     );
     assert_eq!(status.progress.as_deref(), Some("2/2"));
 }
+
+mod graph;
