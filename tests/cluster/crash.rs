@@ -586,6 +586,76 @@ async fn a_goal_with_a_retry_ends_the_same_through_an_api_server_restart() {
     converges_through_an_api_server_restart(GoalWithRetry).await;
 }
 
+/// A Goal that fans out: plan, then three items two at a time (the second fails once
+/// and succeeds on its retry), then a fan-in after them all.
+struct GoalFanOut;
+
+impl Scenario for GoalFanOut {
+    const NAME: &'static str = "goal-fan-out";
+
+    async fn world(&self, ns: &TestNamespace) -> World {
+        let mut world = World::new();
+        world.finish_pods(ns, |pod| match pod {
+            "fan-s2-a1" => ("Failed", "boom".into()),
+            pod => ("Succeeded", format!("{pod} done")),
+        });
+        world
+    }
+
+    async fn create(&self, ns: &TestNamespace, _world: &World) {
+        create_object::<Goal>(
+            ns,
+            json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal", "metadata": {"name": "fan"},
+            "spec": {
+                "defaults": {
+                    "runtime": {"name": "codex", "mode": "headless", "image": "example.com/codex:1"},
+                    "maxRetries": 2, "backoff": {"initial": "1s", "factor": 2, "max": "2s"}
+                },
+                "steps": [
+                    {"name": "plan", "action": "Plan it"},
+                    {"name": "part", "action": "Build {{item}}", "forEach": ["x", "y", "z"],
+                     "maxParallel": 2},
+                    {"name": "join", "action": "Join the parts"}
+                ]
+            }
+        }),
+        )
+        .await;
+    }
+
+    async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String> {
+        let status = ns.api::<Goal>().get("fan").await.ok()?.status?;
+        if !matches!(status.phase, Some(GoalPhase::Succeeded | GoalPhase::Failed)) {
+            return None;
+        }
+        let mut end = format!(
+            "phase {:?}, {} steps done\n",
+            status.phase, status.completed_steps
+        );
+        for step in &status.steps {
+            let _ = writeln!(
+                end,
+                "step {} ({:?}): {:?}, {} attempt(s), pod {:?}, result {:?}",
+                step.name, step.item, step.phase, step.attempts, step.pod_name, step.result
+            );
+        }
+        // The fan-in's pod carried every item's result.
+        let last = status.steps.last()?.pod_name.clone()?;
+        let pod = ns.api::<Pod>().get(&last).await.ok()?;
+        let carried = pod.metadata.annotations?.remove(RESULTS_ANNOTATION)?;
+        let _ = writeln!(end, "results given to {last}: {carried}");
+        let _ = write!(end, "pods: {}", world.created_once("Pod"));
+        Some(end)
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_goal_that_fans_out_ends_the_same_whatever_write_the_operator_dies_at() {
+    crash_everywhere(GoalFanOut).await;
+}
+
 /// A Swarm of two members, edited by a person once both run: one member removed,
 /// one added, the base prompt changed.
 struct SwarmEdited;
