@@ -384,7 +384,11 @@ pub async fn dispatch(cli: Cli) -> i32 {
             let _telemetry = crate::telemetry::init(LogFormat::Text, "info");
             crate::shim::run(args).await
         }
-        Command::Step { command } => crate::step::run(&command).await.map_err(Into::into),
+        // A run beside others that writes lands its work once the agent succeeded.
+        Command::Step { command } => crate::step::run(&command)
+            .await
+            .map(|code| crate::goal::land::after_step(code, &crate::step::termination_log()))
+            .map_err(Into::into),
         Command::PaneRun { exit_file, command } => {
             Ok(crate::shim::tmux::run_in_pane(&exit_file, &command).await)
         }
@@ -520,7 +524,7 @@ async fn merge_command(
         ));
     }
     match command {
-        Some(MergeCommand::Land) => crate::swarm::land::run(),
+        Some(MergeCommand::Land) => crate::commands::merge::land(),
         None => merge::status(namespace, agent).await,
         Some(MergeCommand::Request { dir, wait, timeout }) => {
             merge::request(namespace, agent, &dir, Duration::from_secs(timeout), wait).await

@@ -11,7 +11,8 @@ use std::process::Stdio;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::api::pod_env;
-use crate::goal::plan::MAX_RESULT_BYTES;
+/// A step's result is at most this long (the termination message limit).
+pub const MAX_RESULT_BYTES: usize = 4096;
 
 /// Where `overseer result` leaves the result for `overseer step`.
 pub fn result_file() -> PathBuf {

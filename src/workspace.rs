@@ -5,6 +5,7 @@
 //! source is cloned by `overseer workspace sync` (src/workspace/sync.rs) in an init
 //! container.
 
+pub mod land;
 pub mod sync;
 
 use std::collections::BTreeMap;

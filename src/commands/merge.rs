@@ -191,6 +191,20 @@ fn line(record: &MergeRecord) -> String {
     )
 }
 
+/// `overseer merge land`, in a merge queue's pod: runs the attempt in the current
+/// directory (empty) and writes its outcome to the termination message; the process
+/// exits 0 whatever the outcome, which is the report.
+pub fn land() -> Result<()> {
+    use crate::workspace::land::{Job, land};
+    let job = Job::from_env()?;
+    let dir = std::env::current_dir()?;
+    let landing = land(&dir, &job);
+    let report = serde_json::to_string(&landing)?;
+    println!("{report}");
+    std::fs::write(crate::step::termination_log(), &report)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 pub mod controller;
 pub mod dependencies;
 pub mod instructions;
+pub mod land;
 pub mod message;
 pub mod plan;
 #[cfg(test)]

@@ -28,8 +28,7 @@ mod upkeep;
 
 /// Annotation whose new value resumes a paused goal.
 pub const RESUME_ANNOTATION: &str = "overseer.dev/resume";
-/// A step's result is at most this long (the termination message limit).
-pub const MAX_RESULT_BYTES: usize = 4096;
+pub use crate::step::MAX_RESULT_BYTES;
 
 /// Phase of an observed pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +107,19 @@ pub struct StepRun {
     /// The step's pod settings: its swarm's defaults and role, the goal's, its own.
     #[serde(skip_serializing_if = "PodTemplate::is_empty")]
     pub template: PodTemplate,
+    /// A run beside others that writes code lands its own branch (src/goal/land.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lands: Option<LandsOn>,
+}
+
+/// Where a run that lands works and lands: its own branch, the goal's branch, and
+/// the checks of its swarm's merge queue.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LandsOn {
+    pub branch: String,
+    pub onto: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<crate::kinds::merge::MergeCheck>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -480,7 +492,8 @@ fn truncate_result(message: &str) -> String {
     message[..end].to_string()
 }
 
-/// Why a step pod failed, in words: its exit code and the kubelet's reason.
+/// Why a step pod failed, in words: its exit code and the kubelet's reason, and why
+/// its work did not land, when that was why.
 fn failure_message(pod: &StepPod) -> String {
     let mut message = format!(
         "exit code {}",
@@ -488,6 +501,13 @@ fn failure_message(pod: &StepPod) -> String {
     );
     if let Some(reason) = &pod.reason {
         message.push_str(&format!(" ({reason})"));
+    }
+    let landing = pod
+        .message
+        .as_deref()
+        .filter(|m| m.starts_with(super::land::FAILED_PREFIX));
+    if let Some(landing) = landing {
+        message.push_str(&format!(": {}", truncate_result(landing)));
     }
     message
 }

@@ -318,3 +318,55 @@ steps:
         "the next, sent after this is recorded"
     );
 }
+
+#[test]
+fn runs_that_may_run_side_by_side_and_write_land_their_own_branch() {
+    let with_git = |steps: &str| {
+        format!(
+            "defaults: {{runtime: {{name: codex, mode: headless, image: x}}}}\n\
+             workspace: {{git: {{url: 'https://git.example.com/shop.git', ref: main}}}}\nsteps: {steps}"
+        )
+    };
+    let lands = |plan: &Plan| -> Vec<Option<(String, String)>> {
+        plan.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::CreatePod(run) => Some(
+                    run.lands
+                        .as_ref()
+                        .map(|l| (l.branch.clone(), l.onto.clone())),
+                ),
+                _ => None,
+            })
+            .collect()
+    };
+    let fan = Case::new(&with_git(
+        "[{name: part, action: 'Implement {{item}}', forEach: [a, b]}, \
+         {name: look, action: Review the parts, role: reviewer, after: []}]",
+    ))
+    .plan();
+    assert_eq!(
+        lands(&fan),
+        [
+            Some((
+                "overseer-runs/ship/part.1-a1".into(),
+                "overseer/ship".into()
+            )),
+            Some((
+                "overseer-runs/ship/part.2-a1".into(),
+                "overseer/ship".into()
+            )),
+            None,
+        ],
+        "each writer on its own branch, landed on the goal's; the reviewer only reads"
+    );
+    let chain = Case::new(&with_git(
+        "[{name: a, action: Implement it}, {name: b, action: Test it}]",
+    ))
+    .plan();
+    assert_eq!(
+        lands(&chain),
+        [None],
+        "steps one after the other share the goal's branch"
+    );
+}

@@ -9,11 +9,13 @@ use k8s_openapi::api::core::v1::{
 use kube::Resource;
 use kube::api::ObjectMeta;
 
+use super::land;
 use super::plan::StepRun;
 use crate::api::{MANAGED_BY, label_value, pod_env};
 use crate::kinds::goal::{Goal, GoalStatus, StepPhase};
 use crate::labels;
 use crate::workspace::Workspace;
+use crate::workspace::sync::START_FALLBACK_ENV;
 use crate::{pods, runtimes, workspace};
 
 /// Where the init container puts the `overseer` binary.
@@ -77,7 +79,7 @@ pub fn results_name(goal: &str) -> String {
 
 pub fn step_pod(p: &StepPodParams) -> Pod {
     let goal_name = p.goal.metadata.name.clone().unwrap_or_default();
-    let workspace = p.goal.spec.workspace.clone().unwrap_or_default();
+    let workspace = run_workspace(p);
     let mut command = vec![format!("{BIN_DIR}/overseer"), "step".into(), "--".into()];
     command.extend(runtimes::headless_command(&p.run.runtime, &p.run.action));
     // Every step works in the goal's workspace: with persistent storage, on the files
@@ -93,11 +95,22 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
     let mut volumes = vec![pods::overseer_volume()];
     volumes.extend(workspace::volumes(&workspace, &goal_name));
     volumes.push(results_volume(p.results, &goal_name));
-    let sync = workspace::sync_container(
+    let mut sync = workspace::sync_container(
         &workspace,
         p.run.runtime.image.as_deref(),
         &workspace::default_branch(&goal_name),
     );
+    if let Some(sync) = sync.as_mut().filter(|_| p.run.lands.is_some()) {
+        // The goal's branch is made by the first run that lands; until then, its start.
+        let start = p
+            .goal
+            .spec
+            .workspace
+            .as_ref()
+            .and_then(|w| w.git.as_ref()?.r#ref.clone());
+        let fallback = pods::env(START_FALLBACK_ENV, start.unwrap_or_else(|| "HEAD".into()));
+        sync.env.get_or_insert_default().push(fallback);
+    }
     let mut pod = Pod {
         metadata: ObjectMeta {
             name: Some(super::plan::pod_name(&goal_name, p.run.step, p.run.attempt)),
@@ -143,6 +156,34 @@ pub fn step_pod(p: &StepPodParams) -> Pod {
         pods::read_only_mounts(&mut pod);
     }
     pod
+}
+
+/// The goal's workspace; for a run that lands, a fresh clone (never the goal's claim)
+/// of the goal's branch on the run's own branch.
+fn run_workspace(p: &StepPodParams) -> Workspace {
+    let mut workspace = p.goal.spec.workspace.clone().unwrap_or_default();
+    if let (Some(lands), Some(git)) = (&p.run.lands, workspace.git.as_mut()) {
+        git.branch = Some(lands.branch.clone());
+        git.r#ref = Some(lands.onto.clone());
+        workspace.storage = workspace::Storage::default();
+    }
+    workspace
+}
+
+/// What `overseer step` reads to land a run's work (src/goal/land.rs).
+fn landing_env(p: &StepPodParams, workspace: &Workspace) -> Vec<(&'static str, String)> {
+    let (Some(lands), Some(git)) = (&p.run.lands, &workspace.git) else {
+        return Vec::new();
+    };
+    vec![
+        (land::ONTO_ENV, lands.onto.clone()),
+        (land::BRANCH_ENV, lands.branch.clone()),
+        ("OVERSEER_GIT_URL", git.url.clone()),
+        (
+            "OVERSEER_MERGE_CHECKS",
+            serde_json::to_string(&lands.checks).unwrap_or_else(|_| "[]".into()),
+        ),
+    ]
 }
 
 /// The volume that holds `results.json`: the pod's own annotation through the downward
@@ -211,6 +252,7 @@ fn step_env(p: &StepPodParams, goal_name: &str, workspace: &Workspace) -> Vec<En
     ]
     .into_iter()
     .chain(item)
+    .chain(landing_env(p, workspace))
     .map(|(name, value)| pods::env(name, value))
     .chain(workspace::git_env(workspace))
     .collect()
@@ -276,6 +318,7 @@ mod tests {
                     template: template.clone(),
                     read_only,
                     instructions: String::new(),
+                    lands: None,
                 },
                 results: &Results::Inline("[]".into()),
                 overseer_image: "overseer:1",
@@ -334,6 +377,7 @@ mod tests {
                     template: template.clone(),
                     read_only: false,
                     instructions: String::new(),
+                    lands: None,
                 },
                 results,
                 overseer_image: "overseer:1",
@@ -383,5 +427,75 @@ mod tests {
             "ship-results",
             "the pod mounts the ConfigMap instead"
         );
+    }
+
+    #[test]
+    fn a_run_that_lands_clones_the_goals_branch_onto_its_own_and_is_told_where_to_land() {
+        let goal: Goal = serde_json::from_value(serde_json::json!({
+            "apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
+            "metadata": {"name": "shop", "namespace": "team", "uid": "goal-uid"},
+            "spec": {
+                "workspace": {"git": {"url": "https://git.example.com/shop.git", "ref": "main"}},
+                "steps": [{"name": "part", "action": "Build {{item}}", "forEach": ["a"]}]
+            }
+        }))
+        .unwrap();
+        let run = StepRun {
+            step: 0,
+            name: "part.1".into(),
+            action: "Build a".into(),
+            item: Some("a".into()),
+            attempt: 2,
+            role: "builder".into(),
+            runtime: RuntimeSpec::default(),
+            timeout: Duration::from_secs(60),
+            template: PodTemplate::default(),
+            read_only: false,
+            instructions: String::new(),
+            lands: Some(crate::goal::plan::LandsOn {
+                branch: "overseer-runs/shop/part.1-a2".into(),
+                onto: "overseer/shop".into(),
+                checks: vec![],
+            }),
+        };
+        let pod = step_pod(&StepPodParams {
+            goal: &goal,
+            run: &run,
+            results: &Results::Inline("[]".into()),
+            overseer_image: "overseer:1",
+        });
+        let spec = pod.spec.unwrap();
+        let env_of = |env: &Option<Vec<EnvVar>>, name: &str| {
+            env.iter()
+                .flatten()
+                .find(|e| e.name == name)
+                .and_then(|e| e.value.clone())
+        };
+        let sync = &spec.init_containers.as_ref().unwrap()[1];
+        assert_eq!(
+            env_of(&sync.env, "OVERSEER_GIT_BRANCH").as_deref(),
+            Some("overseer-runs/shop/part.1-a2")
+        );
+        assert_eq!(
+            env_of(&sync.env, "OVERSEER_GIT_REF").as_deref(),
+            Some("overseer/shop")
+        );
+        assert_eq!(
+            env_of(&sync.env, START_FALLBACK_ENV).as_deref(),
+            Some("main")
+        );
+        let agent = &spec.containers[0];
+        assert_eq!(
+            env_of(&agent.env, land::ONTO_ENV).as_deref(),
+            Some("overseer/shop")
+        );
+        assert_eq!(env_of(&agent.env, "OVERSEER_ITEM").as_deref(), Some("a"));
+        let workspace = spec
+            .volumes
+            .unwrap()
+            .into_iter()
+            .find(|v| v.name == workspace::VOLUME)
+            .unwrap();
+        assert!(workspace.empty_dir.is_some(), "{workspace:?}");
     }
 }

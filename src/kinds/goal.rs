@@ -33,6 +33,7 @@ use crate::template::PodTemplate;
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.workspace) || !has(self.workspace.storage) || !has(self.workspace.storage.persistent) || self.steps.all(s, !has(s.after) && !has(s.forEach))").message("workspace.storage.persistent is for steps that run one after the other: with after or forEach, steps run side by side, each in a fresh clone, and land their work on the goal's branch").field_path(".workspace.storage.persistent"))]
 pub struct GoalSpec {
     /// The steps (1 to 100, unique names), each after the one listed before it unless
     /// it names its own predecessors (`after`).

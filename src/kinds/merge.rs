@@ -6,8 +6,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::role_schema;
-
 /// Where members' branches land, and what must pass first.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -46,16 +44,7 @@ fn default_attempts() -> i64 {
     3
 }
 
-/// One check of the merge queue.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MergeCheck {
-    #[schemars(schema_with = "role_schema")]
-    pub name: String,
-    /// The command and its arguments (no shell unless you name one).
-    #[schemars(length(min = 1, max = 64), inner(length(max = 4096)))]
-    pub command: Vec<String>,
-}
+pub use crate::workspace::land::MergeCheck;
 
 /// A member's request to land its branch (`overseer merge request`, field manager
 /// `overseer-merge`), kept in its own status until answered.

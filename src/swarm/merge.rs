@@ -14,12 +14,12 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-pub use super::land::Landing;
 use crate::kinds::agent::Agent;
 use crate::kinds::merge::{
     MergeLedger, MergePolicy, MergeRecord, MergeRequest, MergeState, QueuedMerge,
 };
 use crate::kinds::swarm::Swarm;
+pub use crate::workspace::land::Landing;
 
 /// Entries kept in the queue: every pending one, and the latest final ones.
 pub const QUEUE_KEPT: usize = 100;
@@ -177,7 +177,7 @@ fn follow(
             MergeState::ChecksFailed,
             format!(
                 "the check {check} failed; {target} is unchanged. The end of its output:\n{}",
-                super::land::tail(&tail, REASON_TAIL_BYTES)
+                crate::workspace::land::tail(&tail, REASON_TAIL_BYTES)
             ),
         ),
         Some(Landing::NotOnBranch { reason }) => (MergeState::Refused, reason),

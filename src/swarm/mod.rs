@@ -1,6 +1,5 @@
 pub mod compose;
 pub mod controller;
-pub mod land;
 pub mod merge;
 pub mod merger;
 pub mod run;

@@ -11,12 +11,18 @@ use crate::{Error, Result};
 /// Where `overseer workspace credential` reads the Secret's keys from.
 use super::CREDENTIALS_DIR;
 
+/// Where the work starts when the remote lacks `OVERSEER_GIT_REF`.
+pub const START_FALLBACK_ENV: &str = "OVERSEER_GIT_REF_FALLBACK";
+
 /// What the init container is told, from its environment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Source {
     pub url: String,
     /// Where the work starts (None: the remote's HEAD).
     pub start: Option<String>,
+    /// Where it starts when the remote lacks `start` (a goal's branch before the first
+    /// step of its own lands on it).
+    pub fallback: Option<String>,
     /// The branch the work goes on.
     pub branch: String,
 }
@@ -28,6 +34,7 @@ impl Source {
             url: var("OVERSEER_GIT_URL")
                 .ok_or_else(|| Error::Usage("OVERSEER_GIT_URL is not set".into()))?,
             start: var("OVERSEER_GIT_REF"),
+            fallback: var(START_FALLBACK_ENV),
             branch: var("OVERSEER_GIT_BRANCH")
                 .ok_or_else(|| Error::Usage("OVERSEER_GIT_BRANCH is not set".into()))?,
         })
@@ -50,7 +57,12 @@ pub fn run() -> Result<()> {
     let from_branch = git(&dir, &fetch_args(&source.branch)).is_ok();
     if !from_branch {
         let start = source.start.as_deref().unwrap_or("HEAD");
-        git(&dir, &fetch_args(start))?;
+        if let Err(error) = git(&dir, &fetch_args(start)) {
+            let Some(fallback) = &source.fallback else {
+                return Err(error);
+            };
+            git(&dir, &fetch_args(fallback))?;
+        }
     }
     git(
         &dir,

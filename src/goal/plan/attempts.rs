@@ -40,6 +40,7 @@ impl Planner<'_> {
         let read_only = crate::roles::role(self.input.swarm, &role).read_only;
         let instructions =
             crate::goal::instructions::compose(self.input.name, &run.name, &role, self.input.swarm);
+        let lands = self.lands(u, attempt, read_only);
         let entry = &mut self.status.steps[u];
         let new_attempt = entry.attempts < attempt;
         entry.attempts = attempt;
@@ -64,6 +65,7 @@ impl Planner<'_> {
             read_only,
             instructions,
             template,
+            lands,
         })));
         if new_attempt {
             self.step_progress(
@@ -87,6 +89,29 @@ impl Planner<'_> {
         } else {
             self.running(u);
         }
+    }
+
+    /// Where attempt `attempt` of run `u` lands its work: a run that writes, of a goal
+    /// with a git workspace whose runs do not make one chain (they may run side by side).
+    fn lands(&self, u: usize, attempt: i32, read_only: bool) -> Option<super::LandsOn> {
+        let git = self.input.spec.workspace.as_ref()?.git.as_ref()?;
+        if read_only || super::graph::is_chain(self.runs) {
+            return None;
+        }
+        let checks = self
+            .input
+            .swarm
+            .and_then(|s| s.coordination.as_ref()?.merge.as_ref())
+            .map(|policy| policy.checks.clone())
+            .unwrap_or_default();
+        Some(super::LandsOn {
+            branch: crate::goal::land::run_branch(self.input.name, &self.runs[u].name, attempt),
+            onto: git
+                .branch
+                .clone()
+                .unwrap_or_else(|| crate::workspace::default_branch(self.input.name)),
+            checks,
+        })
     }
 
     /// While `Progressing` says the step pod's name is taken, when to try its create

@@ -6,12 +6,12 @@ use std::process::Command;
 
 use super::*;
 
-struct Repo {
-    root: PathBuf,
-    url: String,
+pub(crate) struct Repo {
+    pub(crate) root: PathBuf,
+    pub(crate) url: String,
 }
 
-fn sh(dir: &Path, script: &str) -> String {
+pub(crate) fn sh(dir: &Path, script: &str) -> String {
     let output = Command::new("sh")
         .args(["-c", script])
         .current_dir(dir)
@@ -31,7 +31,7 @@ fn sh(dir: &Path, script: &str) -> String {
 
 impl Repo {
     /// A remote whose `main` holds `a.txt` and `b.txt`, five lines each.
-    fn new(test: &str) -> Repo {
+    pub(crate) fn new(test: &str) -> Repo {
         let root =
             std::env::temp_dir().join(format!("overseer-land-{test}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
@@ -85,11 +85,11 @@ impl Repo {
         land(&dir, job)
     }
 
-    fn main(&self) -> String {
+    pub(crate) fn main(&self) -> String {
         sh(&self.root, "git --git-dir=origin.git rev-parse main")
     }
 
-    fn main_file(&self, file: &str) -> String {
+    pub(crate) fn main_file(&self, file: &str) -> String {
         sh(
             &self.root,
             &format!("git --git-dir=origin.git show main:{file}"),
@@ -103,7 +103,7 @@ impl Drop for Repo {
     }
 }
 
-fn check(name: &str, script: &str) -> MergeCheck {
+pub(crate) fn check(name: &str, script: &str) -> MergeCheck {
     MergeCheck {
         name: name.into(),
         command: vec!["sh".into(), "-c".into(), script.into()],

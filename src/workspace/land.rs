@@ -1,4 +1,5 @@
-//! `overseer merge land`, in a merge queue's pod: one attempt at landing a member's
+//! `overseer merge land`, in a merge queue's pod (and, for a goal's run that lands, in
+//! its step pod: src/goal/land.rs): one attempt at landing a member's
 //! exact commit on the target branch. It clones afresh, notes the target's commit,
 //! merges the commit (never resolving a conflict: the paths are reported), runs the
 //! checks in the merged tree, and pushes with a lease on the commit it started from,
@@ -9,8 +10,22 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::kinds::merge::MergeCheck;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::api::role_schema;
 use crate::{Error, Result};
+
+/// One check of the merge queue.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MergeCheck {
+    #[schemars(schema_with = "role_schema")]
+    pub name: String,
+    /// The command and its arguments (no shell unless you name one).
+    #[schemars(length(min = 1, max = 64), inner(length(max = 4096)))]
+    pub command: Vec<String>,
+}
 
 /// What an attempt's pod reported (its termination message).
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
@@ -63,18 +78,6 @@ impl Job {
                 .map_err(|e| Error::Usage(format!("OVERSEER_MERGE_CHECKS: {e}")))?,
         })
     }
-}
-
-/// Runs the attempt in the current directory (empty) and writes its outcome to the
-/// termination message; the process exits 0 whatever the outcome, which is the report.
-pub fn run() -> Result<()> {
-    let job = Job::from_env()?;
-    let dir = std::env::current_dir()?;
-    let landing = land(&dir, &job);
-    let report = serde_json::to_string(&landing)?;
-    println!("{report}");
-    std::fs::write(crate::step::termination_log(), &report)?;
-    Ok(())
 }
 
 /// One attempt of `job` in `dir`.
@@ -218,7 +221,7 @@ fn is_ancestor(dir: &Path, commit: &str, of: &str) -> Result<bool> {
 }
 
 /// `git args` in `dir` as the merge queue (its name on the merge commits).
-fn git(dir: &Path, args: &[&str]) -> Result<Output> {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<Output> {
     Command::new("git")
         .args([
             "-c",
@@ -234,7 +237,7 @@ fn git(dir: &Path, args: &[&str]) -> Result<Output> {
 }
 
 /// `git args` that must succeed.
-fn must(dir: &Path, args: &[&str]) -> Result<Output> {
+pub(crate) fn must(dir: &Path, args: &[&str]) -> Result<Output> {
     let output = git(dir, args)?;
     if output.status.success() {
         return Ok(output);
@@ -246,7 +249,7 @@ fn must(dir: &Path, args: &[&str]) -> Result<Output> {
     )))
 }
 
-fn text(output: &Output) -> String {
+pub(crate) fn text(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_string()
 }
 
@@ -256,4 +259,4 @@ fn err_text(output: &Output) -> String {
 
 #[cfg(test)]
 #[path = "land_tests.rs"]
-mod tests;
+pub(crate) mod tests;
