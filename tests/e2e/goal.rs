@@ -8,8 +8,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use overseer::goal::{Goal, GoalPhase, StepPhase};
 
-use crate::release::{agent_image, create, install, namespace};
-use crate::support::cluster::wait_in;
+use crate::release::{address_for_pods, agent_image, create, install, namespace};
+use crate::support::cluster::{create_object, wait_in};
+use crate::support::git_server::GitServer;
 
 #[tokio::test]
 #[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
@@ -126,4 +127,76 @@ async fn steps_run_in_real_containers_with_results_retries_and_timeouts() {
     )
     .await;
     println!("e2e[{}]: the step past its 5s timeout: {hung}", ns.name);
+}
+
+/// Two items of a `forEach` step run side by side in real containers, each on a branch
+/// of its own cloned from the in-test git server; each lands its work on the goal's
+/// branch, and the fan-in after them clones that branch and finds both.
+#[tokio::test]
+#[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
+async fn items_side_by_side_land_their_work_and_the_fan_in_finds_it_all() {
+    let ns = namespace("goal-fan").await;
+    install(&ns).await;
+    let git = GitServer::start(address_for_pods(&ns).await).await;
+    let repository = git.repository("shop", &[("README.md", "# Shop\n")]);
+    create_object::<k8s_openapi::api::core::v1::Secret>(
+        &ns,
+        serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "git-ca"},
+               "stringData": {"ca.crt": git.ca_pem}}),
+    )
+    .await;
+    let image = agent_image();
+    let started = Instant::now();
+    create_object::<Goal>(
+        &ns,
+        serde_json::json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Goal",
+            "metadata": {"name": "shop"},
+            "spec": {
+                "defaults": {"runtime": {"name": "codex", "image": image}, "role": "builder"},
+                "workspace": {"git": {"url": repository, "ref": "main"}},
+                "podTemplate": {
+                    "env": [{"name": "GIT_SSL_CAINFO", "value": "/etc/git-ca/ca.crt"}],
+                    "volumes": [{"name": "git-ca", "secret": {"secretName": "git-ca"}}],
+                    "volumeMounts": [{"name": "git-ca", "mountPath": "/etc/git-ca", "readOnly": true}]
+                },
+                "steps": [
+                    {"name": "part", "action": "write the part {{item}}", "forEach": ["api", "web"]},
+                    {"name": "list", "action": "list the parts"}
+                ]
+            }
+        }),
+    )
+    .await;
+    let goals: Api<Goal> = ns.api();
+    let status = wait_in(&ns, "the goal Succeeded", Duration::from_secs(240), || {
+        let goals = goals.clone();
+        async move {
+            let status = goals.get("shop").await.ok()?.status?;
+            (status.phase == Some(GoalPhase::Succeeded)).then_some(status)
+        }
+    })
+    .await;
+    println!(
+        "e2e[{}]: 2 items side by side, landed, then a fan-in: Succeeded in {:.1}s",
+        ns.name,
+        started.elapsed().as_secs_f64()
+    );
+    let files = git.files("shop", "overseer/shop");
+    assert!(
+        ["README.md", "api.txt", "web.txt"]
+            .iter()
+            .all(|f| files.contains(&f.to_string())),
+        "both items landed on the goal's branch: {files:?}"
+    );
+    assert_eq!(git.files("shop", "main"), ["README.md"], "main untouched");
+    assert!(
+        git.files("shop", "overseer-runs/shop/part.1-a1")
+            .contains(&"api.txt".to_string()),
+        "the item's own branch"
+    );
+    let list = status.steps[2].result.as_deref().unwrap_or_default();
+    assert!(
+        list.contains("api.txt web.txt"),
+        "the fan-in saw both: {list}"
+    );
 }

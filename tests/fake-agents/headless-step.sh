@@ -6,6 +6,8 @@
 #                 steps whose results it was given
 #   slow ...      as succeed, after 8 s (a step still running when the leader dies)
 #   hang ...      never finishes (a step past its timeout)
+#   write ...     writes <item>.txt in the workspace, left for `overseer step` to land
+#   list ...      its result is the workspace's .txt files
 action="${*: -1}"
 case "$action" in
   succeed*)
@@ -26,6 +28,13 @@ case "$action" in
     # The steps whose results it was given (the file the step pod mounts).
     echo "$OVERSEER_STEP done on attempt $OVERSEER_ATTEMPT after" \
       $(grep -o '"step":"[a-z]*"' "$OVERSEER_RESULTS_FILE")
+    ;;
+  write*)
+    echo "$OVERSEER_ITEM" > "$OVERSEER_ITEM.txt"
+    echo "wrote $OVERSEER_ITEM.txt"
+    ;;
+  list*)
+    echo "files:" *.txt
     ;;
   hang*)
     echo "$OVERSEER_STEP hangs"

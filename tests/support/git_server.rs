@@ -180,6 +180,20 @@ impl GitServer {
             .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
     }
 
+    /// The files at the top of `branch` of repository `name` (`git ls-tree --name-only`).
+    pub fn files(&self, name: &str, branch: &str) -> Vec<String> {
+        let output = Command::new("git")
+            .arg("--git-dir")
+            .arg(self.bare(name))
+            .args(["ls-tree", "--name-only", branch])
+            .output()
+            .expect("git ls-tree");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
     fn bare(&self, name: &str) -> PathBuf {
         self.root.join("repos").join(format!("{name}.git"))
     }
