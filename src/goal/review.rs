@@ -129,4 +129,20 @@ mod tests {
                 .starts_with("Review what step ship just did (Deploy to staging).")
         );
     }
+
+    #[test]
+    fn a_step_after_a_reviewed_one_waits_for_its_review() {
+        let expanded = with_reviews(&goal(
+            "{steps: [{name: ship, action: Deploy to staging}, {name: docs, action: Write docs, after: []}, \
+             {name: tell, action: Announce it, after: [ship, docs]}]}",
+        ));
+        assert_eq!(names(&expanded), ["ship", "ship-review", "docs", "tell"]);
+        let after = |i: usize| expanded.spec.steps[i].after.clone();
+        assert_eq!(
+            after(1),
+            None,
+            "the review: after the step listed before, ship"
+        );
+        assert_eq!(after(3), Some(vec!["ship-review".into(), "docs".into()]));
+    }
 }

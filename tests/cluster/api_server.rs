@@ -52,8 +52,8 @@ async fn every_example_is_accepted() {
         }
     }
     assert_eq!(
-        created, 5,
-        "the four examples, the agent one with its overseer"
+        created, 6,
+        "the five examples, the agent one with its overseer"
     );
 }
 
