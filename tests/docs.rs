@@ -154,8 +154,21 @@ fn the_gitops_table_is_what_the_cluster_tests_read() {
         documented.push(format!("{kind} | {state} | {argocd}"));
     }
     let mut tested = Vec::new();
-    for entry in std::fs::read_dir(root.join("tests/cluster")).unwrap() {
-        let source = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+    // The cluster tests' files, those of their folders (tests/cluster/goal/) too.
+    let mut files = Vec::new();
+    let mut folders = vec![root.join("tests/cluster")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    for path in files {
+        let source = std::fs::read_to_string(path).unwrap();
         for call in source.split("assert_readers(").skip(1) {
             let args = quoted(call.split(");").next().unwrap());
             let (Some(kind), Some(state), Some(argocd)) = (args.first(), args.get(1), args.last())
