@@ -139,12 +139,7 @@ async fn items_side_by_side_land_their_work_and_the_fan_in_finds_it_all() {
     install(&ns).await;
     let git = GitServer::start(address_for_pods(&ns).await).await;
     let repository = git.repository("shop", &[("README.md", "# Shop\n")]);
-    create_object::<k8s_openapi::api::core::v1::Secret>(
-        &ns,
-        serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "git-ca"},
-               "stringData": {"ca.crt": git.ca_pem}}),
-    )
-    .await;
+    let template = git.trusted_in(&ns).await;
     let image = agent_image();
     let started = Instant::now();
     create_object::<Goal>(
@@ -154,11 +149,7 @@ async fn items_side_by_side_land_their_work_and_the_fan_in_finds_it_all() {
             "spec": {
                 "defaults": {"runtime": {"name": "codex", "image": image}, "role": "builder"},
                 "workspace": {"git": {"url": repository, "ref": "main"}},
-                "podTemplate": {
-                    "env": [{"name": "GIT_SSL_CAINFO", "value": "/etc/git-ca/ca.crt"}],
-                    "volumes": [{"name": "git-ca", "secret": {"secretName": "git-ca"}}],
-                    "volumeMounts": [{"name": "git-ca", "mountPath": "/etc/git-ca", "readOnly": true}]
-                },
+                "podTemplate": template,
                 "steps": [
                     {"name": "part", "action": "write the part {{item}}", "forEach": ["api", "web"]},
                     {"name": "list", "action": "list the parts"}

@@ -890,23 +890,14 @@ async fn a_real_claude_commits_in_its_git_workspace_and_the_work_outlives_its_po
     )
     .await;
     let _hops = HopsOnPanic(&ns, &server);
-    create_object::<Secret>(
-        &ns,
-        serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "git-ca"},
-                           "stringData": {"ca.crt": git.ca_pem}}),
-    )
-    .await;
+    let template = git.trusted_in(&ns).await;
     agent(
         &ns,
         "builder",
         json!({"role": "builder", "runtime": claude_runtime("tui"),
         "prompt": "Write the changelog", "loop": {"enabled": false},
         "workspace": {"git": {"url": repository}},
-        "podTemplate": {
-            "env": [{"name": "GIT_SSL_CAINFO", "value": "/etc/git-ca/ca.crt"}],
-            "volumes": [{"name": "git-ca", "secret": {"secretName": "git-ca"}}],
-            "volumeMounts": [{"name": "git-ca", "mountPath": "/etc/git-ca", "readOnly": true}],
-        }}),
+        "podTemplate": template}),
     )
     .await;
 

@@ -4,7 +4,6 @@
 //! the commit onto main of the team's git server with the check passing; the writer
 //! is mailed the merged commit and the lead is told when the writer ended.
 
-use k8s_openapi::api::core::v1::Secret;
 use model_standin::Last;
 use overseer::agent::AgentPhase;
 use overseer::kinds::merge::MergeState;
@@ -59,18 +58,8 @@ async fn a_real_claude_lead_spawns_a_real_codex_writer_whose_work_lands_through_
     )
     .await;
     let _hops = HopsOnPanic(&ns, &server);
-    create_object::<Secret>(
-        &ns,
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "git-ca"},
-               "stringData": {"ca.crt": git.ca_pem}}),
-    )
-    .await;
-    let template = json!({
-        "envFrom": [{"secretRef": {"name": "model"}}],
-        "env": [{"name": "GIT_SSL_CAINFO", "value": "/etc/git-ca/ca.crt"}],
-        "volumes": [{"name": "git-ca", "secret": {"secretName": "git-ca"}}],
-        "volumeMounts": [{"name": "git-ca", "mountPath": "/etc/git-ca", "readOnly": true}]
-    });
+    let mut template = git.trusted_in(&ns).await;
+    template["envFrom"] = json!([{"secretRef": {"name": "model"}}]);
     create_object::<Swarm>(
         &ns,
         json!({"apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm", "metadata": {"name": "team"},

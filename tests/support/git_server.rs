@@ -194,6 +194,23 @@ impl GitServer {
             .collect()
     }
 
+    /// Makes the pods of `ns` trust the server: the Secret `git-ca` holding its CA, and
+    /// the pod template that mounts it and points git at it (`GIT_SSL_CAINFO`), to
+    /// which a test adds what else its pods need.
+    pub async fn trusted_in(&self, ns: &super::cluster::TestNamespace) -> serde_json::Value {
+        super::cluster::create_object::<k8s_openapi::api::core::v1::Secret>(
+            ns,
+            serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "git-ca"},
+                               "stringData": {"ca.crt": self.ca_pem}}),
+        )
+        .await;
+        serde_json::json!({
+            "env": [{"name": "GIT_SSL_CAINFO", "value": "/etc/git-ca/ca.crt"}],
+            "volumes": [{"name": "git-ca", "secret": {"secretName": "git-ca"}}],
+            "volumeMounts": [{"name": "git-ca", "mountPath": "/etc/git-ca", "readOnly": true}]
+        })
+    }
+
     fn bare(&self, name: &str) -> PathBuf {
         self.root.join("repos").join(format!("{name}.git"))
     }
