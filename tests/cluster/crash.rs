@@ -548,30 +548,35 @@ impl Scenario for GoalWithRetry {
     }
 
     async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String> {
-        let status = ns.api::<Goal>().get("ship").await.ok()?.status?;
-        if !matches!(status.phase, Some(GoalPhase::Succeeded | GoalPhase::Failed)) {
-            return None;
-        }
-        let mut end = format!(
-            "phase {:?}, checkpoint {}\n",
-            status.phase, status.completed_steps
-        );
-        for step in &status.steps {
-            let _ = writeln!(
-                end,
-                "step {}: {:?}, {} attempt(s), pod {:?}, result {:?}",
-                step.name, step.phase, step.attempts, step.pod_name, step.result
-            );
-        }
-        // The last step's pod carried the earlier results, whatever write the operator
-        // died at between the status that recorded them and the pod.
-        let last = status.steps.last()?.pod_name.clone()?;
-        let pod = ns.api::<Pod>().get(&last).await.ok()?;
-        let carried = pod.metadata.annotations?.remove(RESULTS_ANNOTATION)?;
-        let _ = writeln!(end, "results given to {last}: {carried}");
-        let _ = write!(end, "pods: {}", world.created_once("Pod"));
-        Some(end)
+        goal_end_state(ns, world, "ship").await
     }
+}
+
+/// The end state of goal `name` once it is over: each step's (or item's) outcome, the
+/// results its last step's pod carried (whatever write the operator died at between
+/// the status that recorded them and the pod), and the pods made, each once.
+async fn goal_end_state(ns: &TestNamespace, world: &World, name: &str) -> Option<String> {
+    let status = ns.api::<Goal>().get(name).await.ok()?.status?;
+    if !matches!(status.phase, Some(GoalPhase::Succeeded | GoalPhase::Failed)) {
+        return None;
+    }
+    let mut end = format!(
+        "phase {:?}, {} steps done\n",
+        status.phase, status.completed_steps
+    );
+    for step in &status.steps {
+        let _ = writeln!(
+            end,
+            "step {} ({:?}): {:?}, {} attempt(s), pod {:?}, result {:?}",
+            step.name, step.item, step.phase, step.attempts, step.pod_name, step.result
+        );
+    }
+    let last = status.steps.last()?.pod_name.clone()?;
+    let pod = ns.api::<Pod>().get(&last).await.ok()?;
+    let carried = pod.metadata.annotations?.remove(RESULTS_ANNOTATION)?;
+    let _ = writeln!(end, "results given to {last}: {carried}");
+    let _ = write!(end, "pods: {}", world.created_once("Pod"));
+    Some(end)
 }
 
 #[tokio::test]
@@ -625,28 +630,7 @@ impl Scenario for GoalFanOut {
     }
 
     async fn end_state(&self, ns: &TestNamespace, world: &World) -> Option<String> {
-        let status = ns.api::<Goal>().get("fan").await.ok()?.status?;
-        if !matches!(status.phase, Some(GoalPhase::Succeeded | GoalPhase::Failed)) {
-            return None;
-        }
-        let mut end = format!(
-            "phase {:?}, {} steps done\n",
-            status.phase, status.completed_steps
-        );
-        for step in &status.steps {
-            let _ = writeln!(
-                end,
-                "step {} ({:?}): {:?}, {} attempt(s), pod {:?}, result {:?}",
-                step.name, step.item, step.phase, step.attempts, step.pod_name, step.result
-            );
-        }
-        // The fan-in's pod carried every item's result.
-        let last = status.steps.last()?.pod_name.clone()?;
-        let pod = ns.api::<Pod>().get(&last).await.ok()?;
-        let carried = pod.metadata.annotations?.remove(RESULTS_ANNOTATION)?;
-        let _ = writeln!(end, "results given to {last}: {carried}");
-        let _ = write!(end, "pods: {}", world.created_once("Pod"));
-        Some(end)
+        goal_end_state(ns, world, "fan").await
     }
 }
 
