@@ -31,8 +31,8 @@ pub fn run_branch(goal: &str, run: &str, attempt: i32) -> String {
 
 /// In the step pod, after the agent exited with `code`: lands the run's work when it
 /// succeeded and is one that lands; the step's exit code. A failure to land is the
-/// step's termination message (`report`).
-pub fn after_step(code: i32, report: &Path) -> i32 {
+/// step's termination message (`termination_log`).
+pub fn after_step(code: i32, termination_log: &Path) -> i32 {
     let (Some(onto), Some(branch)) = (var(ONTO_ENV), var(BRANCH_ENV)) else {
         return code;
     };
@@ -53,10 +53,9 @@ pub fn after_step(code: i32, report: &Path) -> i32 {
             0
         }
         Err(failure) => {
-            let report_path = report;
             let report = format!("{FAILED_PREFIX}{failure}");
             eprintln!("overseer: {report}");
-            let _ = std::fs::write(report_path, &report);
+            let _ = std::fs::write(termination_log, &report);
             1
         }
     }

@@ -178,8 +178,8 @@ impl<T: Clone> Creating<T> {
         children.push((child.to_string(), pending, std::time::Instant::now()));
     }
 
-    /// Ends the wait for `child` of `owner`: its create failed.
-    pub fn failed(&self, namespace: &str, owner: &str, child: &str) {
+    /// Ends the wait for `child` of `owner`: its create failed, or the cache shows it.
+    pub fn forget(&self, namespace: &str, owner: &str, child: &str) {
         let mut creating = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let key = (namespace.to_string(), owner.to_string());
         if let Some(children) = creating.get_mut(&key) {
@@ -205,7 +205,7 @@ impl<T: Clone> Creating<T> {
         else {
             return;
         };
-        self.failed(
+        self.forget(
             &child.namespace().unwrap_or_default(),
             &owner.name,
             &child.name_any(),
@@ -418,7 +418,7 @@ mod tests {
             ["g-s2-a1"],
             "one shown, the other awaited"
         );
-        creating.failed("n", "g", "g-s2-a1");
+        creating.forget("n", "g", "g-s2-a1");
         assert_eq!(names(&creating), Vec::<String>::new(), "the create failed");
         creating.started("n", "g", "g-s3-a1", 9);
         creating.ended("n", "g");

@@ -264,7 +264,7 @@ pub(super) async fn create_step_pod(
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     if let Err(error) = ensure_sandbox(gc, goal).await {
         gc.creating
-            .failed(&namespace, &goal.name_any(), &pod.name_any());
+            .forget(&namespace, &goal.name_any(), &pod.name_any());
         return Err(error);
     }
     let claim = goal.spec.workspace.as_ref().and_then(|w| {
@@ -291,7 +291,7 @@ pub(super) async fn create_step_pod(
         }
         Err(error) => {
             gc.creating
-                .failed(&namespace, &goal.name_any(), &pod.name_any());
+                .forget(&namespace, &goal.name_any(), &pod.name_any());
             let (reason, created, message) = match &error {
                 crate::Error::NameTaken { .. } => (
                     reasons::NAME_TAKEN,

@@ -30,11 +30,6 @@ impl Run<'_> {
             None => self.step.action.clone(),
         }
     }
-
-    /// Whether this run fans out with others of its step.
-    pub fn is_item(&self) -> bool {
-        self.item.is_some()
-    }
 }
 
 /// The runs of `spec`'s steps in the order of the spec, or why the steps do not make a
@@ -162,7 +157,7 @@ mod tests {
         let spec = spec("{steps: [{name: t, action: 'test {{item}} now', forEach: [api]}]}");
         let runs = runs(&spec).unwrap();
         assert_eq!(runs[0].action(), "test api now");
-        assert!(runs[0].is_item());
+        assert_eq!(runs[0].item, Some("api"));
         assert!(is_chain(&runs));
         let fan = self::spec("{steps: [{name: a, action: x}, {name: b, action: y, after: []}]}");
         assert!(!is_chain(&super::runs(&fan).unwrap()));
