@@ -54,6 +54,17 @@ pub enum Command {
     /// In a step pod: set the step's result (read from stdin, at most 4 KiB).
     #[command(hide = true)]
     Result,
+    /// In an agent's pod: the CLI's pre-tool hook; judges the tool call on stdin
+    /// against the agent's guards (exit 2 blocks it, the reason on stderr).
+    #[command(hide = true)]
+    Guard {
+        #[arg(long, value_enum)]
+        runtime: crate::guard::hook::HookRuntime,
+        #[arg(long, default_value = crate::guard::POLICY_PATH)]
+        policy: std::path::PathBuf,
+        #[arg(long, default_value = crate::shim::protocol::DEFAULT_SOCKET)]
+        socket: std::path::PathBuf,
+    },
     /// In an init container: copy this binary to DEST.
     #[command(hide = true)]
     Install { dest: std::path::PathBuf },
@@ -389,6 +400,11 @@ pub async fn dispatch(cli: Cli) -> i32 {
             .await
             .map(|code| crate::goal::land::after_step(code, &crate::step::termination_log()))
             .map_err(Into::into),
+        Command::Guard {
+            runtime,
+            policy,
+            socket,
+        } => Ok(crate::guard::hook::run(runtime, &policy, &socket).await),
         Command::PaneRun { exit_file, command } => {
             Ok(crate::shim::tmux::run_in_pane(&exit_file, &command).await)
         }

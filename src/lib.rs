@@ -16,6 +16,7 @@ pub mod delivery;
 pub mod duration;
 pub mod egress;
 pub mod goal;
+pub mod guard;
 pub mod health;
 pub mod https;
 pub mod kinds;

@@ -74,6 +74,7 @@ pub struct ResolvedRole {
     /// The profile text (a named profile of the swarm, else the built-in one).
     pub profile: Option<String>,
     pub pod_template: Option<PodTemplate>,
+    pub guards: Option<crate::kinds::guard::Guards>,
 }
 
 /// The role `name` of the swarm `spec` (None: outside any swarm).
@@ -91,6 +92,7 @@ pub fn role(swarm: Option<&SwarmSpec>, name: &str) -> ResolvedRole {
         }),
         profile: named_profile.or_else(|| builtin.map(|b| b.profile.to_string())),
         pod_template: own.and_then(|r| r.pod_template.clone()),
+        guards: own.and_then(|r| r.guards.clone()),
     }
 }
 
@@ -129,6 +131,9 @@ pub fn effective_spec(spec: &AgentSpec, swarm: Option<&Swarm>, member: bool) -> 
     }
     if effective.workspace.is_none() {
         effective.workspace = swarm.spec.workspace.clone();
+    }
+    if effective.guards.is_none() {
+        effective.guards = role.guards.or_else(|| defaults.guards.clone());
     }
     effective
 }

@@ -604,10 +604,12 @@ async fn create_pod(
     ensure_identity(ac, agent, &observed.overseen).await?;
     let Effective { spec, swarm } = &observed.effective;
     ensure_sandbox(ac, agent, swarm.as_deref()).await?;
+    let guards = crate::guard::of_agent(spec, swarm.as_deref().map(|s| &s.spec), pod::WORKSPACE);
     let shape = pod::PodShape {
         overseer: pod::acts_as_overseer(agent, &observed.overseen),
         read_only: crate::roles::role(swarm.as_deref().map(|s| &s.spec), &spec.role).read_only,
         instructions_file: instruction_file(spec),
+        guards: guards.as_ref(),
     };
     let pod = pod::agent_pod(agent, spec, attempt, &ac.ctx.overseer_image, shape);
     let claim = spec.workspace.as_ref().and_then(|w| {

@@ -298,6 +298,7 @@ fn activity(state: ActivityState, since: i64, attempt: i64) -> Activity {
         summary: None,
         progress_time: None,
         usage: None,
+        guards: None,
     }
 }
 

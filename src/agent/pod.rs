@@ -227,6 +227,8 @@ pub struct PodShape<'a> {
     /// The runtime's instruction file name (CLAUDE.md, AGENTS.md), under which the
     /// agent's composed instructions are mounted.
     pub instructions_file: &'a str,
+    /// The guards its CLI's hook checks each tool call against (none: guards off).
+    pub guards: Option<&'a crate::guard::Policy>,
 }
 
 impl Default for PodShape<'_> {
@@ -235,6 +237,7 @@ impl Default for PodShape<'_> {
             overseer: false,
             read_only: false,
             instructions_file: "AGENTS.md",
+            guards: None,
         }
     }
 }
@@ -297,6 +300,9 @@ pub fn agent_pod(
         status: None,
     };
     template.dress(&mut pod);
+    if let Some(policy) = shape.guards {
+        crate::guard::pod::dress(&mut pod, policy, spec.runtime.effective_name());
+    }
     if shape.read_only {
         pods::read_only_mounts(&mut pod);
     }
@@ -557,6 +563,7 @@ spec:
             overseer: false,
             read_only: true,
             instructions_file: "CLAUDE.md",
+            guards: None,
         };
         let spec = agent_pod(&scout, &scout.spec, 1, "img", shape)
             .spec

@@ -124,6 +124,7 @@ mod tests {
                 summary: None,
                 progress_time: None,
                 usage: None,
+                guards: None,
             }),
             ..Default::default()
         });

@@ -26,6 +26,8 @@ pub struct Limits {
     pub ack_within: Duration,
     /// Whether a webhook hears of escalations (`spec.notify`, else the swarm's).
     pub webhook: bool,
+    /// Tool calls its guards may block in one attempt before it escalates (0: never).
+    pub guarded_after: i64,
 }
 
 impl Limits {
@@ -34,6 +36,11 @@ impl Limits {
             waiting_after: spec.loop_.waiting_escalates_after.get(),
             ack_within: spec.loop_.ack_within.get(),
             webhook: spec.notify.is_some(),
+            guarded_after: match &spec.guards {
+                Some(guards) if !guards.enabled => 0,
+                Some(guards) => guards.escalate_after.into(),
+                None => crate::kinds::guard::Guards::default().escalate_after.into(),
+            },
         }
     }
 }
@@ -58,10 +65,12 @@ pub fn step(status: &mut AgentStatus, limits: &Limits, now: Timestamp) -> Outcom
         return outcome;
     };
     for (kind, severity, reason) in causes(status, limits, now, &mut outcome.next_at) {
-        let open_already = status
-            .escalations
-            .iter()
-            .any(|e| e.kind == kind && e.attempt == attempt && e.state == EscalationState::Open);
+        // The guards' count only grows within an attempt: once is enough, answered or not.
+        let open_already = status.escalations.iter().any(|e| {
+            e.kind == kind
+                && e.attempt == attempt
+                && (e.state == EscalationState::Open || kind == EscalationKind::Guarded)
+        });
         if !open_already {
             let opened = open(status, attempt, (kind, severity, reason), None, now);
             // The webhook heard of the agent's end already, from the same plan
@@ -127,6 +136,20 @@ fn causes(
             Some("its pods stalled too often: no activity for loop.stallAfter".into()),
         )),
         _ => {}
+    }
+    let guarded = status
+        .current_activity()
+        .and_then(|a| a.guards.as_ref())
+        .map_or(0, |g| g.blocked);
+    if limits.guarded_after > 0 && guarded >= limits.guarded_after {
+        found.push((
+            EscalationKind::Guarded,
+            Severity::Warning,
+            Some(format!(
+                "its guards blocked {guarded} tool calls in this attempt (guards.escalateAfter {})",
+                limits.guarded_after
+            )),
+        ));
     }
     if let Some(since) = waiting_since(status) {
         let due = crate::duration::after(&since, limits.waiting_after);
@@ -248,7 +271,7 @@ fn settle(status: &mut AgentStatus, now: Timestamp) {
             continue;
         }
         let cause_gone = match escalation.kind {
-            EscalationKind::Requested => false,
+            EscalationKind::Requested | EscalationKind::Guarded => false,
             EscalationKind::Blocked => !blocked_exit || attempt != Some(escalation.attempt),
             EscalationKind::Waiting => !waiting || attempt != Some(escalation.attempt),
             EscalationKind::NudgesExhausted => operator_block != Some(reasons::NUDGES_EXHAUSTED),

@@ -10,6 +10,7 @@ fn limits(webhook: bool) -> Limits {
         waiting_after: Duration::from_secs(600),
         ack_within: Duration::from_secs(900),
         webhook,
+        guarded_after: 3,
     }
 }
 
@@ -50,6 +51,7 @@ fn waiting_since(status: &mut AgentStatus, since: i64) {
         summary: None,
         progress_time: None,
         usage: None,
+        guards: None,
     });
 }
 

@@ -215,6 +215,7 @@ fn with_activity(mut status: AgentStatus, state: ActivityState) -> AgentStatus {
         summary: None,
         progress_time: None,
         usage: None,
+        guards: None,
     });
     status
 }

@@ -122,6 +122,10 @@ pub struct AgentSpec {
     /// unset); a failed send is an Event only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<Notify>,
+    /// Guards on the agent's tool calls (docs/guards.md); unset: its swarm role's, else
+    /// its swarm's defaults, else on with the built-in denials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guards: Option<crate::kinds::guard::Guards>,
 }
 
 fn oversees_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -457,6 +461,9 @@ pub struct Activity {
     /// output (claude, codex, pi; docs/runtimes.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TokenUsage>,
+    /// The tool calls the agent's guards blocked in this attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guards: Option<crate::kinds::guard::GuardCounts>,
 }
 
 /// Token usage summed over the runs of one attempt.
@@ -594,6 +601,8 @@ pub enum EscalationKind {
     NudgesExhausted,
     /// Its pods stalled too often (the agent is Blocked).
     StallLimit,
+    /// Its guards blocked `guards.escalateAfter` tool calls in one attempt.
+    Guarded,
 }
 
 impl EscalationKind {
@@ -605,6 +614,7 @@ impl EscalationKind {
             EscalationKind::Waiting => "waiting",
             EscalationKind::NudgesExhausted => "nudges-exhausted",
             EscalationKind::StallLimit => "stall-limit",
+            EscalationKind::Guarded => "guarded",
         }
     }
 }

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod agent_pod;
 pub mod goal;
+pub mod guard;
 pub mod merge;
 pub mod prwatch;
 pub mod spawn;

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::{RuntimeSpec, object_name_schema, role_schema};
 use crate::kinds::agent::LoopSpec;
+use crate::kinds::guard::Guards;
 use crate::template::PodTemplate;
 
 /// A group of agents with roles and an overseer, isolated from other swarms.
@@ -196,6 +197,9 @@ pub struct SwarmDefaults {
     /// members layer over them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_template: Option<PodTemplate>,
+    /// Tool-call guards of members whose role and own spec set none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guards: Option<Guards>,
 }
 
 /// Settings of one role.
@@ -213,6 +217,10 @@ pub struct SwarmRole {
     /// Pod settings of the role's agents and steps, over the swarm's defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_template: Option<PodTemplate>,
+    /// Tool-call guards of the role's agents that set none of their own (over the
+    /// swarm's defaults, which they replace whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guards: Option<Guards>,
 }
 
 /// Prompt layers of a swarm.

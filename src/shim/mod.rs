@@ -31,6 +31,7 @@ use tracing::{info, warn};
 
 use crate::agent::{Activity, ActivityState, AgentExit};
 use crate::api::{RuntimeMode, pod_env};
+use crate::kinds::guard::GuardCounts;
 use crate::runtimes;
 use activity::{Observation, Tracker};
 use args::Settings;
@@ -71,6 +72,8 @@ struct Shim {
     delivered: delivered::Delivered,
     /// The agent's last `overseer loop progress`: its summary, and when.
     progress: Option<(String, Timestamp)>,
+    /// The tool calls `overseer guard` blocked in this attempt.
+    guarded: Option<GuardCounts>,
     /// The first-run dialogs answered so far.
     dialogs_answered: DialogsAnswered,
     /// A message typed but not taken by the CLI (it ignored Enter), and where it showed:
@@ -127,6 +130,7 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         mirror: mirror::Mirror::default(),
         delivered: delivered::Delivered::default(),
         progress: None,
+        guarded: None,
         dialogs_answered: DialogsAnswered::new(runtime),
         left_in_box: None,
         args,
@@ -227,6 +231,7 @@ impl Shim {
                 Driver::Headless(headless) => headless.usage(),
                 Driver::Tui(_) => None,
             },
+            guards: self.guarded.clone(),
         }
     }
 
@@ -354,6 +359,7 @@ impl Shim {
                 }
             }
             Request::Progress { summary } => self.record_progress(&summary).await,
+            Request::Guarded { reason } => self.record_guarded(&reason).await,
             Request::Exit { outcome, reason } => {
                 let Some(reporter) = &self.reporter else {
                     return Reply::refused(
@@ -389,6 +395,17 @@ impl Shim {
         if self.report_failed {
             return Reply::refused("reporting the progress failed; the shim retries it");
         }
+        Reply::ok()
+    }
+
+    /// `overseer guard` blocked a call: counted, with its reason, in the next report
+    /// (at once: a block is a change the overseer may be woken for).
+    async fn record_guarded(&mut self, reason: &str) -> Reply {
+        let counts = self.guarded.get_or_insert_with(GuardCounts::default);
+        counts.blocked += 1;
+        counts.last_reason = protocol::one_line(reason, 256);
+        counts.last_time = Some(Time(Timestamp::now()));
+        self.report().await;
         Reply::ok()
     }
 }

@@ -69,6 +69,8 @@ pub enum Request {
     Confirm { ids: Vec<String> },
     /// The agent reports what it is doing (`overseer loop progress`).
     Progress { summary: String },
+    /// `overseer guard` blocked a tool call, for this reason (the guard's words).
+    Guarded { reason: String },
     /// The agent ends its loop (`overseer loop done|block`).
     Exit {
         outcome: ExitOutcome,

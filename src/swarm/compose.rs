@@ -196,6 +196,7 @@ fn base_spec(swarm: &str, role: &str) -> AgentSpec {
         workspace: None,
         pull_requests: None,
         egress: None,
+        guards: None,
     }
 }
 

@@ -1,0 +1,73 @@
+//! `overseer guard --runtime R`: the CLI's pre-tool hook. Reads the call from stdin and
+//! the policy from its read-only mount, and answers as the runtime expects: exit 0 to
+//! let the call run; exit 2 with the reason on stderr to block it (Claude Code feeds
+//! that text to the model). Anything it cannot read blocks the call: a guard that
+//! cannot check fails closed. A block is told to the shim, which counts it in the
+//! agent's status; a shim that cannot be reached changes nothing of the verdict.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+
+use super::{Call, Policy, Verdict, claude, judge};
+use crate::shim::protocol::{self, Request};
+
+/// The exit code that blocks a tool call.
+pub const BLOCK: i32 = 2;
+/// Larger hook input than this is not read (a file's whole content may be in it).
+const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
+/// The shim answers at once; the CLI waits on this hook.
+const TELL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The runtimes whose hook input `overseer guard` reads.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookRuntime {
+    Claude,
+}
+
+/// Runs the hook; returns the process's exit code.
+pub async fn run(runtime: HookRuntime, policy: &Path, socket: &Path) -> i32 {
+    let verdict = match read(runtime, policy).await {
+        Ok((policy, tool, call)) => judge(&policy, &tool, &call),
+        Err(reason) => Verdict::Block(format!("overseer guard: {reason}; the call is blocked")),
+    };
+    match verdict {
+        Verdict::Allow => 0,
+        Verdict::Block(reason) => {
+            eprintln!("{reason}");
+            let tell = Request::Guarded {
+                reason: reason.clone(),
+            };
+            if let Err(error) = protocol::request(socket, &tell, TELL_TIMEOUT).await {
+                eprintln!("(not counted: {error})");
+            }
+            BLOCK
+        }
+    }
+}
+
+async fn read(runtime: HookRuntime, policy_path: &Path) -> Result<(Policy, String, Call), String> {
+    let text = std::fs::read_to_string(policy_path)
+        .map_err(|e| format!("its policy {} cannot be read ({e})", policy_path.display()))?;
+    let policy: Policy = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "its policy {} is not understood ({e})",
+            policy_path.display()
+        )
+    })?;
+    let mut input = Vec::new();
+    tokio::io::stdin()
+        .take(MAX_INPUT_BYTES)
+        .read_to_end(&mut input)
+        .await
+        .map_err(|e| format!("the tool call cannot be read ({e})"))?;
+    match runtime {
+        HookRuntime::Claude => {
+            let input: claude::HookInput = serde_json::from_slice(&input)
+                .map_err(|e| format!("the tool call is not understood ({e})"))?;
+            let call = claude::call(&input);
+            Ok((policy, input.tool_name, call))
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! How an agent's pod carries its guards: the policy (and, for Claude Code, its managed
+//! settings) in the pod's own annotations, mounted read-only through the downward API.
+//! No ConfigMap and no write of its own: the pod is created anyway, and the files
+//! cannot be changed by the agent, which runs as a user that owns neither.
+
+use k8s_openapi::api::core::v1::{
+    DownwardAPIVolumeFile, DownwardAPIVolumeSource, ObjectFieldSelector, Pod, Volume, VolumeMount,
+};
+
+use super::{POLICY_DIR, POLICY_FILE, Policy, claude};
+use crate::api::RuntimeName;
+
+pub const POLICY_ANNOTATION: &str = "overseer.dev/guard-policy";
+pub const CLAUDE_SETTINGS_ANNOTATION: &str = "overseer.dev/claude-managed-settings";
+const VOLUME: &str = "overseer-guard";
+const CLAUDE_SETTINGS_FILE: &str = "claude-managed-settings.json";
+
+/// Adds `policy` to `pod` (its agent container, the first) for the runtime `runtime`.
+pub fn dress(pod: &mut Pod, policy: &Policy, runtime: RuntimeName) {
+    let mut files = vec![(POLICY_ANNOTATION, POLICY_FILE, policy_json(policy))];
+    if runtime == RuntimeName::Claude {
+        let settings = claude::managed_settings().to_string();
+        files.push((CLAUDE_SETTINGS_ANNOTATION, CLAUDE_SETTINGS_FILE, settings));
+    }
+    let annotations = pod
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
+    for (annotation, _, text) in &files {
+        annotations.insert(annotation.to_string(), text.clone());
+    }
+    let items = files
+        .iter()
+        .map(|(annotation, file, _)| DownwardAPIVolumeFile {
+            path: file.to_string(),
+            field_ref: Some(ObjectFieldSelector {
+                field_path: format!("metadata.annotations['{annotation}']"),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .collect();
+    let Some(spec) = pod.spec.as_mut() else {
+        return;
+    };
+    spec.volumes.get_or_insert_with(Vec::new).push(Volume {
+        name: VOLUME.into(),
+        downward_api: Some(DownwardAPIVolumeSource {
+            items: Some(items),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let Some(container) = spec.containers.first_mut() else {
+        return;
+    };
+    let mounts = container.volume_mounts.get_or_insert_with(Vec::new);
+    mounts.push(VolumeMount {
+        name: VOLUME.into(),
+        mount_path: POLICY_DIR.into(),
+        read_only: Some(true),
+        ..Default::default()
+    });
+    if runtime == RuntimeName::Claude {
+        mounts.push(VolumeMount {
+            name: VOLUME.into(),
+            mount_path: claude::MANAGED_SETTINGS.into(),
+            sub_path: Some(CLAUDE_SETTINGS_FILE.into()),
+            read_only: Some(true),
+            ..Default::default()
+        });
+    }
+}
+
+fn policy_json(policy: &Policy) -> String {
+    serde_json::to_string(policy).expect("a policy serializes")
+}

@@ -1,0 +1,180 @@
+use super::*;
+
+fn policy_with(guards: Guards) -> Policy {
+    policy(&guards, "/workspace", &["main".to_string()]).expect("guards on")
+}
+
+fn shell(command: &str) -> Call {
+    Call::Shell {
+        command: command.into(),
+        cwd: "/workspace".into(),
+    }
+}
+
+#[test]
+fn tool_calls_against_the_default_guards() {
+    let policy = policy_with(Guards::default());
+    let write = |path: &str| Call::Write {
+        path: path.into(),
+        cwd: "/workspace/src".into(),
+    };
+    let read = |path: &str| Call::Read {
+        path: path.into(),
+        cwd: "/workspace".into(),
+    };
+    // (tool, call, blocked with a reason containing this, or allowed)
+    let rows: Vec<(&str, Call, Option<&str>)> = vec![
+        ("Bash", shell("cargo test && git commit -am wip"), None),
+        ("Bash", shell("git push origin HEAD:feature-x"), None),
+        (
+            "Bash",
+            shell("git push --force origin feature-x"),
+            Some("a force push"),
+        ),
+        ("Bash", shell("git push -f"), Some("a force push")),
+        ("Bash", shell("git push -uf origin x"), Some("a force push")),
+        (
+            "Bash",
+            shell("git push origin +feature-x"),
+            Some("a force push"),
+        ),
+        (
+            "Bash",
+            shell("git push --force-with-lease"),
+            Some("a force push"),
+        ),
+        (
+            "Bash",
+            shell("git push origin main"),
+            Some("the target branch main"),
+        ),
+        (
+            "Bash",
+            shell("git push origin HEAD:refs/heads/main"),
+            Some("the target branch main"),
+        ),
+        ("Bash", shell("git push origin main-fix"), None),
+        (
+            "Bash",
+            shell("cat /var/run/secrets/kubernetes.io/serviceaccount/token"),
+            Some("ServiceAccount token"),
+        ),
+        ("Bash", shell("rm -rf /"), Some("writing / is not allowed")),
+        ("Bash", shell("rm -rf build target"), None),
+        (
+            "Bash",
+            shell("echo x > /etc/motd"),
+            Some("writing /etc/motd"),
+        ),
+        ("Bash", shell("make > /tmp/build.log 2>&1"), None),
+        ("Bash", shell("cd .. && touch x"), Some("writing /x")),
+        ("Write", write("lib.rs"), None),
+        (
+            "Write",
+            write("../../etc/passwd"),
+            Some("writing /etc/passwd"),
+        ),
+        (
+            "Edit",
+            write("/home/agent/.bashrc"),
+            Some("may write only under /workspace, /tmp"),
+        ),
+        (
+            "Read",
+            read("/var/run/secrets/kubernetes.io/serviceaccount/token"),
+            Some("ServiceAccount token"),
+        ),
+        ("Read", read("/etc/hosts"), None),
+        ("WebFetch", Call::Other, None),
+    ];
+    for (tool, call, expected) in rows {
+        let verdict = judge(&policy, tool, &call);
+        match (expected, &verdict) {
+            (None, Verdict::Allow) => {}
+            (Some(wanted), Verdict::Block(reason)) => {
+                assert!(reason.contains(wanted), "{call:?}: {reason}");
+                assert!(reason.starts_with("overseer guard: "), "{reason}");
+            }
+            _ => panic!("{tool} {call:?}: expected {expected:?}, got {verdict:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_spec_adds_patterns_tools_and_its_own_writable_paths() {
+    let policy = policy_with(Guards {
+        writable_paths: vec!["/workspace/docs".into()],
+        denied_commands: vec![r"\bcurl\b".into()],
+        denied_tools: vec!["WebFetch".into()],
+        ..Guards::default()
+    });
+    let write = |path: &str| Call::Write {
+        path: path.into(),
+        cwd: "/workspace".into(),
+    };
+    assert_eq!(judge(&policy, "Write", &write("docs/a.md")), Verdict::Allow);
+    assert!(matches!(
+        judge(&policy, "Write", &write("src/a.rs")),
+        Verdict::Block(_)
+    ));
+    assert!(
+        matches!(judge(&policy, "Write", &write("/tmp/a")), Verdict::Block(_)),
+        "/tmp is a default only"
+    );
+    let Verdict::Block(reason) = judge(&policy, "Bash", &shell("curl https://example.com")) else {
+        panic!("curl is denied");
+    };
+    assert!(
+        reason.contains(r#"a command matching "\\bcurl\\b""#),
+        "{reason}"
+    );
+    let Verdict::Block(reason) = judge(&policy, "WebFetch", &Call::Other) else {
+        panic!("WebFetch is denied");
+    };
+    assert_eq!(
+        reason,
+        "overseer guard: the tool WebFetch is not allowed for this agent"
+    );
+}
+
+#[test]
+fn a_pattern_that_does_not_compile_blocks_every_command() {
+    let policy = policy_with(Guards {
+        denied_commands: vec!["(unclosed".into()],
+        ..Guards::default()
+    });
+    let Verdict::Block(reason) = judge(&policy, "Bash", &shell("ls")) else {
+        panic!("fails closed");
+    };
+    assert!(reason.contains("does not compile"), "{reason}");
+}
+
+#[test]
+fn guards_off_make_no_policy() {
+    let off = Guards {
+        enabled: false,
+        ..Guards::default()
+    };
+    assert_eq!(policy(&off, "/workspace", &[]), None);
+}
+
+#[test]
+fn claude_hook_input_as_the_cli_sends_it() {
+    // The shape of Claude Code's PreToolUse input (the hooks reference).
+    let input: claude::HookInput = serde_json::from_value(serde_json::json!({
+        "session_id": "abc", "transcript_path": "/home/agent/.claude/projects/x.jsonl",
+        "cwd": "/workspace", "permission_mode": "bypassPermissions",
+        "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": "/etc/passwd", "content": "x"},
+        "tool_use_id": "toolu_01"
+    }))
+    .unwrap();
+    assert_eq!(
+        claude::call(&input),
+        Call::Write {
+            path: "/etc/passwd".into(),
+            cwd: "/workspace".into()
+        }
+    );
+    insta::assert_yaml_snapshot!(claude::managed_settings());
+}
