@@ -479,3 +479,99 @@ async fn control_characters_in_a_message_never_reach_the_terminal() {
         "stop[201~ now\nstill here\n"
     );
 }
+
+/// `overseer guard` as Claude Code runs it: the hook input on stdin, the verdict in its
+/// exit code and stderr, each block counted by the real shim.
+fn guard(
+    policy: &std::path::Path,
+    socket: &std::path::Path,
+    tool: &str,
+    input: serde_json::Value,
+) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_overseer"))
+        .args(["guard", "--runtime", "claude", "--policy"])
+        .arg(policy)
+        .arg("--socket")
+        .arg(socket)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let hook_input = serde_json::json!({
+        "session_id": "s", "cwd": "/workspace", "hook_event_name": "PreToolUse",
+        "permission_mode": "bypassPermissions", "tool_name": tool, "tool_input": input
+    });
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(hook_input.to_string().as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[tokio::test]
+async fn the_guard_hook_blocks_with_exit_2_and_the_reason_and_the_shim_counts_each_block() {
+    let shim = Shim::start("guard", "tui", "custom", "tui-works-then-idles.sh", &[]);
+    shim.wait_for(ActivityState::Idle).await;
+    let dir = Shim::workspace("guard-policy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = dir.join("policy.json");
+    let rules = overseer::guard::policy(
+        &overseer::kinds::guard::Guards::default(),
+        "/workspace",
+        &["main".into()],
+    );
+    std::fs::write(&policy, serde_json::to_string(&rules).unwrap()).unwrap();
+    let socket = shim.socket();
+
+    let pushed = guard(
+        &policy,
+        &socket,
+        "Bash",
+        serde_json::json!({"command": "git push -f origin main"}),
+    );
+    assert_eq!(pushed.status.code(), Some(2), "blocked");
+    assert_eq!(
+        stderr(&pushed).trim(),
+        "overseer guard: a force push is not allowed for this agent"
+    );
+    let allowed = guard(
+        &policy,
+        &socket,
+        "Write",
+        serde_json::json!({"file_path": "src/lib.rs", "content": "x"}),
+    );
+    assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
+    assert!(allowed.stderr.is_empty() && allowed.stdout.is_empty());
+    let token = guard(
+        &policy,
+        &socket,
+        "Read",
+        serde_json::json!({"file_path": "/var/run/secrets/kubernetes.io/serviceaccount/token"}),
+    );
+    assert_eq!(token.status.code(), Some(2));
+
+    let counts = shim.activity().await.unwrap().guards.expect("counted");
+    assert_eq!(counts.blocked, 2, "the two blocks, not the allowed call");
+    assert_eq!(
+        counts.last_reason.as_deref(),
+        Some("overseer guard: reading the ServiceAccount token is not allowed for this agent")
+    );
+
+    // A guard that cannot read its policy blocks, and says why.
+    let lost = guard(
+        &dir.join("absent.json"),
+        &socket,
+        "Bash",
+        serde_json::json!({"command": "ls"}),
+    );
+    assert_eq!(lost.status.code(), Some(2));
+    assert!(
+        stderr(&lost).contains("cannot be read"),
+        "{}",
+        stderr(&lost)
+    );
+}

@@ -59,6 +59,28 @@ fn every_cel_case_is_refused_with_its_field_and_message() {
 }
 
 #[test]
+fn every_cel_evaluation_case_fails_its_rule_at_its_field() {
+    let table = cases::load();
+    let cases: Vec<_> = table
+        .bad
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.check == Check::CelEvaluation)
+        .collect();
+    assert!(!cases.is_empty(), "the table lost its evaluation cases");
+    for (i, case) in cases {
+        let errors = cel_errors(&case.object(i));
+        assert!(
+            errors.iter().any(|(field, message)| *field == case.field
+                && message.starts_with("rule evaluation error")),
+            "{}: expected an evaluation error at `{}`, got {errors:?}",
+            case.name,
+            case.field
+        );
+    }
+}
+
+#[test]
 fn good_inputs_pass_every_cel_rule() {
     let table = cases::load();
     assert!(!table.good.is_empty());

@@ -267,3 +267,55 @@ fn the_wake_names_and_counts_and_never_quotes_the_agent() {
     insta::assert_snapshot!(text);
     assert_eq!(tell_id("builder", 1), "escalation/builder/1");
 }
+
+fn guarded(status: &mut AgentStatus, blocked: i64) {
+    waiting_since(status, 0);
+    let activity = status.activity.as_mut().unwrap();
+    activity.state = ActivityState::Working;
+    activity.guards = Some(crate::kinds::guard::GuardCounts {
+        blocked,
+        last_reason: Some("overseer guard: a force push is not allowed for this agent".into()),
+        last_time: Some(Time(at(0))),
+    });
+}
+
+#[test]
+fn guards_escalate_once_per_attempt_at_their_count_in_the_operators_words() {
+    let mut status = running();
+    // (blocked calls so far, escalations opened by this reconcile)
+    for (blocked, opened) in [(1, 0), (2, 0), (3, 1), (4, 0), (9, 0)] {
+        guarded(&mut status, blocked);
+        let outcome = step(&mut status, &limits(false), at(blocked * 10));
+        assert_eq!(outcome.opened.len(), opened, "at {blocked} blocked");
+        if blocked == 3 {
+            let escalation = &outcome.opened[0];
+            assert_eq!(escalation.kind, EscalationKind::Guarded);
+            assert_eq!(escalation.severity, Severity::Warning);
+            let reason = escalation.reason.as_deref().unwrap();
+            assert!(reason.contains("blocked 3 tool calls"), "{reason}");
+            assert!(
+                !reason.contains("force push"),
+                "never the agent's call: {reason}"
+            );
+            // Answered, it stays answered while the count grows.
+            ack(&mut status, escalation.id, blocked * 10);
+        }
+    }
+    assert_eq!(
+        status.escalations[0].state,
+        EscalationState::Acknowledged,
+        "not reopened or resolved"
+    );
+    // The next attempt counts afresh.
+    status.attempt = Some(3);
+    guarded(&mut status, 3);
+    assert_eq!(step(&mut status, &limits(false), at(200)).opened.len(), 1);
+    // Guards that never escalate.
+    let mut quiet = running();
+    guarded(&mut quiet, 50);
+    let never = Limits {
+        guarded_after: 0,
+        ..limits(false)
+    };
+    assert!(step(&mut quiet, &never, at(10)).opened.is_empty());
+}

@@ -11,9 +11,8 @@ fn shell(command: &str) -> Call {
     }
 }
 
-#[test]
-fn tool_calls_against_the_default_guards() {
-    let policy = policy_with(Guards::default());
+/// (tool, call, blocked with a reason containing this, or allowed)
+fn default_rows() -> Vec<(&'static str, Call, Option<&'static str>)> {
     let write = |path: &str| Call::Write {
         path: path.into(),
         cwd: "/workspace/src".into(),
@@ -22,8 +21,7 @@ fn tool_calls_against_the_default_guards() {
         path: path.into(),
         cwd: "/workspace".into(),
     };
-    // (tool, call, blocked with a reason containing this, or allowed)
-    let rows: Vec<(&str, Call, Option<&str>)> = vec![
+    vec![
         ("Bash", shell("cargo test && git commit -am wip"), None),
         ("Bash", shell("git push origin HEAD:feature-x"), None),
         (
@@ -86,8 +84,13 @@ fn tool_calls_against_the_default_guards() {
         ),
         ("Read", read("/etc/hosts"), None),
         ("WebFetch", Call::Other, None),
-    ];
-    for (tool, call, expected) in rows {
+    ]
+}
+
+#[test]
+fn tool_calls_against_the_default_guards() {
+    let policy = policy_with(Guards::default());
+    for (tool, call, expected) in default_rows() {
         let verdict = judge(&policy, tool, &call);
         match (expected, &verdict) {
             (None, Verdict::Allow) => {}
@@ -177,4 +180,66 @@ fn claude_hook_input_as_the_cli_sends_it() {
         }
     );
     insta::assert_yaml_snapshot!(claude::managed_settings());
+}
+
+#[test]
+fn the_pod_carries_its_policy_read_only_and_claude_its_managed_settings() {
+    use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+    let policy = policy_with(Guards::default());
+    let bare = || Pod {
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "agent".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut claude = bare();
+    pod::dress(&mut claude, &policy, crate::api::RuntimeName::Claude);
+    let annotations = claude.metadata.annotations.as_ref().unwrap();
+    let carried: Policy = serde_json::from_str(&annotations[pod::POLICY_ANNOTATION]).unwrap();
+    assert_eq!(carried, policy, "the policy as the hook will read it");
+    let settings: serde_json::Value =
+        serde_json::from_str(&annotations[pod::CLAUDE_SETTINGS_ANNOTATION]).unwrap();
+    assert_eq!(settings, claude::managed_settings());
+    let spec = claude.spec.as_ref().unwrap();
+    let volume = spec.volumes.as_ref().unwrap().last().unwrap();
+    let files: Vec<&str> = volume
+        .downward_api
+        .as_ref()
+        .unwrap()
+        .items
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(files, ["policy.json", "claude-managed-settings.json"]);
+    let mounts: Vec<(&str, bool)> = spec.containers[0]
+        .volume_mounts
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|m| (m.mount_path.as_str(), m.read_only == Some(true)))
+        .collect();
+    assert_eq!(
+        mounts,
+        [(POLICY_DIR, true), (claude::MANAGED_SETTINGS, true)],
+        "both read-only"
+    );
+    assert_eq!(format!("{POLICY_DIR}/{POLICY_FILE}"), POLICY_PATH);
+
+    let mut codex = bare();
+    pod::dress(&mut codex, &policy, crate::api::RuntimeName::Codex);
+    let mounts = codex.spec.unwrap().containers[0]
+        .volume_mounts
+        .clone()
+        .unwrap();
+    assert_eq!(
+        mounts.len(),
+        1,
+        "no hook settings where the runtime has none: {mounts:?}"
+    );
 }

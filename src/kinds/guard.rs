@@ -1,5 +1,5 @@
 //! Tool-call guards: what an agent's CLI may not do inside its turn, set per agent or
-//! per swarm role (docs/guards.md). The decision is `crate::guard`'s; these are the
+//! per swarm role (docs/guards.md). The decision is made in the guard folder; these are the
 //! fields a person sets and the counts the shim reports.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

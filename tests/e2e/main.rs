@@ -14,6 +14,7 @@ mod attach;
 mod chart;
 mod failover;
 mod goal;
+mod guards;
 mod overseer_loop;
 mod real_cli;
 mod real_team;

@@ -146,7 +146,7 @@ async fn pi_runtime(
 }
 
 /// Creates Agent `name` with `spec`; its pods take the stand-in's Secret.
-async fn agent(ns: &TestNamespace, name: &str, mut spec: serde_json::Value) {
+pub(crate) async fn agent(ns: &TestNamespace, name: &str, mut spec: serde_json::Value) {
     let template = spec
         .as_object_mut()
         .unwrap()

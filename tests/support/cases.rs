@@ -11,9 +11,13 @@ pub struct Table {
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Check {
     Cel,
+    /// A CEL rule that fails to evaluate on the input (a regular expression compiled
+    /// from it): the API server's message carries the rule's message after the
+    /// evaluator's, which the client-side evaluator words its own way.
+    CelEvaluation,
     Openapi,
 }
 

@@ -1,0 +1,141 @@
+//! Tool-call guards on the real Claude Code (TUI and headless) against the model
+//! stand-in: the model asks for a force push, a read of the ServiceAccount token and a
+//! write outside the workspace; each is blocked by `overseer guard` as the CLI's
+//! PreToolUse hook, the model is told why, the blocks are counted in the agent's status
+//! and the third opens an escalation. The same calls from an agent with its guards off
+//! run, which shows what the guards stopped.
+
+use model_standin::Last;
+use overseer::agent::Agent;
+use overseer::kinds::agent::{EscalationKind, EscalationState};
+use serde_json::json;
+
+use crate::real_cli::{
+    HopsOnPanic, agent, agent_where, claude_runtime, model, print_hops, prompt, shell, text,
+    tool_result, turn,
+};
+use crate::release::{install, namespace};
+
+const FORCE_PUSH: &str = "git push --force origin feature 2>&1; echo push-ran";
+const READ_TOKEN: &str =
+    "test -r /var/run/secrets/kubernetes.io/serviceaccount/token && echo token-readable";
+const WRITE_OUTSIDE: &str = "echo probe > ~/outside-workspace && echo wrote-outside";
+
+fn blocked(agent: &Agent) -> i64 {
+    agent
+        .status
+        .as_ref()
+        .and_then(|s| s.activity.as_ref())
+        .and_then(|a| a.guards.as_ref())
+        .map_or(0, |g| g.blocked)
+}
+
+#[tokio::test]
+#[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
+async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
+    let ns = namespace("guards").await;
+    install(&ns).await;
+    let guarded = |probe: &str| {
+        vec![
+            turn(prompt(probe), shell(FORCE_PUSH)),
+            turn(
+                tool_result("overseer guard: a force push"),
+                shell(READ_TOKEN),
+            ),
+            turn(
+                tool_result("overseer guard: reading the ServiceAccount token"),
+                shell(WRITE_OUTSIDE),
+            ),
+            turn(
+                tool_result("overseer guard: writing ~/outside-workspace"),
+                text("All three calls were blocked."),
+            ),
+        ]
+    };
+    let mut turns = guarded("Guard probe headless");
+    turns.extend(guarded("Guard probe tui"));
+    turns.extend([
+        turn(prompt("Guard probe off"), shell(FORCE_PUSH)),
+        turn(tool_result("push-ran"), shell(READ_TOKEN)),
+        turn(tool_result("token-readable"), shell(WRITE_OUTSIDE)),
+        turn(tool_result("wrote-outside"), text("All three calls ran.")),
+    ]);
+    let server = model(&ns, turns).await;
+    let _hops = HopsOnPanic(&ns, &server);
+    for (name, mode, probe, guards) in [
+        ("headless", "headless", "Guard probe headless", json!({})),
+        ("tui", "tui", "Guard probe tui", json!({})),
+        (
+            "unguarded",
+            "headless",
+            "Guard probe off",
+            json!({"enabled": false}),
+        ),
+    ] {
+        agent(
+            &ns,
+            name,
+            json!({"runtime": claude_runtime(mode), "prompt": probe, "guards": guards}),
+        )
+        .await;
+    }
+
+    for name in ["headless", "tui"] {
+        let escalated = agent_where(&ns, name, "three blocks and an escalation", |a| {
+            blocked(a) >= 3
+                && a.status.as_ref().is_some_and(|s| {
+                    s.escalations.iter().any(|e| {
+                        e.kind == EscalationKind::Guarded && e.state == EscalationState::Open
+                    })
+                })
+        })
+        .await;
+        let status = escalated.status.unwrap();
+        let counts = status.activity.unwrap().guards.unwrap();
+        assert_eq!(counts.blocked, 3, "{name}: each call blocked once");
+        assert!(
+            counts
+                .last_reason
+                .as_deref()
+                .is_some_and(|r| r.contains("writing ~/outside-workspace is not allowed")),
+            "{name}: {counts:?}"
+        );
+        let guarded: Vec<_> = status
+            .escalations
+            .iter()
+            .filter(|e| e.kind == EscalationKind::Guarded)
+            .collect();
+        assert_eq!(guarded.len(), 1, "{name}: one escalation for the attempt");
+    }
+    // Each reason reached the model as the blocked call's result, and nothing ran.
+    let exchanges = server.exchanges();
+    let results: Vec<&str> = exchanges
+        .iter()
+        .filter_map(|e| match &e.last {
+            Last::ToolResult(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    for reason in [
+        "overseer guard: a force push is not allowed for this agent",
+        "overseer guard: reading the ServiceAccount token is not allowed for this agent",
+        "overseer guard: writing ~/outside-workspace is not allowed",
+    ] {
+        let told = results.iter().filter(|r| r.contains(reason)).count();
+        assert_eq!(told, 2, "told to both guarded CLIs: {reason}");
+    }
+    for ran in ["push-ran", "token-readable", "wrote-outside"] {
+        let seen = results.iter().filter(|r| r.contains(ran)).count();
+        assert_eq!(seen, 1, "{ran}: only the unguarded agent's call ran");
+    }
+    let unguarded = agent_where(&ns, "unguarded", "its calls run", |a| {
+        a.status.as_ref().is_some_and(|s| s.activity.is_some())
+    })
+    .await;
+    assert_eq!(
+        blocked(&unguarded),
+        0,
+        "nothing blocked with the guards off"
+    );
+    print_hops(&ns, &server);
+}
