@@ -35,6 +35,7 @@ pub mod step;
 pub mod swarm;
 pub mod telemetry;
 pub mod template;
+pub mod variables;
 pub mod workspace;
 pub mod yaml;
 

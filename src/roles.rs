@@ -135,6 +135,12 @@ pub fn effective_spec(spec: &AgentSpec, swarm: Option<&Swarm>, member: bool) -> 
     if effective.guards.is_none() {
         effective.guards = role.guards.or_else(|| defaults.guards.clone());
     }
+    for (name, value) in &swarm.spec.vars {
+        effective
+            .vars
+            .entry(name.clone())
+            .or_insert_with(|| value.clone());
+    }
     effective
 }
 

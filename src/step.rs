@@ -14,6 +14,9 @@ use crate::api::pod_env;
 /// A step's result is at most this long (the termination message limit).
 pub const MAX_RESULT_BYTES: usize = 4096;
 
+/// Where the step pod finds the results of the earlier steps.
+pub const RESULTS_FILE: &str = "/overseer/results/results.json";
+
 /// Where `overseer result` leaves the result for `overseer step`.
 pub fn result_file() -> PathBuf {
     std::env::var_os("OVERSEER_RESULT_FILE")

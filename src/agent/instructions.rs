@@ -24,6 +24,10 @@ pub struct Layers<'a> {
 /// in the loop (for an agent in it), the agent's own prompt. Empty layers are left out.
 pub fn compose(layers: &Layers) -> String {
     let spec = layers.spec;
+    // The swarm's layers with their variables (checked when the spec was resolved; the
+    // agent's own prompt is expanded in its effective spec already).
+    let variables = variables(layers.agent, spec);
+    let expanded = |text: String| crate::variables::expand(&text, &variables).unwrap_or(text);
     let within = layers
         .swarm
         .map(|s| format!(", swarm {}", s.name_any()))
@@ -41,11 +45,16 @@ pub fn compose(layers: &Layers) -> String {
         ),
         (
             "Base".to_string(),
-            layers.swarm.and_then(|s| s.spec.prompts.base.clone()),
+            layers
+                .swarm
+                .and_then(|s| s.spec.prompts.base.clone())
+                .map(expanded),
         ),
         (
             format!("Role: {}", spec.role),
-            role(layers.swarm.map(|s| &s.spec), &spec.role).profile,
+            role(layers.swarm.map(|s| &s.spec), &spec.role)
+                .profile
+                .map(expanded),
         ),
         (
             "The loop".to_string(),
@@ -76,6 +85,28 @@ pub fn compose(layers: &Layers) -> String {
         ("Your task".to_string(), spec.prompt.clone()),
     ];
     with_sections(out, sections)
+}
+
+/// The variables of an agent's prompt and its swarm's instructions layers
+/// (docs/variables.md): its name, role, swarm, workspace, branch (with a git
+/// workspace) and its `vars` (its swarm's under its own).
+pub fn variables(agent: &str, spec: &AgentSpec) -> crate::variables::Variables {
+    let mut builtin = crate::variables::Variables::from([
+        ("agent".to_string(), agent.to_string()),
+        ("role".to_string(), spec.role.clone()),
+        ("workspace".to_string(), super::pod::WORKSPACE.to_string()),
+    ]);
+    if let Some(swarm) = &spec.swarm {
+        builtin.insert("swarm".into(), swarm.clone());
+    }
+    if let Some(git) = spec.workspace.as_ref().and_then(|w| w.git.as_ref()) {
+        let branch = git
+            .branch
+            .clone()
+            .unwrap_or_else(|| crate::workspace::default_branch(agent));
+        builtin.insert("branch".into(), branch);
+    }
+    crate::variables::with_user(builtin, &spec.vars)
 }
 
 /// `out` followed by each section that has text, as `## title` and the text; sections
@@ -185,6 +216,46 @@ spec:
 
     fn spec(yaml: &str) -> AgentSpec {
         serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn the_swarms_layers_get_the_members_variables() {
+        let mut swarm = swarm();
+        swarm.spec.prompts.base = Some("You are {{agent}} ({{role}}) on {{branch}}.".into());
+        swarm.spec.prompts.profiles.insert(
+            "research".into(),
+            "Gate: {{vars.gates}}; {{ .Values }} is text.".into(),
+        );
+        let spec = spec(
+            "{role: scout, swarm: billing, vars: {gates: make test}, \
+             workspace: {git: {url: 'https://example.com/r.git'}}}",
+        );
+        let text = compose(&Layers {
+            agent: "billing-scout",
+            spec: &spec,
+            swarm: Some(&swarm),
+            overseer: false,
+        });
+        assert!(
+            text.contains("You are billing-scout (scout) on overseer/billing-scout."),
+            "{text}"
+        );
+        assert!(
+            text.contains("Gate: make test; {{ .Values }} is text."),
+            "{text}"
+        );
+        let vars = variables("billing-scout", &spec);
+        assert_eq!(
+            vars.keys().collect::<Vec<_>>(),
+            [
+                "agent",
+                "branch",
+                "role",
+                "swarm",
+                "vars.gates",
+                "workspace"
+            ]
+        );
     }
 
     #[test]

@@ -20,8 +20,7 @@ use crate::{pods, runtimes, workspace};
 
 /// Where the init container puts the `overseer` binary.
 pub use crate::pods::BIN_DIR;
-/// Where the step pod finds the results of the earlier steps.
-pub const RESULTS_FILE: &str = "/overseer/results/results.json";
+pub use crate::step::RESULTS_FILE;
 
 /// The pod annotation that carries the earlier steps' results, read through the
 /// downward API as `RESULTS_FILE`.

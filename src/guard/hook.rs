@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
-use super::{Call, Policy, Verdict, claude, judge};
+use super::{Call, Policy, Verdict, claude, codex, judge};
 use crate::shim::protocol::{self, Request};
 
 /// The exit code that blocks a tool call.
@@ -24,12 +24,17 @@ const TELL_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HookRuntime {
     Claude,
+    Codex,
 }
 
 /// Runs the hook; returns the process's exit code.
 pub async fn run(runtime: HookRuntime, policy: &Path, socket: &Path) -> i32 {
     let verdict = match read(runtime, policy).await {
-        Ok((policy, tool, call)) => judge(&policy, &tool, &call),
+        Ok((policy, tool, calls)) => calls
+            .iter()
+            .map(|call| judge(&policy, &tool, call))
+            .find(|verdict| *verdict != Verdict::Allow)
+            .unwrap_or(Verdict::Allow),
         Err(reason) => Verdict::Block(format!("overseer guard: {reason}; the call is blocked")),
     };
     match verdict {
@@ -39,15 +44,19 @@ pub async fn run(runtime: HookRuntime, policy: &Path, socket: &Path) -> i32 {
             let tell = Request::Guarded {
                 reason: reason.clone(),
             };
-            if let Err(error) = protocol::request(socket, &tell, TELL_TIMEOUT).await {
-                eprintln!("(not counted: {error})");
-            }
+            // Uncounted when the shim is away: stderr is the model's, not a log.
+            let _ = protocol::request(socket, &tell, TELL_TIMEOUT).await;
             BLOCK
         }
     }
 }
 
-async fn read(runtime: HookRuntime, policy_path: &Path) -> Result<(Policy, String, Call), String> {
+/// The policy, the tool's name and the calls it makes (a codex patch writes several
+/// files; every other call is one).
+async fn read(
+    runtime: HookRuntime,
+    policy_path: &Path,
+) -> Result<(Policy, String, Vec<Call>), String> {
     let text = std::fs::read_to_string(policy_path)
         .map_err(|e| format!("its policy {} cannot be read ({e})", policy_path.display()))?;
     let policy: Policy = serde_json::from_str(&text).map_err(|e| {
@@ -62,12 +71,12 @@ async fn read(runtime: HookRuntime, policy_path: &Path) -> Result<(Policy, Strin
         .read_to_end(&mut input)
         .await
         .map_err(|e| format!("the tool call cannot be read ({e})"))?;
-    match runtime {
-        HookRuntime::Claude => {
-            let input: claude::HookInput = serde_json::from_slice(&input)
-                .map_err(|e| format!("the tool call is not understood ({e})"))?;
-            let call = claude::call(&input);
-            Ok((policy, input.tool_name, call))
-        }
-    }
+    // Both CLIs send the same input; codex's patches are read for their files.
+    let input: claude::HookInput = serde_json::from_slice(&input)
+        .map_err(|e| format!("the tool call is not understood ({e})"))?;
+    let calls = match runtime {
+        HookRuntime::Claude => vec![claude::call(&input)],
+        HookRuntime::Codex => codex::calls(&input),
+    };
+    Ok((policy, input.tool_name, calls))
 }

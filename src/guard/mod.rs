@@ -3,6 +3,7 @@
 //! `overseer guard` runs as the CLI's own pre-tool hook (docs/guards.md).
 
 pub mod claude;
+pub mod codex;
 pub mod hook;
 pub mod pod;
 mod shell;

@@ -7,20 +7,42 @@ use k8s_openapi::api::core::v1::{
     DownwardAPIVolumeFile, DownwardAPIVolumeSource, ObjectFieldSelector, Pod, Volume, VolumeMount,
 };
 
-use super::{POLICY_DIR, POLICY_FILE, Policy, claude};
+use super::{POLICY_DIR, POLICY_FILE, Policy, claude, codex};
 use crate::api::RuntimeName;
 
 pub const POLICY_ANNOTATION: &str = "overseer.dev/guard-policy";
 pub const CLAUDE_SETTINGS_ANNOTATION: &str = "overseer.dev/claude-managed-settings";
+pub const CODEX_REQUIREMENTS_ANNOTATION: &str = "overseer.dev/codex-requirements";
 const VOLUME: &str = "overseer-guard";
-const CLAUDE_SETTINGS_FILE: &str = "claude-managed-settings.json";
+
+/// The runtime's own hook settings: the annotation and file that carry them, where the
+/// CLI reads them, and their text.
+fn hook_settings(
+    runtime: RuntimeName,
+) -> Option<(&'static str, &'static str, &'static str, String)> {
+    match runtime {
+        RuntimeName::Claude => Some((
+            CLAUDE_SETTINGS_ANNOTATION,
+            "claude-managed-settings.json",
+            claude::MANAGED_SETTINGS,
+            claude::managed_settings().to_string(),
+        )),
+        RuntimeName::Codex => Some((
+            CODEX_REQUIREMENTS_ANNOTATION,
+            "codex-requirements.toml",
+            codex::REQUIREMENTS,
+            codex::requirements(),
+        )),
+        _ => None,
+    }
+}
 
 /// Adds `policy` to `pod` (its agent container, the first) for the runtime `runtime`.
 pub fn dress(pod: &mut Pod, policy: &Policy, runtime: RuntimeName) {
+    let hook = hook_settings(runtime);
     let mut files = vec![(POLICY_ANNOTATION, POLICY_FILE, policy_json(policy))];
-    if runtime == RuntimeName::Claude {
-        let settings = claude::managed_settings().to_string();
-        files.push((CLAUDE_SETTINGS_ANNOTATION, CLAUDE_SETTINGS_FILE, settings));
+    if let Some((annotation, file, _, text)) = &hook {
+        files.push((annotation, file, text.clone()));
     }
     let annotations = pod
         .metadata
@@ -61,11 +83,11 @@ pub fn dress(pod: &mut Pod, policy: &Policy, runtime: RuntimeName) {
         read_only: Some(true),
         ..Default::default()
     });
-    if runtime == RuntimeName::Claude {
+    if let Some((_, file, path, _)) = hook {
         mounts.push(VolumeMount {
             name: VOLUME.into(),
-            mount_path: claude::MANAGED_SETTINGS.into(),
-            sub_path: Some(CLAUDE_SETTINGS_FILE.into()),
+            mount_path: path.into(),
+            sub_path: Some(file.into()),
             read_only: Some(true),
             ..Default::default()
         });

@@ -183,7 +183,7 @@ fn claude_hook_input_as_the_cli_sends_it() {
 }
 
 #[test]
-fn the_pod_carries_its_policy_read_only_and_claude_its_managed_settings() {
+fn the_pod_carries_its_policy_read_only_and_its_clis_hook_settings() {
     use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
     let policy = policy_with(Guards::default());
     let bare = || Pod {
@@ -231,9 +231,20 @@ fn the_pod_carries_its_policy_read_only_and_claude_its_managed_settings() {
     );
     assert_eq!(format!("{POLICY_DIR}/{POLICY_FILE}"), POLICY_PATH);
 
-    let mut codex = bare();
-    pod::dress(&mut codex, &policy, crate::api::RuntimeName::Codex);
-    let mounts = codex.spec.unwrap().containers[0]
+    let mut codex_pod = bare();
+    pod::dress(&mut codex_pod, &policy, crate::api::RuntimeName::Codex);
+    let mounts = codex_pod.spec.unwrap().containers[0]
+        .volume_mounts
+        .clone()
+        .unwrap();
+    assert_eq!(mounts[1].mount_path, codex::REQUIREMENTS);
+    assert_eq!(
+        codex_pod.metadata.annotations.unwrap()[pod::CODEX_REQUIREMENTS_ANNOTATION],
+        codex::requirements()
+    );
+    let mut pi = bare();
+    pod::dress(&mut pi, &policy, crate::api::RuntimeName::Pi);
+    let mounts = pi.spec.unwrap().containers[0]
         .volume_mounts
         .clone()
         .unwrap();
@@ -242,4 +253,29 @@ fn the_pod_carries_its_policy_read_only_and_claude_its_managed_settings() {
         1,
         "no hook settings where the runtime has none: {mounts:?}"
     );
+}
+
+#[test]
+fn a_codex_patch_is_judged_by_every_file_it_writes() {
+    // codex's PreToolUse input is Claude Code's shape (recorded from codex 0.171 for Bash);
+    // a patch carries its files in apply_patch's own markers.
+    let input: claude::HookInput = serde_json::from_value(serde_json::json!({
+        "session_id": "s", "turn_id": "t", "cwd": "/workspace", "hook_event_name": "PreToolUse",
+        "model": "gpt-5.5-codex", "permission_mode": "bypassPermissions", "tool_name": "apply_patch",
+        "tool_input": {"command": "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** Add File: /etc/cron.d/x\n+* * * * * root true\n*** End Patch\n"},
+        "tool_use_id": "call_1"
+    }))
+    .unwrap();
+    let calls = codex::calls(&input);
+    let write = |path: &str| Call::Write {
+        path: path.into(),
+        cwd: "/workspace".into(),
+    };
+    assert_eq!(calls, [write("src/lib.rs"), write("/etc/cron.d/x")]);
+    let policy = policy_with(Guards::default());
+    assert!(matches!(
+        judge(&policy, "apply_patch", &calls[1]),
+        Verdict::Block(_)
+    ));
+    insta::assert_snapshot!(codex::requirements());
 }

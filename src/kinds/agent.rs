@@ -126,6 +126,12 @@ pub struct AgentSpec {
     /// its swarm's defaults, else on with the built-in denials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guards: Option<crate::kinds::guard::Guards>,
+    /// Values for `{{vars.NAME}}` in prompts, instructions layers and step actions
+    /// (docs/variables.md): quality gates, the tracker's command.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 64), inner(length(max = 4096)))]
+    #[x_kube(validation = Rule::new("self.all(k, k.matches('^[A-Za-z][A-Za-z0-9_]*$'))").message("vars names must be a letter then letters, digits or _"))]
+    pub vars: std::collections::BTreeMap<String, String>,
 }
 
 fn oversees_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {

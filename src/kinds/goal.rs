@@ -88,6 +88,12 @@ pub struct GoalSpec {
     /// Pod settings of every step, over its swarm's defaults and role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_template: Option<PodTemplate>,
+    /// Values for `{{vars.NAME}}` in prompts, instructions layers and step actions
+    /// (docs/variables.md).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 64), inner(length(max = 4096)))]
+    #[x_kube(validation = Rule::new("self.all(k, k.matches('^[A-Za-z][A-Za-z0-9_]*$'))").message("vars names must be a letter then letters, digits or _"))]
+    pub vars: std::collections::BTreeMap<String, String>,
 }
 
 /// One step of a goal.

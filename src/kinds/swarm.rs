@@ -93,6 +93,12 @@ pub struct SwarmSpec {
     /// new members.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordination: Option<Coordination>,
+    /// Values for `{{vars.NAME}}` of every member (its own `vars` win) in prompts, instructions layers and step actions
+    /// (docs/variables.md): quality gates, the tracker's command.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 64), inner(length(max = 4096)))]
+    #[x_kube(validation = Rule::new("self.all(k, k.matches('^[A-Za-z][A-Za-z0-9_]*$'))").message("vars names must be a letter then letters, digits or _"))]
+    pub vars: std::collections::BTreeMap<String, String>,
     /// Member agents to create.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 100))]

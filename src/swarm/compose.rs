@@ -197,6 +197,7 @@ fn base_spec(swarm: &str, role: &str) -> AgentSpec {
         pull_requests: None,
         egress: None,
         guards: None,
+        vars: Default::default(),
     }
 }
 

@@ -25,3 +25,4 @@ mod readers;
 mod spawn;
 mod swarm;
 mod tenancy;
+mod variables;

@@ -1,5 +1,5 @@
-//! Tool-call guards on the real Claude Code (TUI and headless) against the model
-//! stand-in: the model asks for a force push, a read of the ServiceAccount token and a
+//! Tool-call guards on the real Claude Code (TUI and headless) and the real codex
+//! against the model stand-in: the model asks for a force push, a read of the ServiceAccount token and a
 //! write outside the workspace; each is blocked by `overseer guard` as the CLI's
 //! PreToolUse hook, the model is told why, the blocks are counted in the agent's status
 //! and the third opens an escalation. The same calls from an agent with its guards off
@@ -11,8 +11,8 @@ use overseer::kinds::agent::{EscalationKind, EscalationState};
 use serde_json::json;
 
 use crate::real_cli::{
-    HopsOnPanic, agent, agent_where, claude_runtime, model, print_hops, prompt, shell, text,
-    tool_result, turn,
+    HopsOnPanic, agent, agent_where, claude_runtime, codex_runtime, model, print_hops, prompt,
+    shell, text, tool_result, turn,
 };
 use crate::release::{install, namespace};
 
@@ -54,6 +54,7 @@ async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
     };
     let mut turns = guarded("Guard probe headless");
     turns.extend(guarded("Guard probe tui"));
+    turns.extend(guarded("Guard probe codex"));
     turns.extend([
         turn(prompt("Guard probe off"), shell(FORCE_PUSH)),
         turn(tool_result("push-ran"), shell(READ_TOKEN)),
@@ -62,12 +63,23 @@ async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
     ]);
     let server = model(&ns, turns).await;
     let _hops = HopsOnPanic(&ns, &server);
-    for (name, mode, probe, guards) in [
-        ("headless", "headless", "Guard probe headless", json!({})),
-        ("tui", "tui", "Guard probe tui", json!({})),
+    for (name, runtime, probe, guards) in [
+        (
+            "headless",
+            claude_runtime("headless"),
+            "Guard probe headless",
+            json!({}),
+        ),
+        ("tui", claude_runtime("tui"), "Guard probe tui", json!({})),
+        (
+            "codex",
+            codex_runtime(&server, "headless"),
+            "Guard probe codex",
+            json!({}),
+        ),
         (
             "unguarded",
-            "headless",
+            claude_runtime("headless"),
             "Guard probe off",
             json!({"enabled": false}),
         ),
@@ -75,12 +87,12 @@ async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
         agent(
             &ns,
             name,
-            json!({"runtime": claude_runtime(mode), "prompt": probe, "guards": guards}),
+            json!({"runtime": runtime, "prompt": probe, "guards": guards}),
         )
         .await;
     }
 
-    for name in ["headless", "tui"] {
+    for name in ["headless", "tui", "codex"] {
         let escalated = agent_where(&ns, name, "three blocks and an escalation", |a| {
             blocked(a) >= 3
                 && a.status.as_ref().is_some_and(|s| {
@@ -122,10 +134,14 @@ async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
         "overseer guard: writing ~/outside-workspace is not allowed",
     ] {
         let told = results.iter().filter(|r| r.contains(reason)).count();
-        assert_eq!(told, 2, "told to both guarded CLIs: {reason}");
+        assert_eq!(told, 3, "told to each guarded CLI: {reason}");
     }
     for ran in ["push-ran", "token-readable", "wrote-outside"] {
-        let seen = results.iter().filter(|r| r.contains(ran)).count();
+        // codex's block quotes the command, which names the marker: not a run.
+        let seen = results
+            .iter()
+            .filter(|r| r.contains(ran) && !r.contains("overseer guard:"))
+            .count();
         assert_eq!(seen, 1, "{ran}: only the unguarded agent's call ran");
     }
     let unguarded = agent_where(&ns, "unguarded", "its calls run", |a| {

@@ -87,6 +87,46 @@ pub(super) struct Unusable {
 /// The agent's effective spec: what it leaves unset comes from its swarm (as cached:
 /// a change of it brings its agents back), and a person's loop switch wins. A missing
 /// swarm or image makes it unusable.
+/// The agent's prompt with its variables replaced, once; an unknown variable there or in
+/// the swarm's layers it reads makes the agent unusable, naming the field.
+fn expand_variables(
+    spec: &mut AgentSpec,
+    agent: &str,
+    swarm: Option<&Swarm>,
+) -> std::result::Result<(), Unusable> {
+    let variables = crate::agent::instructions::variables(agent, spec);
+    let unusable = |field: String| {
+        move |unknown: crate::variables::Unknown| Unusable {
+            reason: reasons::INVALID_SPEC,
+            message: unknown.describe(&field),
+        }
+    };
+    if let Some(prompt) = &spec.prompt {
+        spec.prompt = Some(
+            crate::variables::expand(prompt, &variables).map_err(unusable("spec.prompt".into()))?,
+        );
+    }
+    let Some(swarm) = swarm else { return Ok(()) };
+    let name = swarm.name_any();
+    if let Some(base) = &swarm.spec.prompts.base {
+        crate::variables::expand(base, &variables)
+            .map_err(unusable(format!("swarm {name}: spec.prompts.base")))?;
+    }
+    let profile = swarm
+        .spec
+        .roles
+        .get(&spec.role)
+        .and_then(|r| r.profile.as_ref());
+    if let Some((profile, text)) =
+        profile.and_then(|p| swarm.spec.prompts.profiles.get(p).map(|t| (p, t)))
+    {
+        crate::variables::expand(text, &variables).map_err(unusable(format!(
+            "swarm {name}: spec.prompts.profiles.{profile}"
+        )))?;
+    }
+    Ok(())
+}
+
 pub(super) fn resolve(
     swarms: &Store<Guarded<Swarm>>,
     agent: &Agent,
@@ -112,6 +152,7 @@ pub(super) fn resolve(
         .iter()
         .any(|o| o.kind == "Swarm" && o.controller == Some(true));
     let mut spec = crate::roles::effective_spec(&agent.spec, swarm.as_deref(), member);
+    expand_variables(&mut spec, &agent.name_any(), swarm.as_deref())?;
     // A suspended or ended swarm stops its members' pods and keeps their state; a
     // member that has ended its loop stays as it ended.
     let ended = matches!(

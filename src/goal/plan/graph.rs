@@ -6,9 +6,6 @@
 
 use crate::kinds::goal::{GoalSpec, Step};
 
-/// Where `{{item}}` in a `forEach` step's action is replaced by the item.
-pub const ITEM: &str = "{{item}}";
-
 /// One run of a step: the step itself, or one item of its `forEach`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run<'a> {
@@ -20,16 +17,36 @@ pub struct Run<'a> {
     pub item: Option<&'a str>,
     /// Positions of the runs that must succeed before this one starts.
     pub after: Vec<usize>,
+    /// The step's action with its variables (`{{item}}` among them) replaced.
+    action: String,
 }
 
 impl Run<'_> {
-    /// The run's action: the step's, with its item in place of `{{item}}`.
+    /// The run's action: the step's, its variables replaced (docs/variables.md).
     pub fn action(&self) -> String {
-        match self.item {
-            Some(item) => self.step.action.replace(ITEM, item),
-            None => self.step.action.clone(),
-        }
+        self.action.clone()
     }
+}
+
+/// The variables of a run's action: the step's name and index, its item (a `forEach`
+/// step's), where the earlier results are, the workspace, and the goal's `vars`.
+fn variables(spec: &GoalSpec, index: usize, item: Option<&str>) -> crate::variables::Variables {
+    let mut builtin = crate::variables::Variables::from([
+        ("step".to_string(), spec.steps[index].name.clone()),
+        ("stepIndex".to_string(), index.to_string()),
+        ("results".to_string(), crate::step::RESULTS_FILE.to_string()),
+        ("workspace".to_string(), crate::workspace::DIR.to_string()),
+    ]);
+    if let Some(item) = item {
+        builtin.insert("item".into(), item.to_string());
+    }
+    crate::variables::with_user(builtin, &spec.vars)
+}
+
+/// Step `index`'s action for `item`, or why it cannot be expanded.
+fn action(spec: &GoalSpec, index: usize, item: Option<&str>) -> Result<String, String> {
+    crate::variables::expand(&spec.steps[index].action, &variables(spec, index, item))
+        .map_err(|unknown| unknown.describe(&format!("spec.steps[{index}].action")))
 }
 
 /// The runs of `spec`'s steps in the order of the spec, or why the steps do not make a
@@ -66,6 +83,7 @@ pub fn runs(spec: &GoalSpec) -> Result<Vec<Run<'_>>, String> {
                         name: format!("{}.{}", step.name, n + 1),
                         item: Some(item),
                         after: after.clone(),
+                        action: action(spec, index, Some(item))?,
                     });
                 }
             }
@@ -75,6 +93,7 @@ pub fn runs(spec: &GoalSpec) -> Result<Vec<Run<'_>>, String> {
                 name: step.name.clone(),
                 item: None,
                 after,
+                action: action(spec, index, None)?,
             }),
         }
         of_step.push(first..runs.len());
@@ -139,6 +158,13 @@ mod tests {
                 Ok(vec![("a", vec![]), ("b", vec![])]),
             ),
             (
+                "an action with a variable that is not defined",
+                "{steps: [{name: a, action: 'run {{vars.gates}}'}]}",
+                Err(
+                    "spec.steps[0].action: the variable {{vars.gates}} is not defined (defined: {{results}}, {{step}}, {{stepIndex}}, {{workspace}})",
+                ),
+            ),
+            (
                 "a name not listed before is refused (a cycle, or no such step)",
                 "{steps: [{name: a, action: x, after: [b]}, {name: b, action: y}]}",
                 Err("spec.steps[0].after names b, which is not a step listed before a"),
@@ -154,9 +180,15 @@ mod tests {
 
     #[test]
     fn an_item_is_told_its_item_and_a_chain_is_recognised() {
-        let spec = spec("{steps: [{name: t, action: 'test {{item}} now', forEach: [api]}]}");
+        let spec = spec(
+            "{vars: {gates: make check}, steps: [{name: t, forEach: [api], \
+             action: 'test {{item}} now in {{step}} #{{stepIndex}}, then {{vars.gates}}; {{ .x }} stays'}]}",
+        );
         let runs = runs(&spec).unwrap();
-        assert_eq!(runs[0].action(), "test api now");
+        assert_eq!(
+            runs[0].action(),
+            "test api now in t #0, then make check; {{ .x }} stays"
+        );
         assert_eq!(runs[0].item, Some("api"));
         assert!(is_chain(&runs));
         let fan = self::spec("{steps: [{name: a, action: x}, {name: b, action: y, after: []}]}");

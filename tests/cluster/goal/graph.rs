@@ -155,3 +155,55 @@ async fn a_failed_branch_pauses_the_goal_while_its_sibling_finishes() {
         "right never ran again"
     );
 }
+
+/// A step's action gets its variables; one that names a variable the goal does not
+/// define stops the goal with the field and the name, and starts no pod.
+#[tokio::test]
+#[ignore = "needs the test cluster: run by `make test`"]
+async fn a_steps_variables_are_replaced_and_an_unknown_one_is_named() {
+    let f = Fixture::new("goal-vars").await;
+    f.create(
+        "gated",
+        json!({"defaults": {"runtime": runtime()}, "vars": {"gates": "make check"},
+               "steps": [{"name": "build", "action": "Build step {{stepIndex}} ({{step}}), then {{vars.gates}}; results in {{results}}"}]}),
+    )
+    .await;
+    let pod = f.running_pod("gated-s0-a1").await;
+    let env = pod.spec.unwrap().containers[0].env.clone().unwrap();
+    let action = env
+        .iter()
+        .find(|e| e.name == "OVERSEER_ACTION")
+        .and_then(|e| e.value.clone());
+    assert_eq!(
+        action.as_deref(),
+        Some("Build step 0 (build), then make check; results in /overseer/results/results.json")
+    );
+
+    f.create(
+        "ungated",
+        json!({"defaults": {"runtime": runtime()},
+               "steps": [{"name": "build", "action": "Build, then {{vars.gates}}"}]}),
+    )
+    .await;
+    let stuck = f
+        .status_where("ungated", "Progressing False InvalidSpec", |s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Progressing" && c.reason == "InvalidSpec")
+        })
+        .await;
+    let message = &stuck
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .unwrap()
+        .message;
+    assert!(
+        message.contains("spec.steps[0].action: the variable {{vars.gates}} is not defined"),
+        "{message}"
+    );
+    assert!(
+        f.pods.get_opt("ungated-s0-a1").await.unwrap().is_none(),
+        "no pod for an action that cannot be told"
+    );
+}
