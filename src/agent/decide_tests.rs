@@ -299,6 +299,7 @@ fn activity(state: ActivityState, since: i64, attempt: i64) -> Activity {
         progress_time: None,
         usage: None,
         guards: None,
+        resources: None,
     }
 }
 

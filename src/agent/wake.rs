@@ -125,6 +125,7 @@ mod tests {
                 progress_time: None,
                 usage: None,
                 guards: None,
+                resources: None,
             }),
             ..Default::default()
         });

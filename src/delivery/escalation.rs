@@ -28,6 +28,10 @@ pub struct Limits {
     pub webhook: bool,
     /// Tool calls its guards may block in one attempt before it escalates (0: never).
     pub guarded_after: i64,
+    /// Memory at this percentage of the limit escalates (0: never).
+    pub memory_above: i64,
+    /// Memory rising this long escalates (None: never).
+    pub memory_growth_after: Option<Duration>,
 }
 
 impl Limits {
@@ -36,6 +40,12 @@ impl Limits {
             waiting_after: spec.loop_.waiting_escalates_after.get(),
             ack_within: spec.loop_.ack_within.get(),
             webhook: spec.notify.is_some(),
+            memory_above: spec.loop_.memory_escalates_above.into(),
+            memory_growth_after: spec
+                .loop_
+                .memory_growth_escalates_after
+                .as_ref()
+                .map(|d| d.get()),
             guarded_after: match &spec.guards {
                 Some(guards) if !guards.enabled => 0,
                 Some(guards) => guards.escalate_after.into(),
@@ -87,7 +97,7 @@ pub fn step(status: &mut AgentStatus, limits: &Limits, now: Timestamp) -> Outcom
         }
     }
     take_requests(status, attempt, now, &mut outcome);
-    settle(status, now);
+    settle(status, limits, now);
     for escalation in status.escalations.iter_mut() {
         if escalation.state != EscalationState::Open
             || escalation.notified_time.is_some()
@@ -151,6 +161,7 @@ fn causes(
             )),
         ));
     }
+    memory_causes(status, limits, now, next_at, &mut found);
     if let Some(since) = waiting_since(status) {
         let due = crate::duration::after(&since, limits.waiting_after);
         if due <= now {
@@ -167,6 +178,58 @@ fn causes(
         }
     }
     found
+}
+
+/// The current attempt's memory at or over its share of the limit, and memory rising
+/// for too long (when it will have, as the next time to look).
+fn memory_causes(
+    status: &AgentStatus,
+    limits: &Limits,
+    now: Timestamp,
+    next_at: &mut Option<Timestamp>,
+    found: &mut Vec<(EscalationKind, Severity, Option<String>)>,
+) {
+    let Some(resources) = status.current_activity().and_then(|a| a.resources.as_ref()) else {
+        return;
+    };
+    if memory_high(resources, limits) {
+        found.push((
+            EscalationKind::MemoryHigh,
+            Severity::Warning,
+            Some(format!(
+                "its container uses {} MiB of its {} MiB memory limit (loop.memoryEscalatesAbove {}%)",
+                resources.memory_bytes >> 20,
+                resources.memory_limit_bytes.unwrap_or_default() >> 20,
+                limits.memory_above
+            )),
+        ));
+    }
+    if let (Some(after), Some(since)) =
+        (limits.memory_growth_after, &resources.memory_growing_since)
+    {
+        let due = crate::duration::after(since, after);
+        if due <= now {
+            found.push((
+                EscalationKind::MemoryGrowing,
+                Severity::Warning,
+                Some(format!(
+                    "its container's memory has risen without falling for {}s (now {} MiB)",
+                    now.duration_since(since.0).as_secs(),
+                    resources.memory_bytes >> 20
+                )),
+            ));
+        } else {
+            *next_at = Some(next_at.map_or(due, |t| t.min(due)));
+        }
+    }
+}
+
+fn memory_high(resources: &ResourceUse, limits: &Limits) -> bool {
+    let Some(limit) = resources.memory_limit_bytes.filter(|l| *l > 0) else {
+        return false;
+    };
+    limits.memory_above > 0
+        && resources.memory_bytes.saturating_mul(100) >= limit.saturating_mul(limits.memory_above)
 }
 
 /// The InLoop reason of an agent the operator blocked (nudges out, stall limit).
@@ -249,7 +312,7 @@ fn open(
 
 /// Acknowledges the open escalations an answer covers, and resolves those whose cause
 /// went away.
-fn settle(status: &mut AgentStatus, now: Timestamp) {
+fn settle(status: &mut AgentStatus, limits: &Limits, now: Timestamp) {
     let ack = status.escalation_ack.clone();
     let blocked_exit = status
         .current_exit()
@@ -257,6 +320,9 @@ fn settle(status: &mut AgentStatus, now: Timestamp) {
     let operator_block = blocked_by_operator(status);
     let waiting = waiting_since(status).is_some();
     let attempt = status.attempt;
+    let resources = status.current_activity().and_then(|a| a.resources.clone());
+    let memory_is_high = resources.as_ref().is_some_and(|r| memory_high(r, limits));
+    let memory_growing = resources.is_some_and(|r| r.memory_growing_since.is_some());
     for escalation in status.escalations.iter_mut() {
         if escalation.state != EscalationState::Open {
             continue;
@@ -272,6 +338,8 @@ fn settle(status: &mut AgentStatus, now: Timestamp) {
         }
         let cause_gone = match escalation.kind {
             EscalationKind::Requested | EscalationKind::Guarded => false,
+            EscalationKind::MemoryHigh => !memory_is_high,
+            EscalationKind::MemoryGrowing => !memory_growing,
             EscalationKind::Blocked => !blocked_exit || attempt != Some(escalation.attempt),
             EscalationKind::Waiting => !waiting || attempt != Some(escalation.attempt),
             EscalationKind::NudgesExhausted => operator_block != Some(reasons::NUDGES_EXHAUSTED),

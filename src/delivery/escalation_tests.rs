@@ -11,6 +11,8 @@ fn limits(webhook: bool) -> Limits {
         ack_within: Duration::from_secs(900),
         webhook,
         guarded_after: 3,
+        memory_above: 0,
+        memory_growth_after: None,
     }
 }
 
@@ -52,6 +54,7 @@ fn waiting_since(status: &mut AgentStatus, since: i64) {
         progress_time: None,
         usage: None,
         guards: None,
+        resources: None,
     });
 }
 
@@ -318,4 +321,80 @@ fn guards_escalate_once_per_attempt_at_their_count_in_the_operators_words() {
         ..limits(false)
     };
     assert!(step(&mut quiet, &never, at(10)).opened.is_empty());
+}
+
+fn using(
+    status: &mut AgentStatus,
+    memory_mib: i64,
+    limit_mib: Option<i64>,
+    growing_since: Option<i64>,
+) {
+    waiting_since(status, 0);
+    let activity = status.activity.as_mut().unwrap();
+    activity.state = ActivityState::Working;
+    activity.resources = Some(ResourceUse {
+        memory_bytes: memory_mib << 20,
+        memory_limit_bytes: limit_mib.map(|l| l << 20),
+        cpu_millicores: Some(250),
+        memory_growing_since: growing_since.map(|s| Time(at(s))),
+    });
+}
+
+#[test]
+fn memory_near_its_limit_or_rising_too_long_escalates_and_resolves_when_it_stops() {
+    let limits = Limits {
+        memory_above: 90,
+        memory_growth_after: Some(Duration::from_secs(3600)),
+        ..limits(false)
+    };
+    // (memory MiB, limit MiB, rising since, now; open kinds after the step)
+    type Row = (
+        i64,
+        Option<i64>,
+        Option<i64>,
+        i64,
+        &'static [EscalationKind],
+    );
+    let rows: [Row; 6] = [
+        (800, Some(1000), None, 10, &[]),
+        (900, Some(1000), None, 20, &[EscalationKind::MemoryHigh]),
+        (950, None, None, 30, &[]),
+        (500, Some(1000), Some(0), 3_000, &[]),
+        (
+            600,
+            Some(1000),
+            Some(0),
+            3_600,
+            &[EscalationKind::MemoryGrowing],
+        ),
+        (550, Some(1000), None, 3_700, &[]),
+    ];
+    let mut status = running();
+    for (memory, limit, since, now, open) in rows {
+        using(&mut status, memory, limit, since);
+        let outcome = step(&mut status, &limits, at(now));
+        let open_now: Vec<EscalationKind> = status
+            .escalations
+            .iter()
+            .filter(|e| e.state == EscalationState::Open)
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(open_now, open, "at {now}s: {memory} MiB of {limit:?}");
+        if now == 3_000 {
+            assert_eq!(
+                outcome.next_at,
+                Some(at(3_600)),
+                "looked at again when it is due"
+            );
+        }
+    }
+    let reasons: Vec<&str> = status
+        .escalations
+        .iter()
+        .filter_map(|e| e.reason.as_deref())
+        .collect();
+    assert!(
+        reasons.contains(&"its container uses 900 MiB of its 1000 MiB memory limit (loop.memoryEscalatesAbove 90%)"),
+        "{reasons:?}"
+    );
 }

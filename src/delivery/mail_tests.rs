@@ -216,6 +216,7 @@ fn with_activity(mut status: AgentStatus, state: ActivityState) -> AgentStatus {
         progress_time: None,
         usage: None,
         guards: None,
+        resources: None,
     });
     status
 }

@@ -219,6 +219,16 @@ pub struct LoopSpec {
     #[serde(default = "default_ack_within")]
     #[schemars(schema_with = "duration_schema")]
     pub ack_within: SpecDuration,
+    /// The agent container's memory at or above this percentage of its limit opens an
+    /// escalation (0: never; no limit: never).
+    #[serde(default = "default_memory_escalates_above")]
+    #[schemars(range(min = 0, max = 100))]
+    pub memory_escalates_above: i32,
+    /// Memory that has not fallen between the shim's reports for this long opens an
+    /// escalation (unset: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "duration_schema")]
+    pub memory_growth_escalates_after: Option<SpecDuration>,
 }
 
 fn default_waiting_escalates_after() -> SpecDuration {
@@ -226,6 +236,9 @@ fn default_waiting_escalates_after() -> SpecDuration {
 }
 fn default_ack_within() -> SpecDuration {
     duration::default_of("15m")
+}
+fn default_memory_escalates_above() -> i32 {
+    90
 }
 fn default_interval() -> DurationOrOff {
     duration::default_of("15s")
@@ -257,6 +270,8 @@ impl Default for LoopSpec {
             report_every: None,
             waiting_escalates_after: default_waiting_escalates_after(),
             ack_within: default_ack_within(),
+            memory_escalates_above: default_memory_escalates_above(),
+            memory_growth_escalates_after: None,
         }
     }
 }
@@ -470,6 +485,28 @@ pub struct Activity {
     /// The tool calls the agent's guards blocked in this attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guards: Option<crate::kinds::guard::GuardCounts>,
+    /// The agent container's memory and CPU at this report (its cgroup).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceUse>,
+}
+
+/// The agent container's use of memory and CPU, as its cgroup says.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceUse {
+    #[schemars(range(min = 0))]
+    pub memory_bytes: i64,
+    /// Unset: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub memory_limit_bytes: Option<i64>,
+    /// Average since the shim's report before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub cpu_millicores: Option<i64>,
+    /// Since when memory has risen without falling between reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_growing_since: Option<Time>,
 }
 
 /// Token usage summed over the runs of one attempt.
@@ -609,6 +646,10 @@ pub enum EscalationKind {
     StallLimit,
     /// Its guards blocked `guards.escalateAfter` tool calls in one attempt.
     Guarded,
+    /// Its memory reached `loop.memoryEscalatesAbove` percent of its limit.
+    MemoryHigh,
+    /// Its memory rose without falling for `loop.memoryGrowthEscalatesAfter`.
+    MemoryGrowing,
 }
 
 impl EscalationKind {
@@ -621,6 +662,8 @@ impl EscalationKind {
             EscalationKind::NudgesExhausted => "nudges-exhausted",
             EscalationKind::StallLimit => "stall-limit",
             EscalationKind::Guarded => "guarded",
+            EscalationKind::MemoryHigh => "memory-high",
+            EscalationKind::MemoryGrowing => "memory-growing",
         }
     }
 }

@@ -14,6 +14,7 @@ mod instructions;
 pub mod mirror;
 pub mod protocol;
 mod reporter;
+mod resources;
 pub mod seed;
 mod server;
 mod submit;
@@ -45,6 +46,8 @@ use reporter::Reporter;
 const POLL: Duration = Duration::from_millis(250);
 /// How soon a failed status write is tried again.
 const RETRY: Duration = Duration::from_secs(1);
+/// Where a container sees its own cgroup.
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 enum Driver {
     Tui(tmux::Tmux),
@@ -74,6 +77,9 @@ struct Shim {
     progress: Option<(String, Timestamp)>,
     /// The tool calls `overseer guard` blocked in this attempt.
     guarded: Option<GuardCounts>,
+    /// The container's cgroup, read at each report.
+    meter: resources::Meter,
+    resources: Option<crate::kinds::agent::ResourceUse>,
     /// The first-run dialogs answered so far.
     dialogs_answered: DialogsAnswered,
     /// A message typed but not taken by the CLI (it ignored Enter), and where it showed:
@@ -131,6 +137,8 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         delivered: delivered::Delivered::default(),
         progress: None,
         guarded: None,
+        meter: resources::Meter::new(CGROUP_ROOT),
+        resources: None,
         dialogs_answered: DialogsAnswered::new(runtime),
         left_in_box: None,
         args,
@@ -232,6 +240,7 @@ impl Shim {
                 Driver::Tui(_) => None,
             },
             guards: self.guarded.clone(),
+            resources: self.resources.clone(),
         }
     }
 
@@ -296,6 +305,8 @@ impl Shim {
 
     async fn report(&mut self) {
         self.last_report = tokio::time::Instant::now();
+        // Read with each report, never a report of its own: resources change always.
+        self.resources = self.meter.read(Timestamp::now());
         let Some(reporter) = &self.reporter else {
             self.report_due = false;
             return;

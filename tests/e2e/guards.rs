@@ -7,7 +7,7 @@
 
 use model_standin::Last;
 use overseer::agent::Agent;
-use overseer::kinds::agent::{EscalationKind, EscalationState};
+use overseer::kinds::agent::{EscalationKind, EscalationState, ResourceUse};
 use serde_json::json;
 
 use crate::real_cli::{
@@ -28,6 +28,21 @@ fn blocked(agent: &Agent) -> i64 {
         .and_then(|s| s.activity.as_ref())
         .and_then(|a| a.guards.as_ref())
         .map_or(0, |g| g.blocked)
+}
+
+/// The agent's reported resources, once a report carries them.
+async fn escalated_resources(
+    ns: &crate::support::cluster::TestNamespace,
+    name: &str,
+) -> ResourceUse {
+    let agent = agent_where(ns, name, "a report with resources", |a| {
+        a.status
+            .as_ref()
+            .and_then(|s| s.activity.as_ref())
+            .is_some_and(|a| a.resources.is_some())
+    })
+    .await;
+    agent.status.unwrap().activity.unwrap().resources.unwrap()
 }
 
 #[tokio::test]
@@ -118,6 +133,9 @@ async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
             .filter(|e| e.kind == EscalationKind::Guarded)
             .collect();
         assert_eq!(guarded.len(), 1, "{name}: one escalation for the attempt");
+        // The same reports carry the container's use from its cgroup.
+        let resources = escalated_resources(&ns, name).await;
+        assert!(resources.memory_bytes > 0, "{name}: {resources:?}");
     }
     // Each reason reached the model as the blocked call's result, and nothing ran.
     let exchanges = server.exchanges();
