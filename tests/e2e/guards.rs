@@ -10,15 +10,19 @@ use overseer::agent::Agent;
 use overseer::kinds::agent::{EscalationKind, EscalationState, ResourceUse};
 use serde_json::json;
 
+use crate::real_cli::CLI_WAIT;
 use crate::real_cli::{
     HopsOnPanic, agent, agent_where, claude_runtime, codex_runtime, model, print_hops, prompt,
     shell, text, tool_result, turn,
 };
 use crate::release::{install, namespace};
+use crate::support::cluster::wait_in;
 
 const FORCE_PUSH: &str = "git push --force origin feature 2>&1; echo push-ran";
 const READ_TOKEN: &str =
     "test -r /var/run/secrets/kubernetes.io/serviceaccount/token && echo token-readable";
+/// What each call prints when it runs.
+const MARKERS: [&str; 3] = ["push-ran", "token-readable", "wrote-outside"];
 const WRITE_OUTSIDE: &str = "echo probe > ~/outside-workspace && echo wrote-outside";
 
 fn blocked(agent: &Agent) -> i64 {
@@ -137,24 +141,36 @@ async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
         let resources = escalated_resources(&ns, name).await;
         assert!(resources.memory_bytes > 0, "{name}: {resources:?}");
     }
-    // Each reason reached the model as the blocked call's result, and nothing ran.
-    let exchanges = server.exchanges();
-    let results: Vec<&str> = exchanges
-        .iter()
-        .filter_map(|e| match &e.last {
-            Last::ToolResult(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
-    for reason in [
+    // Each reason reached the model as the blocked call's result (a CLI sends it just
+    // after its hook has counted the block), and nothing ran.
+    let reasons = [
         "overseer guard: a force push is not allowed for this agent",
         "overseer guard: reading the ServiceAccount token is not allowed for this agent",
         "overseer guard: writing ~/outside-workspace is not allowed",
-    ] {
+    ];
+    let results = wait_in(
+        &ns,
+        "every reason told to each guarded CLI",
+        CLI_WAIT,
+        || async {
+            let results: Vec<String> = server
+                .exchanges()
+                .into_iter()
+                .filter_map(|e| match e.last {
+                    Last::ToolResult(t) => Some(t),
+                    _ => None,
+                })
+                .collect();
+            let told = |reason: &str| results.iter().filter(|r| r.contains(reason)).count();
+            reasons.iter().all(|r| told(r) >= 3).then_some(results)
+        },
+    )
+    .await;
+    for reason in reasons {
         let told = results.iter().filter(|r| r.contains(reason)).count();
-        assert_eq!(told, 3, "told to each guarded CLI: {reason}");
+        assert_eq!(told, 3, "told to each guarded CLI once: {reason}");
     }
-    for ran in ["push-ran", "token-readable", "wrote-outside"] {
+    for ran in MARKERS {
         // codex's block quotes the command, which names the marker: not a run.
         let seen = results
             .iter()
