@@ -14,7 +14,7 @@ use super::{Call, Policy, Verdict, claude, codex, judge};
 use crate::shim::protocol::{self, Request};
 
 /// The exit code that blocks a tool call.
-pub const BLOCK: i32 = 2;
+const BLOCK: i32 = 2;
 /// Larger hook input than this is not read (a file's whole content may be in it).
 const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
 /// The shim answers at once; the CLI waits on this hook.

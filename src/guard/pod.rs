@@ -1,5 +1,7 @@
-//! How an agent's pod carries its guards: the policy (and, for Claude Code, its managed
-//! settings) in the pod's own annotations, mounted read-only through the downward API.
+//! How an agent's pod carries its guards: the policy and its CLI's hook settings (Claude
+//! Code's managed settings, codex's managed requirements) in the pod's own annotations,
+//! mounted read-only through the downward API; they are set after the pod template's,
+//! so a template cannot put its own in their place.
 //! No ConfigMap and no write of its own: the pod is created anyway, and the files
 //! cannot be changed by the agent, which runs as a user that owns neither.
 
