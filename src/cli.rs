@@ -185,6 +185,28 @@ pub enum Command {
         #[arg(long, env = pod_env::AGENT)]
         agent: String,
     },
+    /// In a swarm member's pod: claim files of the workspace (a directory claims what
+    /// it holds) so that no other member edits them; refused with the holder and since
+    /// when (exit 1). `--release` gives the PATHs (or, without any, all yours) up.
+    #[command(hide = true)]
+    Claim {
+        paths: Vec<String>,
+        #[arg(long)]
+        release: bool,
+        /// Seconds to wait for the operator's answer.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+        /// The agent claiming (in an agent pod: itself).
+        #[arg(long, env = pod_env::AGENT)]
+        agent: String,
+    },
+    /// In a swarm member's pod: the files claimed in your swarm, by whom and since when.
+    #[command(hide = true)]
+    Claims {
+        /// The agent (in an agent pod: itself).
+        #[arg(long, env = pod_env::AGENT)]
+        agent: String,
+    },
     /// In an agent pod: land your pushed work through your swarm's merge queue
     /// (`overseer merge` alone: what became of your requests).
     #[command(hide = true)]
@@ -417,6 +439,8 @@ pub async fn dispatch(cli: Cli) -> i32 {
         | Command::Escalate { .. }
         | Command::Mail { .. }
         | Command::Spawn { .. }
+        | Command::Claim { .. }
+        | Command::Claims { .. }
         | Command::Merge { .. }) => in_pod_command(in_pod, namespace.as_deref())
             .await
             .map(|()| 0),
@@ -477,6 +501,16 @@ async fn in_pod_command(command: Command, namespace: Option<&str>) -> crate::Res
         }
         Command::Mail { command, agent } => mail_command(command, &agent, namespace).await,
         Command::Merge { command, agent } => merge_command(command, &agent, namespace).await,
+        Command::Claim {
+            paths,
+            release,
+            timeout,
+            agent,
+        } => {
+            let wait = Duration::from_secs(timeout);
+            crate::commands::claim::claim(namespace, &agent, &paths, release, wait).await
+        }
+        Command::Claims { agent } => crate::commands::claim::list(namespace, &agent).await,
         Command::Spawn {
             name,
             role,

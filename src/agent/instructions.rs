@@ -62,6 +62,13 @@ pub fn compose(layers: &Layers) -> String {
         ),
         ("Mail".to_string(), layers.swarm.map(|_| mail_section())),
         (
+            "Claims".to_string(),
+            layers
+                .swarm
+                .filter(|s| !role(Some(&s.spec), &spec.role).read_only)
+                .map(|_| claims_section()),
+        ),
+        (
             "Spawning".to_string(),
             layers.swarm.and_then(|s| spawn_section(s, &spec.role)),
         ),
@@ -163,6 +170,13 @@ fn spawn_section(swarm: &Swarm, role: &str) -> Option<String> {
 fn merge_section() -> String {
     format!(
         "Your branch reaches the swarm's target branch only through its merge queue: commit, `git push origin HEAD`, then `{BIN_DIR}/overseer merge request`. It prints your place in the queue; you get mail when it merged, or why not (a conflict names the paths: merge the target into your branch, push, and request again; a failing check sends its output's tail). A newer request replaces your queued one."
+    )
+}
+
+/// How a swarm member that writes keeps others off its files (src/swarm/claims.rs).
+fn claims_section() -> String {
+    format!(
+        "Other members work in copies of the same repository. Before you change a file, claim it: `{BIN_DIR}/overseer claim PATH...` (a directory claims what it holds). A file another member holds is refused with its holder and since when: work on something else, or mail the holder. `{BIN_DIR}/overseer claims` lists who holds what; `{BIN_DIR}/overseer claim --release [PATH...]` gives yours up (they end anyway when you are done)."
     )
 }
 

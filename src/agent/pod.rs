@@ -140,7 +140,8 @@ fn rule(group: &str, resources: &[&str], names: Option<Vec<String>>, verbs: &[&s
 }
 
 /// The rules of an agent's Role. Every agent may read and write its own status
-/// (`overseer loop done|block`). An overseer may also read the agents, goals and
+/// (`overseer loop done|block`), and a swarm member the copy of its swarm's claims.
+/// An overseer may also read the agents, goals and
 /// PR watches of its namespace (`overseer ps`), read the current pods and logs of
 /// exactly the agents it oversees (`overseer peek`), and write their status
 /// (`overseer send`, `loop release`). Nobody gets pods/exec: the operator delivers
@@ -157,6 +158,11 @@ pub fn role_rules(agent: &Agent, overseen: &[Overseen]) -> Vec<PolicyRule> {
         Some(writable),
         &["get", "patch"],
     )];
+    // A swarm member reads the claims of its swarm (`overseer claims`).
+    if let Some(swarm) = super::oversight::swarm_owner(agent) {
+        let claims = crate::kinds::claim::config_map_name(&swarm.name);
+        rules.push(rule("", &["configmaps"], Some(vec![claims]), &["get"]));
+    }
     if acts_as_overseer(agent, overseen) {
         rules.push(rule(
             crate::api::GROUP,

@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod agent;
+pub mod claim;
 pub mod escalation;
 pub mod goal;
 pub mod goals;

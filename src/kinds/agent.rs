@@ -387,6 +387,14 @@ pub struct AgentStatus {
     /// The operator's answers to them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merges: Option<crate::kinds::merge::MergeLedger>,
+    /// Files this agent asked to claim or release in its swarm (`overseer claim`,
+    /// field manager `overseer-claim`), kept until answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub claim_requests: Vec<crate::kinds::claim::ClaimRequest>,
+    /// The operator's answers to them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claims: Option<crate::kinds::claim::ClaimLedger>,
     /// The sha256 of the instructions the operator last wrote to the agent's ConfigMap
     /// (`sha256:<hex>`): after a restart it knows them written without reading them.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod agent_pod;
+pub mod claim;
 pub mod goal;
 pub mod guard;
 pub mod merge;

@@ -303,6 +303,11 @@ pub struct SwarmStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 100))]
     pub merge_queue: Vec<crate::kinds::merge::QueuedMerge>,
+    /// The files its members hold (`overseer claim`), each until its holder is Done,
+    /// its attempt ends or the run ends; copied into the ConfigMap `<swarm>-claims`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 512))]
+    pub claims: Vec<crate::kinds::claim::Claim>,
     /// The highest merge queue id handed out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_merge_id: Option<i64>,

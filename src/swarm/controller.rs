@@ -15,7 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{info, instrument};
 
-use super::{compose, merge, merger, spawn, spawner};
+use super::{claimer, claims, compose, merge, merger, spawn, spawner};
 use crate::Result;
 use crate::agent::Agent;
 use crate::api::{CONTROLLER_MANAGER, MANAGED_BY, apply_status_returning};
@@ -145,10 +145,12 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
         |pod| attempt(&sc, &namespace, pod),
         now.0,
     );
-    let swarm = write_intent(&sc, swarm, &spawning, &merging).await?;
+    let claiming = claims::plan(&swarm, &existing, now.0);
+    let swarm = write_intent(&sc, swarm, &spawning, &merging, &claiming).await?;
     let spawning = spawner::carry_out(ctx, &swarm, spawning).await?;
     merger::carry_out(ctx, &swarm, &merging).await?;
     let mut problems = compose::problems(&swarm);
+    problems.extend(claimer::carry_out(ctx, &sc.applied, &swarm, &claiming).await?);
     let spawned: Vec<String> = spawning
         .spawned
         .iter()
@@ -169,6 +171,7 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
     compose::with_spawned(&mut status, &name, spawning.spawned);
     status.merge_queue = merging.queue;
     status.last_merge_id = Some(merging.last_id).filter(|id| *id > 0);
+    status.claims = claiming.claims;
     let timer = super::run::decide(&swarm, &members, &mut status, now.0);
     let before = swarm.status.as_ref().map_or(&[][..], |s| &s.conditions[..]);
     crate::health::settle_swarm(&mut status, before, swarm.metadata.generation, &now);
@@ -188,7 +191,7 @@ async fn reconcile(cached: Arc<Swarm>, sc: Arc<SwarmContext>) -> Result<Action> 
     Ok(timer.map_or_else(Action::await_change, Action::requeue))
 }
 
-/// Writes the swarm's lists of spawned members and of merges as the plans have them,
+/// Writes the swarm's lists of spawned members, merges and claims as the plans have them,
 /// before anything they decide is made: a stop after this write repeats what follows,
 /// never makes two. Returns the swarm as it is now.
 async fn write_intent(
@@ -196,9 +199,11 @@ async fn write_intent(
     swarm: Arc<Swarm>,
     spawning: &spawn::SpawnPlan,
     merging: &merge::MergePlan,
+    claiming: &claims::ClaimPlan,
 ) -> Result<Arc<Swarm>> {
     let mut status = swarm.status.clone().unwrap_or_default();
     status.spawned = spawning.spawned.clone();
+    status.claims = claiming.claims.clone();
     status.merge_queue = merging.queue.clone();
     status.last_merge_id = Some(merging.last_id).filter(|id| *id > 0);
     if swarm.status.clone().unwrap_or_default() == status {
@@ -257,6 +262,8 @@ fn forget(sc: &SwarmContext, namespace: &str, name: &str) {
     sc.versions.forget(namespace, name);
     let policy = compose::network_policy_name(name);
     sc.applied.forget(NETWORK_POLICY, namespace, &policy);
+    let claims = crate::kinds::claim::config_map_name(name);
+    sc.applied.forget(claimer::CONFIG_MAP, namespace, &claims);
 }
 
 /// Applies the agents `swarm` wants and removes those it no longer lists (but the

@@ -116,7 +116,8 @@ async fn a_new_swarm_applies_its_agents_as_its_own_then_its_status_and_then_noth
     let first = reconcile_current(sc, swarm()).await;
 
     let swarm_path = "/apis/overseer.dev/v1alpha1/namespaces/team/swarms/billing/status";
-    let mut expected = Vec::new();
+    // The copy of its claims is looked for, once: none, and nothing claimed, so none is made.
+    let mut expected = vec!["GET /api/v1/namespaces/team/configmaps/billing-claims".to_string()];
     for member in ["billing-overseer", "billing-scout", "billing-builder"] {
         expected.push(format!("GET {AGENTS}{member}"));
         expected.push(format!("PATCH {AGENTS}{member}"));

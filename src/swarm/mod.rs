@@ -1,3 +1,5 @@
+pub mod claimer;
+pub mod claims;
 pub mod compose;
 pub mod controller;
 pub mod merge;
