@@ -10,6 +10,8 @@ pub const ACTIVITY_RESUMED: &str = "ActivityResumed";
 pub const SWARM_ENDED: &str = "SwarmEnded";
 /// Agent: its spawn request was refused (the reason in the message).
 pub const SPAWN_REFUSED: &str = "SpawnRefused";
+/// Agent (a monitor): its patrol could not be typed into it.
+pub const PATROL_FAILED: &str = "PatrolFailed";
 /// Agent: its claim request was refused (the path, holder and since when in the message).
 pub const CLAIM_REFUSED: &str = "ClaimRefused";
 /// Swarm: a member it spawned was created.

@@ -54,6 +54,7 @@ mod context;
 mod delivery;
 mod dispatch;
 mod mailroom;
+mod patrol;
 
 const CONTROLLER: &str = "agent";
 
@@ -74,19 +75,31 @@ pub async fn run(
     let store = agents.store.clone();
     let overseen = Index::default();
     let noted = overseen.clone();
+    // Swarm members by swarm: a monitor's fleet, and the monitors a member's change concerns.
+    let members = Index::default();
+    let noted_members = members.clone();
     // Its share of the Agent watch serves two triggers: each change reconciles the agent, and
     // (through `related_changes`) its overseer and the agents it oversees, deletions
     // included: an overseer coming online or going away changes what its agents need,
     // and an agent naming its overseer changes what the overseer may write.
     let (related_store, related_index) = (store.clone(), overseen.clone());
-    let (notify_related, related_changes) =
-        related_trigger(move |changed: &Agent| related(&related_store, &related_index, changed));
+    let related_members = members.clone();
+    let (notify_related, related_changes) = related_trigger(move |changed: &Agent| {
+        let mut refs = related(&related_store, &related_index, changed);
+        refs.extend(patrol::monitors_of(
+            &related_store,
+            &related_members,
+            changed,
+        ));
+        refs
+    });
     let versions = agents.versions.clone();
     let agent_events = agents
         .touched()
         .inspect_ok(move |agent: &Guarded<Agent>| {
             if let Ok(agent) = &agent.0 {
                 note_overseer(&noted, agent);
+                patrol::note_member(&noted_members, agent);
             }
         })
         .inspect_ok(notify_related);
@@ -112,6 +125,7 @@ pub async fn run(
         ctx,
         store,
         overseen,
+        members,
         pods,
         pods_of,
         roles,
@@ -362,7 +376,7 @@ async fn in_the_pod(
             .any(|p| Some(p.attempt) == s.attempt && p.ready && p.phase == PodPhase::Running)
     });
     if pod_ready {
-        sync_role(ac, &agent, &observed.overseen).await?;
+        sync_role(ac, &agent, (&observed.overseen, observed.fleet())).await?;
     }
     // A message that waits for a pod is looked at again then.
     let status = agent.status.clone().unwrap_or_default();
@@ -381,6 +395,13 @@ async fn in_the_pod(
         route: !mail::unrouted(&status).is_empty(),
         ..Default::default()
     };
+    let spec = &observed.effective.spec;
+    let monitor = observed.fleet.is_some() && pod_ready;
+    match patrol::due(&agent, spec, monitor, jiff::Timestamp::now()) {
+        Some(Ok(())) => work.patrol = true,
+        Some(Err(wait)) => requeue = Some(requeue.map_or(wait, |r| r.min(wait))),
+        None => {}
+    }
     if !status.mailbox.is_empty() {
         let expiry = mailroom::policy(ac, &agent).map_or_else(
             || MailPolicy::default().expiry.get(),
@@ -437,6 +458,12 @@ async fn current_agent(shell: &Shell<'_>, cached: &Agent) -> Result<Option<Agent
     Ok(Some(agent))
 }
 
+impl Observed {
+    fn fleet(&self) -> &[pod::Overseen] {
+        self.fleet.as_deref().unwrap_or_default()
+    }
+}
+
 /// What the plan reads besides the agent, from caches and indexes.
 struct Observed {
     /// What it runs with: its effective spec and its swarm.
@@ -444,6 +471,8 @@ struct Observed {
     pods: Vec<AgentPod>,
     /// The agents that name this one their overseer.
     overseen: Vec<pod::Overseen>,
+    /// The members it watches as its swarm's monitor (None: it is none).
+    fleet: Option<Vec<pod::Overseen>>,
     /// It oversees some agent, or its role is one that does: its instructions say how.
     acts_as_overseer: bool,
     overseer: OverseerState,
@@ -459,7 +488,9 @@ async fn observe(shell: &Shell<'_>, agent: &Agent) -> Result<Result<Observed, Un
         Err(unusable) => return Ok(Err(unusable)),
     };
     let overseen = accepted_overseen(ac, &shell.pods, agent).await?;
+    let fleet = patrol::fleet(ac, &shell.pods, agent, effective.swarm.as_deref()).await?;
     Ok(Ok(Observed {
+        fleet,
         pods: observe_pods(ac, &shell.pods, agent).await?,
         acts_as_overseer: pod::acts_as_overseer(agent, &overseen),
         overseen,
@@ -601,7 +632,7 @@ async fn create_pod(
     attempt: i64,
 ) -> Result<bool> {
     let ac = shell.ac;
-    ensure_identity(ac, agent, &observed.overseen).await?;
+    ensure_identity(ac, agent, (&observed.overseen, observed.fleet())).await?;
     let Effective { spec, swarm } = &observed.effective;
     ensure_sandbox(ac, agent, swarm.as_deref()).await?;
     let guards = crate::guard::of_agent(spec, swarm.as_deref().map(|s| &s.spec), pod::WORKSPACE);

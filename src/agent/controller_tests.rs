@@ -83,6 +83,7 @@ fn agent_context(client: kube::Client) -> AgentContext {
         ctx,
         store: reflector::store().0,
         overseen: Index::default(),
+        members: Index::default(),
         pods: reflector::store().0,
         roles: reflector::store().0,
         pods_of: Index::default(),
@@ -118,6 +119,7 @@ async fn a_refused_pod_is_reported_on_the_agent_and_no_attempt_is_recorded() {
         },
         pods: Vec::new(),
         overseen: Vec::new(),
+        fleet: None,
         acts_as_overseer: false,
         overseer: OverseerState::Unset,
     };
@@ -270,6 +272,7 @@ async fn a_plan_decided_on_an_outdated_agent_writes_nothing_and_acts_on_nothing(
         },
         pods: Vec::new(),
         overseen: Vec::new(),
+        fleet: None,
         acts_as_overseer: false,
         overseer: OverseerState::Unset,
     };

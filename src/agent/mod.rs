@@ -5,6 +5,7 @@ pub mod controller;
 pub mod decide;
 pub mod instructions;
 pub mod message;
+pub mod monitor;
 pub mod oversight;
 pub mod pod;
 pub mod pr_watches;

@@ -116,7 +116,8 @@ fn meta(agent: &Agent, name: String) -> ObjectMeta {
     }
 }
 
-/// An agent this one oversees (`oversight::accepts`), and its current pod.
+/// An agent this one oversees (`oversight::accepts`), or watches as its swarm's
+/// monitor (`monitor::monitors`), and its current pod.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Overseen {
     pub agent: String,
@@ -144,10 +145,11 @@ fn rule(group: &str, resources: &[&str], names: Option<Vec<String>>, verbs: &[&s
 /// An overseer may also read the agents, goals and
 /// PR watches of its namespace (`overseer ps`), read the current pods and logs of
 /// exactly the agents it oversees (`overseer peek`), and write their status
-/// (`overseer send`, `loop release`). Nobody gets pods/exec: the operator delivers
-/// every message. An empty `resourceNames` would mean every name, so the pod rule is
-/// left out while no overseen agent has a pod.
-pub fn role_rules(agent: &Agent, overseen: &[Overseen]) -> Vec<PolicyRule> {
+/// (`overseer send`, `loop release`). A swarm's monitor reads as an overseer does, and
+/// the pods and logs of its `fleet`, but writes no status but its own. Nobody gets
+/// pods/exec: the operator delivers every message. An empty `resourceNames` would
+/// mean every name, so the pod rule is left out while no agent it reaches has a pod.
+pub fn role_rules(agent: &Agent, overseen: &[Overseen], fleet: &[Overseen]) -> Vec<PolicyRule> {
     let mut writable = vec![agent.name_any()];
     writable.extend(overseen.iter().map(|o| o.agent.clone()));
     writable.sort();
@@ -163,14 +165,18 @@ pub fn role_rules(agent: &Agent, overseen: &[Overseen]) -> Vec<PolicyRule> {
         let claims = crate::kinds::claim::config_map_name(&swarm.name);
         rules.push(rule("", &["configmaps"], Some(vec![claims]), &["get"]));
     }
-    if acts_as_overseer(agent, overseen) {
+    if acts_as_overseer(agent, overseen) || !fleet.is_empty() {
         rules.push(rule(
             crate::api::GROUP,
             &["agents", "goals", "prwatches"],
             None,
             &["get", "list", "watch"],
         ));
-        let mut pods: Vec<String> = overseen.iter().filter_map(|o| o.pod.clone()).collect();
+        let mut pods: Vec<String> = overseen
+            .iter()
+            .chain(fleet)
+            .filter_map(|o| o.pod.clone())
+            .collect();
         pods.sort();
         pods.dedup();
         if !pods.is_empty() {
@@ -181,7 +187,11 @@ pub fn role_rules(agent: &Agent, overseen: &[Overseen]) -> Vec<PolicyRule> {
 }
 
 /// The agent's ServiceAccount, its Role (`role_rules`) and the binding.
-pub fn identity(agent: &Agent, overseen: &[Overseen]) -> (ServiceAccount, Role, RoleBinding) {
+pub fn identity(
+    agent: &Agent,
+    overseen: &[Overseen],
+    fleet: &[Overseen],
+) -> (ServiceAccount, Role, RoleBinding) {
     let name = identity_name(&agent.name_any());
     let account = ServiceAccount {
         metadata: meta(agent, name.clone()),
@@ -189,7 +199,7 @@ pub fn identity(agent: &Agent, overseen: &[Overseen]) -> (ServiceAccount, Role, 
     };
     let role = Role {
         metadata: meta(agent, name.clone()),
-        rules: Some(role_rules(agent, overseen)),
+        rules: Some(role_rules(agent, overseen, fleet)),
     };
     let binding = RoleBinding {
         metadata: meta(agent, name.clone()),
@@ -543,7 +553,7 @@ spec:
             "ghcr.io/overseer-dev/overseer:0.1.0",
             shape,
         );
-        let (account, role, binding) = identity(&agent, &[]);
+        let (account, role, binding) = identity(&agent, &[], &[]);
         insta::assert_yaml_snapshot!("agent_pod", pod);
         insta::assert_yaml_snapshot!("agent_role", (account, role, binding));
     }
@@ -606,7 +616,7 @@ spec:
         .unwrap();
         assert!(!acts_as_overseer(&lead, &[]));
         assert_eq!(
-            role_rules(&lead, &[]).len(),
+            role_rules(&lead, &[], &[]).len(),
             1,
             "an agent alone: its own status"
         );
@@ -621,7 +631,7 @@ spec:
             },
         ];
         assert!(acts_as_overseer(&lead, &overseen));
-        insta::assert_yaml_snapshot!("overseer_role", role_rules(&lead, &overseen));
+        insta::assert_yaml_snapshot!("overseer_role", role_rules(&lead, &overseen, &[]));
         let shape = PodShape {
             overseer: true,
             ..Default::default()

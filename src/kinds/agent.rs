@@ -229,6 +229,11 @@ pub struct LoopSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "duration_schema")]
     pub memory_growth_escalates_after: Option<SpecDuration>,
+    /// A swarm's `monitor` is woken this often, between its turns, with a summary of
+    /// its fleet (unset: every 10m; under a minute: every minute). Other roles ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "duration_schema")]
+    pub monitor_every: Option<SpecDuration>,
 }
 
 fn default_waiting_escalates_after() -> SpecDuration {
@@ -272,6 +277,7 @@ impl Default for LoopSpec {
             ack_within: default_ack_within(),
             memory_escalates_above: default_memory_escalates_above(),
             memory_growth_escalates_after: None,
+            monitor_every: None,
         }
     }
 }
@@ -387,6 +393,9 @@ pub struct AgentStatus {
     /// The operator's answers to them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merges: Option<crate::kinds::merge::MergeLedger>,
+    /// A monitor's patrols: the fleet summaries it was woken with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patrol: Option<PatrolStatus>,
     /// Files this agent asked to claim or release in its swarm (`overseer claim`,
     /// field manager `overseer-claim`), kept until answered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -563,6 +572,19 @@ pub struct AgentExit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<Time>,
     pub attempt: i64,
+}
+
+/// A monitor's record of its patrols (field manager `overseer-controller`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PatrolStatus {
+    /// Fleet summaries typed into it.
+    #[serde(default)]
+    pub patrols: i64,
+    /// When the last was (recorded before it is typed: a stop in between skips one,
+    /// never types one twice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_time: Option<Time>,
 }
 
 /// The operator's record of nudges and wakes.

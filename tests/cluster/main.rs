@@ -8,6 +8,7 @@ mod support;
 mod agent;
 mod api_server;
 mod chart;
+mod claims;
 mod cli;
 mod crash;
 mod escalation;

@@ -171,11 +171,11 @@ fn instructions_digest(file: &str, text: &str) -> String {
 pub(super) async fn sync_role(
     ac: &AgentContext,
     agent: &Agent,
-    overseen: &[pod::Overseen],
+    (overseen, fleet): (&[pod::Overseen], &[pod::Overseen]),
 ) -> Result<()> {
     let namespace = agent.namespace().unwrap_or_default();
     let name = pod::identity_name(&agent.name_any());
-    let wanted = pod::role_rules(agent, overseen);
+    let wanted = pod::role_rules(agent, overseen, fleet);
     if ac.applied.holds(ROLE, &namespace, &name, &wanted) {
         return Ok(());
     }
@@ -193,7 +193,7 @@ pub(super) async fn sync_role(
     ours_or_absent(current.as_ref(), &name, &agent_uid(agent))?;
     if current.and_then(|r| r.rules).as_ref() != Some(&wanted) {
         info!(overseen = ?overseen, "updating the agent's Role");
-        ensure_identity(ac, agent, overseen).await?;
+        ensure_identity(ac, agent, (overseen, fleet)).await?;
     } else {
         ac.applied.record(ROLE, &namespace, &name, &wanted);
     }
@@ -207,11 +207,11 @@ pub(super) const ROLE: &str = "Role";
 pub(super) async fn ensure_identity(
     ac: &AgentContext,
     agent: &Agent,
-    overseen: &[pod::Overseen],
+    (overseen, fleet): (&[pod::Overseen], &[pod::Overseen]),
 ) -> Result<()> {
     let client = &ac.ctx.client;
     let namespace = agent.namespace().unwrap_or_default();
-    let (account, role, binding) = pod::identity(agent, overseen);
+    let (account, role, binding) = pod::identity(agent, overseen, fleet);
     let name = pod::identity_name(&agent.name_any());
     let uid = agent_uid(agent);
     let accounts = Api::<ServiceAccount>::namespaced(client.clone(), &namespace);

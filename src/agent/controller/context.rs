@@ -33,6 +33,8 @@ pub(super) struct AgentContext {
     pub(super) store: Store<Guarded<Agent>>,
     /// The agents seen naming each overseer.
     pub(super) overseen: Index,
+    /// The agents seen controlled by each swarm.
+    pub(super) members: Index,
     /// Every agent pod of the agents watched.
     pub(super) pods: Store<Pod>,
     /// The agents' Roles, trimmed to their rules and owner (`pod::slim_role`).
@@ -257,6 +259,8 @@ pub(super) fn operator_fields(status: &AgentStatus) -> Result<serde_json::Value>
             "spawns",
             "mergeRequests",
             "merges",
+            "claimRequests",
+            "claims",
         ] {
             fields.remove(owned_elsewhere);
         }

@@ -484,7 +484,7 @@ async fn update_loop(
 /// Writes `change` of agent `name`'s status (None: nothing to write), read fresh and
 /// written onto that version (retried on conflict), so that nothing written since it
 /// was listed is rolled back. The agent as written, if it was.
-async fn update_status(
+pub(super) async fn update_status(
     versions: &Versions,
     agents: &Api<Agent>,
     name: &str,

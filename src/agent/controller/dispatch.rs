@@ -43,6 +43,8 @@ pub(super) struct Work {
     pub(super) route: bool,
     /// Its mailbox: the notice of new mail, read and expired mail.
     pub(super) mailroom: bool,
+    /// Its patrol, as its swarm's monitor: the fleet summary.
+    pub(super) patrol: bool,
 }
 
 impl Work {
@@ -53,6 +55,7 @@ impl Work {
             && !self.tell
             && !self.route
             && !self.mailroom
+            && !self.patrol
     }
 }
 
@@ -121,6 +124,9 @@ async fn run(ac: &AgentContext, mut agent: Agent, work: Work) -> Result<Option<D
     if work.mailroom && !super::mailroom::settle(ac, &agents, &pods, &agent).await? {
         let retry = LoopTimes::of(&agent.spec.loop_).delivery_retry();
         after = Some(after.map_or(retry, |a| a.min(retry)));
+    }
+    if work.patrol {
+        courier.patrol(&agent).await?;
     }
     if let Some(pod_ready) = work.inbox
         && let Some(retry) = courier.inbox(&mut agent, pod_ready).await?
