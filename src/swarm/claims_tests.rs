@@ -41,13 +41,11 @@ fn held(path: &str, holder: &str, attempt: i64, secs: i64) -> serde_json::Value 
     json!({"path": path, "holder": holder, "attempt": attempt, "since": at(secs).to_string()})
 }
 
-/// Each member's answers as (seq, state, reason), and the claims as (path, holder).
-fn outcome(
-    plan: &ClaimPlan,
-) -> (
-    Vec<(String, i64, ClaimState, String)>,
-    Vec<(String, String)>,
-) {
+/// Each member's answers as (member, seq, state, reason).
+type Answers = Vec<(String, i64, ClaimState, String)>;
+
+/// The answers, and the claims as (path, holder).
+fn outcome(plan: &ClaimPlan) -> (Answers, Vec<(String, String)>) {
     let answers = plan
         .answers
         .iter()

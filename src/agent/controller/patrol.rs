@@ -108,8 +108,7 @@ pub(super) fn due(
     let status = agent.status.as_ref().filter(|_| monitor)?;
     let next = monitor::next_patrol(status, monitor::every(&spec.loop_))?;
     if next > now {
-        let wait = next.duration_since(now).unsigned_abs();
-        return Some(Err(Duration::try_from(wait).unwrap_or(monitor::MIN_EVERY)));
+        return Some(Err(next.duration_since(now).unsigned_abs()));
     }
     status.between_turns().then_some(Ok(()))
 }
