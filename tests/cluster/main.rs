@@ -20,6 +20,7 @@ mod hostile;
 mod leader_election;
 mod mail;
 mod merge;
+mod monitor;
 mod overseer;
 mod prwatch;
 mod readers;
