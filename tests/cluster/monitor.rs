@@ -14,7 +14,7 @@ use crate::agent::{count, wait_condition};
 use crate::support::cluster::{
     TestNamespace, agent_account, can_i, create_object, operator, setup, wait_in,
 };
-use crate::support::shim::pod_shim;
+use crate::support::shim::{overseer_shim_running, pod_shim};
 
 /// Swarm `name` with an overseer and `members` (`[name, role]`), its monitor patrolling
 /// every minute.
@@ -46,7 +46,8 @@ async fn create_swarm(ns: &TestNamespace, name: &str, members: &[(&str, &str)]) 
 async fn the_monitor_peeks_every_member_writes_to_none_and_patrols_on_its_schedule() {
     let ns = setup("monitor").await;
     let _operator = operator(&ns);
-    let monitor = pod_shim(&ns, "team-watch", 1, "pi", "tui-monitor.sh").await;
+    // Its CLI's commands run as its own ServiceAccount.
+    let monitor = overseer_shim_running(&ns, "team-watch", "tui-monitor.sh").await;
     let _member = pod_shim(&ns, "team-a", 1, "pi", "tui-keeps-working.sh").await;
     create_swarm(&ns, "team", &[("watch", "monitor"), ("a", "builder")]).await;
     create_swarm(&ns, "other", &[("b", "builder")]).await;
