@@ -123,6 +123,7 @@ bench:
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench loop_latency
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench mail_latency
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench idle_writes
+	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench swarm_rest_writes
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench goal_scale
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench goal_fanout
 	OVERSEER_TEST_KUBECONFIG=$(TEST_KUBECONFIG) cargo bench --bench agent_scale
