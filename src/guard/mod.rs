@@ -96,14 +96,13 @@ pub fn of_agent(
     swarm: Option<&crate::kinds::swarm::SwarmSpec>,
     workspace: &str,
 ) -> Option<Policy> {
-    let merge_target = swarm
+    let merge = swarm
         .and_then(|s| s.coordination.as_ref())
-        .and_then(|c| c.merge.as_ref())
-        .and_then(|m| m.target.as_deref());
+        .and_then(|c| c.merge.as_ref());
     policy(
         &spec.guards.clone().unwrap_or_default(),
         workspace,
-        &targets(merge_target, spec.workspace.as_ref()),
+        &targets(merge, spec.workspace.as_ref()),
     )
 }
 
@@ -128,18 +127,20 @@ pub fn instructions(policy: &Policy) -> String {
     out
 }
 
-/// The branches no push of an agent may name: where its swarm's merge queue lands work,
-/// else the branch its workspace starts from, else `main` and `master`.
+/// The branches no push of an agent may name: where its swarm's merge queue lands work
+/// (the queue's own rule), else the branch its workspace starts from, else `main` and
+/// `master`.
 pub fn targets(
-    merge_target: Option<&str>,
+    merge: Option<&crate::kinds::merge::MergePolicy>,
     workspace: Option<&crate::workspace::Workspace>,
 ) -> Vec<String> {
     let start = workspace
         .and_then(|w| w.git.as_ref())
         .and_then(|git| git.r#ref.as_deref());
-    match merge_target.or(start) {
-        Some(branch) => vec![branch.to_string()],
-        None => vec!["main".into(), "master".into()],
+    match (merge, start) {
+        (Some(queue), _) => vec![queue.landing_branch(start)],
+        (None, Some(branch)) => vec![branch.to_string()],
+        (None, None) => vec!["main".into(), "master".into()],
     }
 }
 

@@ -279,3 +279,27 @@ fn a_codex_patch_is_judged_by_every_file_it_writes() {
     ));
     insta::assert_snapshot!(codex::requirements());
 }
+
+#[test]
+fn the_target_branches_are_where_the_queue_lands_else_where_the_workspace_starts() {
+    let workspace = |r#ref: Option<&str>| -> crate::workspace::Workspace {
+        serde_json::from_value(serde_json::json!({
+            "git": {"url": "https://git.example/r.git", "ref": r#ref}
+        }))
+        .unwrap()
+    };
+    let queue = |target: Option<&str>| -> crate::kinds::merge::MergePolicy {
+        serde_json::from_value(serde_json::json!({"target": target})).unwrap()
+    };
+    let trunk = workspace(Some("trunk"));
+    let cases = [
+        (Some(queue(Some("release"))), Some(&trunk), vec!["release"]),
+        (Some(queue(None)), Some(&trunk), vec!["trunk"]),
+        (Some(queue(None)), None, vec!["main"]),
+        (None, Some(&trunk), vec!["trunk"]),
+        (None, None, vec!["main", "master"]),
+    ];
+    for (merge, start, want) in cases {
+        assert_eq!(targets(merge.as_ref(), start), want, "{merge:?} {start:?}");
+    }
+}

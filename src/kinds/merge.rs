@@ -37,6 +37,18 @@ pub struct MergePolicy {
     pub image: Option<String>,
 }
 
+impl MergePolicy {
+    /// The branch the queue lands work on: `target`, else `start` (the branch the
+    /// workspace starts from), else `main`. The guards refuse pushes to it too.
+    pub fn landing_branch(&self, start: Option<&str>) -> String {
+        self.target
+            .as_deref()
+            .or(start)
+            .unwrap_or("main")
+            .to_string()
+    }
+}
+
 fn default_timeout() -> crate::duration::SpecDuration {
     crate::duration::default_of("10m")
 }

@@ -75,14 +75,8 @@ pub fn pod_name(swarm: &str, id: i64, attempt: i64) -> String {
 
 /// The branch the queue lands on: the policy's, else the workspace's ref, else `main`.
 pub fn target(swarm: &Swarm, policy: &MergePolicy) -> String {
-    policy
-        .target
-        .clone()
-        .or_else(|| {
-            let git = swarm.spec.workspace.as_ref()?.git.as_ref()?;
-            git.r#ref.clone()
-        })
-        .unwrap_or_else(|| "main".into())
+    let git = swarm.spec.workspace.as_ref().and_then(|w| w.git.as_ref());
+    policy.landing_branch(git.and_then(|g| g.r#ref.as_deref()))
 }
 
 /// The plan for `swarm`'s queue: its members (with their requests and ledgers), and

@@ -367,3 +367,15 @@ fn a_member_lands_only_its_own_branch() {
         Some("a member lands its own branch (overseer/team-b), not overseer/team-a")
     );
 }
+
+#[test]
+fn the_guards_refuse_pushes_to_the_branch_the_queue_lands_on() {
+    let swarm = swarm(json!([]), 0);
+    let policy = swarm.spec.coordination.clone().unwrap().merge.unwrap();
+    let workspace = swarm.spec.workspace.as_ref();
+    assert_eq!(target(&swarm, &policy), "trunk");
+    assert_eq!(
+        crate::guard::targets(Some(&policy), workspace),
+        [target(&swarm, &policy)]
+    );
+}
