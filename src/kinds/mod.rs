@@ -10,6 +10,7 @@ pub mod claim;
 pub mod goal;
 pub mod guard;
 pub mod merge;
+pub mod messages;
 pub mod prwatch;
 pub mod spawn;
 pub mod swarm;
