@@ -8,6 +8,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 
 use crate::kinds::agent::{Agent, AgentStatus};
+use crate::kinds::request::Request;
 use crate::{Error, Result};
 
 /// How many times a list in an agent's status is read and written again when another
@@ -21,6 +22,33 @@ pub(crate) fn retry_pause() -> Duration {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     Duration::from_millis(10 + u64::from(nanos % 90))
+}
+
+/// A member's request list after adding one: those the operator has not answered (seq
+/// above `answered`), in the order written, and the one `make` builds under the next
+/// seq, above every pending seq, `answered` and the seqs of the answers `recorded`.
+/// Busy, with `busy`, when `limit` wait already.
+pub(crate) fn queue_next<R: Request + Clone>(
+    requests: &[R],
+    answered: i64,
+    recorded: impl IntoIterator<Item = i64>,
+    (limit, busy): (usize, &str),
+    make: impl FnOnce(i64) -> R,
+) -> Result<Vec<R>> {
+    let mut kept: Vec<R> = requests
+        .iter()
+        .filter(|r| r.seq() > answered)
+        .cloned()
+        .collect();
+    if kept.len() >= limit {
+        return Err(Error::Busy(busy.to_string()));
+    }
+    let last = recorded
+        .into_iter()
+        .chain(kept.iter().map(Request::seq))
+        .fold(answered, i64::max);
+    kept.push(make(last + 1));
+    Ok(kept)
 }
 
 pub(crate) async fn agents(namespace: Option<&str>) -> Result<Api<Agent>> {

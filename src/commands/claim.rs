@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use super::access::{agents, await_own_status, own_status, queue_onto_version};
+use super::access::{agents, await_own_status, own_status, queue_next, queue_onto_version};
 use crate::kinds::agent::AgentStatus;
 use crate::kinds::claim::{
     CONFIG_MAP_KEY, Claim, ClaimRecord, ClaimRequest, ClaimState, PATHS_PER_REQUEST,
@@ -66,32 +66,21 @@ fn requests(
     release: bool,
     now: Timestamp,
 ) -> Result<Vec<ClaimRequest>> {
-    let answered = status.claims.as_ref().map_or(0, |l| l.answered);
-    let mut kept: Vec<ClaimRequest> = status
-        .claim_requests
-        .iter()
-        .filter(|r| r.seq > answered)
-        .cloned()
-        .collect();
-    if kept.len() >= REQUESTS_LIMIT {
-        return Err(Error::Busy(format!(
-            "{REQUESTS_LIMIT} claim requests wait to be answered already; try again shortly"
-        )));
-    }
-    let last = status
-        .claims
-        .iter()
-        .flat_map(|l| &l.records)
-        .map(|r| r.seq)
-        .chain(kept.iter().map(|r| r.seq))
-        .fold(answered, i64::max);
-    kept.push(ClaimRequest {
-        seq: last + 1,
-        paths,
-        release,
-        time: Time(now),
-    });
-    Ok(kept)
+    let ledger = status.claims.as_ref();
+    let busy =
+        format!("{REQUESTS_LIMIT} claim requests wait to be answered already; try again shortly");
+    queue_next(
+        &status.claim_requests,
+        ledger.map_or(0, |l| l.answered),
+        ledger.iter().flat_map(|l| &l.records).map(|r| r.seq),
+        (REQUESTS_LIMIT, &busy),
+        |seq| ClaimRequest {
+            seq,
+            paths,
+            release,
+            time: Time(now),
+        },
+    )
 }
 
 /// `overseer claim PATH...` (or `--release`): writes the request and prints the

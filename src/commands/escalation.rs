@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
 use serde_json::json;
 
-use super::access::{agents, get, own_status, queue_onto_version, refused};
+use super::access::{agents, get, own_status, queue_next, queue_onto_version, refused};
 use crate::delivery::escalation;
 use crate::kinds::agent::{Agent, AgentStatus, EscalationRequest, Severity};
 use crate::{Error, Result};
@@ -44,31 +44,21 @@ fn requested(
     now: Timestamp,
 ) -> Result<Vec<EscalationRequest>> {
     let taken = status.escalation_counts.as_ref().map_or(0, |c| c.taken_seq);
-    let mut pending: Vec<EscalationRequest> = status
-        .escalation_requests
-        .iter()
-        .filter(|r| r.seq > taken)
-        .cloned()
-        .collect();
-    if pending.len() >= REQUESTS_LIMIT {
-        return Err(Error::Busy(format!(
-            "{REQUESTS_LIMIT} escalations already wait for the operator; try again once it has opened them"
-        )));
-    }
-    let seq = pending
-        .iter()
-        .map(|r| r.seq)
-        .max()
-        .unwrap_or(taken)
-        .max(taken)
-        + 1;
-    pending.push(EscalationRequest {
-        seq,
-        severity,
-        reason: reason.trim().chars().take(1024).collect(),
-        time: Time(now),
-    });
-    Ok(pending)
+    let busy = format!(
+        "{REQUESTS_LIMIT} escalations already wait for the operator; try again once it has opened them"
+    );
+    queue_next(
+        &status.escalation_requests,
+        taken,
+        [],
+        (REQUESTS_LIMIT, &busy),
+        |seq| EscalationRequest {
+            seq,
+            severity,
+            reason: reason.trim().chars().take(1024).collect(),
+            time: Time(now),
+        },
+    )
 }
 
 /// `overseer escalate --severity S --reason R`, in agent `agent`'s pod: records the

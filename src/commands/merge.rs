@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use serde_json::json;
 
-use super::access::{agents, await_own_status, own_status, queue_onto_version};
+use super::access::{agents, await_own_status, own_status, queue_next, queue_onto_version};
 use crate::kinds::agent::{Agent, AgentStatus};
 use crate::kinds::merge::{MergeRecord, MergeRequest, MergeState};
 use crate::{Error, Result};
@@ -30,32 +30,21 @@ fn requests(
     sha: &str,
     now: Timestamp,
 ) -> Result<Vec<MergeRequest>> {
-    let answered = status.merges.as_ref().map_or(0, |l| l.answered);
-    let mut kept: Vec<MergeRequest> = status
-        .merge_requests
-        .iter()
-        .filter(|r| r.seq > answered)
-        .cloned()
-        .collect();
-    if kept.len() >= REQUESTS_LIMIT {
-        return Err(Error::Busy(format!(
-            "{REQUESTS_LIMIT} merge requests wait to be taken already; try again shortly"
-        )));
-    }
-    let last = status
-        .merges
-        .iter()
-        .flat_map(|l| &l.records)
-        .map(|r| r.seq)
-        .chain(kept.iter().map(|r| r.seq))
-        .fold(answered, i64::max);
-    kept.push(MergeRequest {
-        seq: last + 1,
-        branch: branch.to_string(),
-        sha: sha.to_string(),
-        time: Time(now),
-    });
-    Ok(kept)
+    let ledger = status.merges.as_ref();
+    let busy =
+        format!("{REQUESTS_LIMIT} merge requests wait to be taken already; try again shortly");
+    queue_next(
+        &status.merge_requests,
+        ledger.map_or(0, |l| l.answered),
+        ledger.iter().flat_map(|l| &l.records).map(|r| r.seq),
+        (REQUESTS_LIMIT, &busy),
+        |seq| MergeRequest {
+            seq,
+            branch: branch.to_string(),
+            sha: sha.to_string(),
+            time: Time(now),
+        },
+    )
 }
 
 /// `git args` in `dir`, its output; the error names the command.

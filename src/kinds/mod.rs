@@ -12,5 +12,6 @@ pub mod guard;
 pub mod merge;
 pub mod messages;
 pub mod prwatch;
+pub mod request;
 pub mod spawn;
 pub mod swarm;

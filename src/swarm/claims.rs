@@ -91,17 +91,10 @@ fn holds(members: &[Agent], claim: &Claim) -> bool {
 
 /// The requests of `member` not answered yet, in seq order.
 pub fn unanswered(member: &Agent) -> Vec<&ClaimRequest> {
-    let Some(status) = member.status.as_ref() else {
-        return Vec::new();
-    };
-    let answered = status.claims.as_ref().map_or(0, |l| l.answered);
-    let mut requests: Vec<&ClaimRequest> = status
-        .claim_requests
-        .iter()
-        .filter(|r| r.seq > answered)
-        .collect();
-    requests.sort_by_key(|r| r.seq);
-    requests
+    member.status.as_ref().map_or_else(Vec::new, |s| {
+        let answered = s.claims.as_ref().map_or(0, |l| l.answered);
+        crate::kinds::request::unanswered(&s.claim_requests, answered)
+    })
 }
 
 /// Answers one request against the claims held, changing them when it is taken.

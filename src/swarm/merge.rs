@@ -381,17 +381,10 @@ fn own_branch(swarm: &Swarm, member: &Agent) -> String {
 
 /// The requests of `member` not answered yet, in seq order.
 pub fn unanswered(member: &Agent) -> Vec<&MergeRequest> {
-    let Some(status) = member.status.as_ref() else {
-        return Vec::new();
-    };
-    let answered = status.merges.as_ref().map_or(0, |l| l.answered);
-    let mut requests: Vec<&MergeRequest> = status
-        .merge_requests
-        .iter()
-        .filter(|r| r.seq > answered)
-        .collect();
-    requests.sort_by_key(|r| r.seq);
-    requests
+    member.status.as_ref().map_or_else(Vec::new, |s| {
+        let answered = s.merges.as_ref().map_or(0, |l| l.answered);
+        crate::kinds::request::unanswered(&s.merge_requests, answered)
+    })
 }
 
 /// Drops the oldest final entries past `QUEUE_KEPT`.

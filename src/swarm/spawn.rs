@@ -233,17 +233,10 @@ fn loop_end(agent: &Agent) -> Option<String> {
 
 /// The requests of `parent` not answered yet, in seq order.
 pub fn unanswered(parent: &Agent) -> Vec<&SpawnRequest> {
-    let Some(status) = parent.status.as_ref() else {
-        return Vec::new();
-    };
-    let answered = status.spawns.as_ref().map_or(0, |l| l.answered);
-    let mut requests: Vec<&SpawnRequest> = status
-        .spawn_requests
-        .iter()
-        .filter(|r| r.seq > answered)
-        .collect();
-    requests.sort_by_key(|r| r.seq);
-    requests
+    parent.status.as_ref().map_or_else(Vec::new, |s| {
+        let answered = s.spawns.as_ref().map_or(0, |l| l.answered);
+        crate::kinds::request::unanswered(&s.spawn_requests, answered)
+    })
 }
 
 fn record(
