@@ -9,55 +9,21 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
-use kube::runtime::watcher;
-use kube::{Api, Resource, ResourceExt};
 use overseer::agent::{ActivityState, Agent};
 use overseer::swarm::Swarm;
 use serde_json::json;
 use support::cluster::{TestNamespace, agent_account, create_object, operator, setup};
+use support::measure::{Seen, count_writes, writes};
 use support::shim::{Shim, pod_shim_with};
 
 /// Two patrols of a monitor that patrols every minute, after its first.
 const WINDOW: Duration = Duration::from_secs(130);
 const INTERVAL: &str = "15s";
-
-/// Every (kind/name, resourceVersion) seen by a watch, with when it was seen.
-type Seen = Arc<Mutex<Vec<(Instant, String, String)>>>;
-
-fn count_writes<K>(api: Api<K>, seen: Seen)
-where
-    K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
-    K::DynamicType: Default,
-{
-    tokio::spawn(async move {
-        let mut events = watcher(api, watcher::Config::default()).boxed();
-        while let Some(Ok(event)) = events.next().await {
-            if let watcher::Event::Apply(object) | watcher::Event::InitApply(object) = event {
-                let kind = K::kind(&K::DynamicType::default()).to_string();
-                let version = object.resource_version().unwrap_or_default();
-                let key = format!("{kind}/{}", object.name_any());
-                seen.lock().unwrap().push((Instant::now(), key, version));
-            }
-        }
-    });
-}
-
-/// Distinct versions after `from` of the objects whose key `matches`.
-fn writes(seen: &Seen, from: Instant, matches: impl Fn(&str) -> bool) -> usize {
-    let seen = seen.lock().unwrap();
-    seen.iter()
-        .filter(|(at, k, _)| *at >= from && matches(k))
-        .map(|(_, k, v)| (k.clone(), v.clone()))
-        .collect::<BTreeSet<_>>()
-        .len()
-}
 
 async fn swarm(ns: &TestNamespace, name: &str, monitor: bool) -> Vec<Shim> {
     let mut agents = vec![

@@ -1,4 +1,5 @@
-//! What a benchmark reads of a process (Linux /proc) and of the operator's /metrics.
+//! What a benchmark reads of a process (Linux /proc), of the operator's /metrics, and of
+//! the writes the API server makes (counted from watch events).
 
 /// User and system CPU time so far of the process or thread whose /proc directory is
 /// `proc_dir` (`/proc/PID` or `/proc/PID/task/TID`).
@@ -153,4 +154,42 @@ pub fn grown(
         .map(|(key, n)| (key.clone(), n - before.get(key).copied().unwrap_or(0.0)))
         .filter(|(_, n)| *n > 0.0)
         .collect()
+}
+
+/// Every (kind/name, resourceVersion) a write counter's watches saw, with when.
+pub type Seen = std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, String, String)>>>;
+
+/// Notes in `seen` every version of every object `api` watches, from now on.
+pub fn count_writes<K>(api: kube::Api<K>, seen: Seen)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+    K::DynamicType: Default,
+{
+    use futures::StreamExt;
+    use kube::ResourceExt;
+    use kube::runtime::watcher;
+    tokio::spawn(async move {
+        let mut events = watcher(api, watcher::Config::default()).boxed();
+        while let Some(Ok(event)) = events.next().await {
+            if let watcher::Event::Apply(object) | watcher::Event::InitApply(object) = event {
+                let kind = K::kind(&K::DynamicType::default()).to_string();
+                let version = object.resource_version().unwrap_or_default();
+                let key = format!("{kind}/{}", object.name_any());
+                seen.lock()
+                    .unwrap()
+                    .push((std::time::Instant::now(), key, version));
+            }
+        }
+    });
+}
+
+/// Distinct versions seen after `from` of the objects whose `kind/name` `matches`: the
+/// writes to them.
+pub fn writes(seen: &Seen, from: std::time::Instant, matches: impl Fn(&str) -> bool) -> usize {
+    let seen = seen.lock().unwrap();
+    seen.iter()
+        .filter(|(at, k, _)| *at >= from && matches(k))
+        .map(|(_, k, v)| (k.clone(), v.clone()))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
 }
