@@ -14,7 +14,7 @@ use overseer::swarm::Swarm;
 use serde_json::json;
 
 use crate::agent::{wait_condition, wait_events, wait_started};
-use crate::overseer::overseer_as;
+use crate::overseer::{overseer_as, said};
 use crate::support::cluster::{TestNamespace, agent_account, create_object, operator, setup};
 
 async fn create_team(ns: &TestNamespace) {
@@ -44,15 +44,6 @@ fn as_member(ns: &TestNamespace, member: &str, args: &[&str]) -> Output {
     let mut all = args.to_vec();
     all.extend_from_slice(&["--agent", member]);
     overseer_as(ns, Some(&agent_account(ns, member)), &all)
-}
-
-fn said(output: &Output) -> String {
-    format!(
-        "exit {:?}\n{}{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// The swarm's claims as (path, holder), from its status.

@@ -16,7 +16,7 @@ use overseer::swarm::Swarm;
 use serde_json::json;
 
 use crate::agent::{WAIT, agent, wait_condition, wait_started};
-use crate::overseer::overseer_as;
+use crate::overseer::{overseer_as, said};
 use crate::support::cluster::{
     TestNamespace, agent_account, create_object, operator, setup, wait_in,
 };
@@ -141,15 +141,6 @@ fn request(ns: &TestNamespace, member: &str, clone: &Path) -> Output {
         ns,
         Some(&user),
         &["merge", "--agent", member, "request", "--dir", &dir],
-    )
-}
-
-fn said(output: &Output) -> String {
-    format!(
-        "exit {:?}\n{}{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
     )
 }
 

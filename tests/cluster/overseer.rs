@@ -33,6 +33,16 @@ pub(crate) fn overseer_as(ns: &TestNamespace, user: Option<&str>, args: &[&str])
     command.output().expect("run overseer")
 }
 
+/// What a command said, its exit code first, for an assertion's message.
+pub(crate) fn said(output: &Output) -> String {
+    format!(
+        "exit {:?}\n{}{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
 fn text(output: &Output) -> String {
     format!(
         "exit {:?}\nstdout: {}\nstderr: {}",

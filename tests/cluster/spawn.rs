@@ -15,7 +15,7 @@ use overseer::swarm::Swarm;
 use serde_json::json;
 
 use crate::agent::{WAIT, agent, wait_condition, wait_events, wait_started};
-use crate::overseer::overseer_as;
+use crate::overseer::{overseer_as, said};
 use crate::support::cluster::{
     TestNamespace, agent_account, create_object, operator, setup, wait_in,
 };
@@ -49,15 +49,6 @@ fn spawn(ns: &TestNamespace, member: &str, args: &[&str]) -> Output {
     let mut all = vec!["spawn", "--agent", member];
     all.extend_from_slice(args);
     overseer_as(ns, Some(&user), &all)
-}
-
-fn said(output: &Output) -> String {
-    format!(
-        "exit {:?}\n{}{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 async fn swarm(ns: &TestNamespace) -> Swarm {
