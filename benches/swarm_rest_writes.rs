@@ -17,7 +17,9 @@ use k8s_openapi::api::events::v1::Event;
 use overseer::agent::{ActivityState, Agent};
 use overseer::swarm::Swarm;
 use serde_json::json;
-use support::cluster::{TestNamespace, agent_account, create_object, operator, setup};
+use support::cluster::{
+    TestNamespace, agent_account, create_object, operator, overseer_as, said, setup,
+};
 use support::measure::{Seen, count_writes, writes};
 use support::shim::{Shim, pod_shim_with};
 
@@ -72,18 +74,8 @@ fn claim(ns: &TestNamespace, member: &str, paths: &[&str]) {
     let mut args = vec!["claim"];
     args.extend_from_slice(paths);
     args.extend_from_slice(&["--agent", member]);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_overseer"))
-        .args(&args)
-        .env("KUBECONFIG", support::cluster::kubeconfig_path())
-        .env("OVERSEER_NAMESPACE", &ns.name)
-        .env("KUBE_RS_DEBUG_IMPERSONATE_USER", agent_account(ns, member))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = overseer_as(ns, Some(&agent_account(ns, member)), &args);
+    assert!(out.status.success(), "{}", said(&out));
 }
 
 #[tokio::main]

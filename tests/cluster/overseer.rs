@@ -3,7 +3,7 @@
 //! woken, reads its agent with `overseer peek`, sends direction with `overseer
 //! send`, or releases it; the operator delivers sends in order and at most once.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
@@ -12,36 +12,11 @@ use serde_json::json;
 
 use crate::agent::{WAIT, agent, condition_true, count, events, wait_condition, wait_events};
 use crate::support::cluster::{
-    Operator, TestNamespace, agent_account, can_i, create_agent, kubeconfig_path, kubectl,
-    operator, setup, wait_in,
+    Operator, agent_account, can_i, create_agent, kubectl, operator, setup, wait_in,
 };
 use crate::support::shim::{overseer_shim, pod_shim};
 
-/// The user name of an agent's ServiceAccount, for impersonation.
-/// An `overseer` CLI command run as `user` (None: the test's admin).
-pub(crate) fn overseer_as(ns: &TestNamespace, user: Option<&str>, args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_overseer"));
-    command
-        .args(args)
-        .env("KUBECONFIG", kubeconfig_path())
-        .env("OVERSEER_NAMESPACE", &ns.name)
-        .env_remove("OVERSEER_AGENT")
-        .stdin(Stdio::null());
-    if let Some(user) = user {
-        command.env("KUBE_RS_DEBUG_IMPERSONATE_USER", user);
-    }
-    command.output().expect("run overseer")
-}
-
-/// What a command said, its exit code first, for an assertion's message.
-pub(crate) fn said(output: &Output) -> String {
-    format!(
-        "exit {:?}\n{}{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+pub(crate) use crate::support::cluster::{overseer_as, said};
 
 fn text(output: &Output) -> String {
     format!(

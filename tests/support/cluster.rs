@@ -4,7 +4,7 @@
 
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Namespace, Node};
@@ -477,6 +477,31 @@ impl Operator {
 }
 
 /// The user name of agent `agent`'s own ServiceAccount.
+/// An `overseer` CLI command run as `user` (None: the test's admin).
+pub fn overseer_as(ns: &TestNamespace, user: Option<&str>, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_overseer"));
+    command
+        .args(args)
+        .env("KUBECONFIG", kubeconfig_path())
+        .env("OVERSEER_NAMESPACE", &ns.name)
+        .env_remove("OVERSEER_AGENT")
+        .stdin(Stdio::null());
+    if let Some(user) = user {
+        command.env("KUBE_RS_DEBUG_IMPERSONATE_USER", user);
+    }
+    command.output().expect("run overseer")
+}
+
+/// What a command said, its exit code first, for an assertion's message.
+pub fn said(output: &Output) -> String {
+    format!(
+        "exit {:?}\n{}{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
 pub fn agent_account(ns: &TestNamespace, agent: &str) -> String {
     format!("system:serviceaccount:{}:overseer-agent-{agent}", ns.name)
 }
