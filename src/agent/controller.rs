@@ -75,22 +75,18 @@ pub async fn run(
     let store = agents.store.clone();
     let overseen = Index::default();
     let noted = overseen.clone();
-    // Swarm members by swarm: a monitor's fleet, and the monitors a member's change concerns.
-    let members = Index::default();
-    let noted_members = members.clone();
+    // Swarm members by swarm (a monitor's fleet), and apart the monitors among them (whom
+    // a member's change concerns), so that no Agent event scans a swarm's members.
+    let (members, monitors) = (Index::default(), Index::default());
+    let (noted_members, noted_monitors) = (members.clone(), monitors.clone());
     // Its share of the Agent watch serves two triggers: each change reconciles the agent, and
     // (through `related_changes`) its overseer and the agents it oversees, deletions
     // included: an overseer coming online or going away changes what its agents need,
     // and an agent naming its overseer changes what the overseer may write.
     let (related_store, related_index) = (store.clone(), overseen.clone());
-    let related_members = members.clone();
     let (notify_related, related_changes) = related_trigger(move |changed: &Agent| {
         let mut refs = related(&related_store, &related_index, changed);
-        refs.extend(patrol::monitors_of(
-            &related_store,
-            &related_members,
-            changed,
-        ));
+        refs.extend(patrol::monitors_of(&related_store, &monitors, changed));
         refs
     });
     let versions = agents.versions.clone();
@@ -99,7 +95,7 @@ pub async fn run(
         .inspect_ok(move |agent: &Guarded<Agent>| {
             if let Ok(agent) = &agent.0 {
                 note_overseer(&noted, agent);
-                patrol::note_member(&noted_members, agent);
+                patrol::note_member((&noted_members, &noted_monitors), agent);
             }
         })
         .inspect_ok(notify_related);

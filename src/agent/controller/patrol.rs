@@ -24,10 +24,14 @@ use crate::kinds::swarm::Swarm;
 use crate::kubernetes::index::Index;
 use crate::reasons;
 
-/// Notes `agent` in `members` under the swarm that controls it, if any.
-pub(super) fn note_member(members: &Index, agent: &Agent) {
+/// Notes `agent` in `members` under the swarm that controls it, if any, and in
+/// `monitors` too when its role is the monitor's.
+pub(super) fn note_member((members, monitors): (&Index, &Index), agent: &Agent) {
     if let (Some(namespace), Some(swarm)) = (&agent.metadata.namespace, swarm_owner(agent)) {
         members.note(namespace, &swarm.name, &agent.name_any());
+        if agent.spec.role == monitor::ROLE {
+            monitors.note(namespace, &swarm.name, &agent.name_any());
+        }
     }
 }
 
@@ -49,17 +53,18 @@ fn members(
         .collect()
 }
 
-/// The monitors of the swarm `changed` belongs to, as cached (a member's change may
-/// change what its monitor's Role names).
+/// The monitors of the swarm `changed` belongs to, from the `monitors` index, those
+/// the cache still shows as monitors (a member's change may change what its monitor's
+/// Role names).
 pub(super) fn monitors_of(
     store: &Store<Guarded<Agent>>,
-    index: &Index,
+    monitors: &Index,
     changed: &Agent,
 ) -> Vec<ObjectRef<Guarded<Agent>>> {
     let (Some(namespace), Some(swarm)) = (changed.namespace(), swarm_owner(changed)) else {
         return Vec::new();
     };
-    index
+    monitors
         .named(&namespace, &swarm.name)
         .into_iter()
         .filter(|name| *name != changed.name_any())
