@@ -171,8 +171,8 @@ fn answer(
             since: Time(now),
         });
     }
-    // A claim on the same path held twice by one member (a claim of a directory and of
-    // a file in it) is kept as asked: both end together.
+    // A member may hold a directory and a file in it at once, as it asked: both end
+    // together.
     record(ClaimState::Granted, None, Vec::new())
 }
 
