@@ -1,7 +1,8 @@
 //! `overseer guard --runtime R`: the CLI's pre-tool hook. Reads the call from stdin and
 //! the policy from its read-only mount, and answers as the runtime expects: exit 0 to
-//! let the call run; exit 2 with the reason on stderr to block it (Claude Code feeds
-//! that text to the model). Anything it cannot read blocks the call: a guard that
+//! let the call run; to block it, exit 2 with the reason on stderr (Claude Code and
+//! codex feed that text to the model, pi's extension hands it on), or for copilot a
+//! `deny` with the reason on stdout. Anything it cannot read blocks the call: a guard that
 //! cannot check fails closed. A block is told to the shim, which counts it in the
 //! agent's status; a shim that cannot be reached changes nothing of the verdict.
 
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
-use super::{Call, Policy, Verdict, claude, codex, judge};
+use super::{Call, Policy, Verdict, claude, codex, copilot, judge, pi};
 use crate::shim::protocol::{self, Request};
 
 /// The exit code that blocks a tool call.
@@ -25,6 +26,8 @@ const TELL_TIMEOUT: Duration = Duration::from_secs(2);
 pub enum HookRuntime {
     Claude,
     Codex,
+    Copilot,
+    Pi,
 }
 
 /// Runs the hook; returns the process's exit code.
@@ -44,15 +47,21 @@ pub async fn run(runtime: HookRuntime, policy: &Path, socket: &Path) -> i32 {
             let tell = Request::Guarded {
                 reason: reason.clone(),
             };
-            // Uncounted when the shim is away: stderr is the model's, not a log.
+            // Uncounted when the shim is away: the reason is the model's, not a log.
             let _ = protocol::request(socket, &tell, TELL_TIMEOUT).await;
-            BLOCK
+            match runtime {
+                HookRuntime::Copilot => {
+                    println!("{}", copilot::deny(&reason));
+                    0
+                }
+                _ => BLOCK,
+            }
         }
     }
 }
 
 /// The policy, the tool's name and the calls it makes (a codex patch writes several
-/// files; every other call is one).
+/// files, a copilot search may name several paths; every other call is one).
 async fn read(
     runtime: HookRuntime,
     policy_path: &Path,
@@ -71,12 +80,25 @@ async fn read(
         .read_to_end(&mut input)
         .await
         .map_err(|e| format!("the tool call cannot be read ({e})"))?;
-    // Both CLIs send the same input; codex's patches are read for their files.
-    let input: claude::HookInput = serde_json::from_slice(&input)
-        .map_err(|e| format!("the tool call is not understood ({e})"))?;
-    let calls = match runtime {
-        HookRuntime::Claude => vec![claude::call(&input)],
-        HookRuntime::Codex => codex::calls(&input),
+    let parse = |error: serde_json::Error| format!("the tool call is not understood ({error})");
+    let (tool, calls) = match runtime {
+        // codex sends Claude Code's input; its patches are read for their files.
+        HookRuntime::Claude | HookRuntime::Codex => {
+            let input: claude::HookInput = serde_json::from_slice(&input).map_err(parse)?;
+            let calls = match runtime {
+                HookRuntime::Codex => codex::calls(&input),
+                _ => vec![claude::call(&input)],
+            };
+            (input.tool_name, calls)
+        }
+        HookRuntime::Copilot => {
+            let input: copilot::HookInput = serde_json::from_slice(&input).map_err(parse)?;
+            (input.tool_name.clone(), copilot::calls(&input))
+        }
+        HookRuntime::Pi => {
+            let input: pi::HookInput = serde_json::from_slice(&input).map_err(parse)?;
+            (input.tool_name.clone(), vec![pi::call(&input)])
+        }
     };
-    Ok((policy, input.tool_name, calls))
+    Ok((policy, tool, calls))
 }

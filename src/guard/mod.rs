@@ -4,7 +4,9 @@
 
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 pub mod hook;
+pub mod pi;
 pub mod pod;
 mod shell;
 

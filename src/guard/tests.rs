@@ -242,17 +242,58 @@ fn the_pod_carries_its_policy_read_only_and_its_clis_hook_settings() {
         codex_pod.metadata.annotations.unwrap()[pod::CODEX_REQUIREMENTS_ANNOTATION],
         codex::requirements()
     );
-    let mut pi = bare();
-    pod::dress(&mut pi, &policy, crate::api::RuntimeName::Pi);
-    let mounts = pi.spec.unwrap().containers[0]
-        .volume_mounts
-        .clone()
-        .unwrap();
-    assert_eq!(
-        mounts.len(),
-        1,
-        "no hook settings where the runtime has none: {mounts:?}"
-    );
+    // copilot and pi load their hook from the volume by a flag on the agent's command,
+    // after the user's args; no mount of their own.
+    let with_command = || {
+        let mut pod = bare();
+        pod.spec.as_mut().unwrap().containers[0].command = Some(vec![
+            "overseer".into(),
+            "shim".into(),
+            "--".into(),
+            "cli".into(),
+        ]);
+        pod
+    };
+    for (runtime, files, flags) in [
+        (
+            crate::api::RuntimeName::Copilot,
+            vec![
+                "policy.json",
+                "copilot-plugin/plugin.json",
+                "copilot-plugin/hooks/hooks.json",
+            ],
+            vec!["--plugin-dir", "/etc/overseer/guard/copilot-plugin"],
+        ),
+        (
+            crate::api::RuntimeName::Pi,
+            vec!["policy.json", "pi-guard.ts"],
+            vec!["--no-extensions", "-e", "/etc/overseer/guard/pi-guard.ts"],
+        ),
+        (crate::api::RuntimeName::Cursor, vec!["policy.json"], vec![]),
+    ] {
+        let mut pod = with_command();
+        pod::dress(&mut pod, &policy, runtime);
+        let spec = pod.spec.unwrap();
+        let items: Vec<String> = spec.volumes.unwrap()[0]
+            .downward_api
+            .clone()
+            .unwrap()
+            .items
+            .unwrap()
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(items, files, "{runtime:?}");
+        let container = &spec.containers[0];
+        assert_eq!(
+            container.volume_mounts.as_ref().unwrap().len(),
+            1,
+            "{runtime:?}: the guard volume only"
+        );
+        let command = container.command.clone().unwrap();
+        assert_eq!(command[..4], ["overseer", "shim", "--", "cli"]);
+        assert_eq!(command[4..], flags, "{runtime:?}");
+    }
 }
 
 #[test]
@@ -302,4 +343,177 @@ fn the_target_branches_are_where_the_queue_lands_else_where_the_workspace_starts
     for (merge, start, want) in cases {
         assert_eq!(targets(merge.as_ref(), start), want, "{merge:?} {start:?}");
     }
+}
+
+#[test]
+fn copilot_hook_input_as_the_cli_sends_it() {
+    // Recorded from copilot 1.0.102's preToolUse hook (a plugin's), and the argument
+    // shapes of its file and search tools as it offers them to the model.
+    let input =
+        |value: serde_json::Value| -> copilot::HookInput { serde_json::from_value(value).unwrap() };
+    let bash = input(serde_json::json!({
+        "sessionId": "5c13a15d-e662-4e84-bb72-82f175e3c570", "timestamp": 1796636059033u64,
+        "cwd": "/workspace", "toolName": "bash",
+        "toolArgs": {"command": "echo probe > ~/outside && echo wrote", "description": "Run a command"}
+    }));
+    assert_eq!(
+        copilot::calls(&bash),
+        [Call::Shell {
+            command: "echo probe > ~/outside && echo wrote".into(),
+            cwd: "/workspace".into()
+        }]
+    );
+    let at = |path: &str| path.to_string();
+    let rows = [
+        (
+            "create",
+            serde_json::json!({"path": "/etc/x", "file_text": "x"}),
+            vec![Call::Write {
+                path: at("/etc/x"),
+                cwd: at("/w"),
+            }],
+        ),
+        (
+            "edit",
+            serde_json::json!({"path": "src/a.rs", "old_str": "a", "new_str": "b"}),
+            vec![Call::Write {
+                path: at("src/a.rs"),
+                cwd: at("/w"),
+            }],
+        ),
+        (
+            "view",
+            serde_json::json!({"path": "/var/run/secrets/kubernetes.io/serviceaccount/token"}),
+            vec![Call::Read {
+                path: at("/var/run/secrets/kubernetes.io/serviceaccount/token"),
+                cwd: at("/w"),
+            }],
+        ),
+        (
+            "grep",
+            serde_json::json!({"pattern": "x", "paths": ["src", "/run/secrets/kubernetes.io"]}),
+            vec![
+                Call::Read {
+                    path: at("src"),
+                    cwd: at("/w"),
+                },
+                Call::Read {
+                    path: at("/run/secrets/kubernetes.io"),
+                    cwd: at("/w"),
+                },
+            ],
+        ),
+        (
+            "glob",
+            serde_json::json!({"pattern": "*", "paths": "docs"}),
+            vec![Call::Read {
+                path: at("docs"),
+                cwd: at("/w"),
+            }],
+        ),
+        (
+            "glob",
+            serde_json::json!({"pattern": "*"}),
+            vec![Call::Other],
+        ),
+        (
+            "sql",
+            serde_json::json!({"query": "select 1"}),
+            vec![Call::Other],
+        ),
+    ];
+    for (tool, args, expected) in rows {
+        let call = input(serde_json::json!({"cwd": "/w", "toolName": tool, "toolArgs": args}));
+        assert_eq!(copilot::calls(&call), expected, "{tool}");
+    }
+    let policy = policy_with(Guards::default());
+    let token = input(serde_json::json!({"cwd": "/w", "toolName": "grep",
+        "toolArgs": {"pattern": "x", "paths": ["src", "/run/secrets/kubernetes.io"]}}));
+    assert!(
+        copilot::calls(&token)
+            .iter()
+            .any(|call| matches!(judge(&policy, "grep", call), Verdict::Block(_))),
+        "a search that names the token's folder among others is blocked"
+    );
+    insta::assert_snapshot!(format!(
+        "plugin.json: {}\nhooks/hooks.json: {}\ndeny: {}",
+        copilot::manifest(),
+        copilot::hooks(),
+        copilot::deny("overseer guard: a force push is not allowed for this agent")
+    ));
+}
+
+#[test]
+fn pi_tool_calls_as_its_extension_hands_them_on() {
+    // The event's fields as pi 0.73.1's extension runner gives them (toolName, input)
+    // with the context's cwd, and its built-in tools' parameters.
+    let call = |tool: &str, input: serde_json::Value| {
+        pi::call(
+            &serde_json::from_value(
+                serde_json::json!({"toolName": tool, "input": input, "cwd": "/workspace"}),
+            )
+            .unwrap(),
+        )
+    };
+    let at = |path: &str| path.to_string();
+    let rows = [
+        (
+            "bash",
+            serde_json::json!({"command": "git push -f", "timeout": 30}),
+            Call::Shell {
+                command: at("git push -f"),
+                cwd: at("/workspace"),
+            },
+        ),
+        (
+            "write",
+            serde_json::json!({"path": "/etc/x", "content": "x"}),
+            Call::Write {
+                path: at("/etc/x"),
+                cwd: at("/workspace"),
+            },
+        ),
+        (
+            "edit",
+            serde_json::json!({"path": "a.rs", "edits": []}),
+            Call::Write {
+                path: at("a.rs"),
+                cwd: at("/workspace"),
+            },
+        ),
+        (
+            "read",
+            serde_json::json!({"path": "/run/secrets/kubernetes.io/serviceaccount/token"}),
+            Call::Read {
+                path: at("/run/secrets/kubernetes.io/serviceaccount/token"),
+                cwd: at("/workspace"),
+            },
+        ),
+        (
+            "grep",
+            serde_json::json!({"pattern": "x", "path": "src"}),
+            Call::Read {
+                path: at("src"),
+                cwd: at("/workspace"),
+            },
+        ),
+        ("find", serde_json::json!({"pattern": "*.rs"}), Call::Other),
+        (
+            "ls",
+            serde_json::json!({"path": "."}),
+            Call::Read {
+                path: at("."),
+                cwd: at("/workspace"),
+            },
+        ),
+        (
+            "my_tool",
+            serde_json::json!({"path": "/etc/x"}),
+            Call::Other,
+        ),
+    ];
+    for (tool, input, expected) in rows {
+        assert_eq!(call(tool, input), expected, "{tool}");
+    }
+    insta::assert_snapshot!(pi::extension());
 }

@@ -1,7 +1,8 @@
-//! Tool-call guards on the real Claude Code (TUI and headless) and the real codex
-//! against the model stand-in: the model asks for a force push, a read of the ServiceAccount token and a
-//! write outside the workspace; each is blocked by `overseer guard` as the CLI's
-//! PreToolUse hook, the model is told why, the blocks are counted in the agent's status
+//! Tool-call guards on the real Claude Code (TUI and headless), the real codex, the
+//! real copilot (TUI) and the real pi against the model stand-in: the model asks for a
+//! force push, a read of the ServiceAccount token and a write outside the workspace;
+//! each is blocked by `overseer guard` as the CLI's own pre-tool hook (claude's and
+//! codex's managed hooks, copilot's plugin hook, pi's extension), the model is told why, the blocks are counted in the agent's status
 //! and the third opens an escalation. The same calls from an agent with its guards off
 //! run, which shows what the guards stopped.
 
@@ -12,8 +13,8 @@ use serde_json::json;
 
 use crate::real_cli::CLI_WAIT;
 use crate::real_cli::{
-    HopsOnPanic, agent, agent_where, claude_runtime, codex_runtime, model, print_hops, prompt,
-    shell, text, tool_result, turn,
+    HopsOnPanic, agent, agent_where, claude_runtime, codex_runtime, copilot_runtime, model,
+    pi_runtime, print_hops, prompt, shell, text, tool_result, turn,
 };
 use crate::release::{install, namespace};
 use crate::support::cluster::wait_in;
@@ -51,7 +52,7 @@ async fn escalated_resources(
 
 #[tokio::test]
 #[ignore = "needs a real node: run by hack/e2e/run.sh (make test)"]
-async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
+async fn the_real_clis_are_stopped_by_their_guards_in_tui_and_headless_mode() {
     let ns = namespace("guards").await;
     install(&ns).await;
     let guarded = |probe: &str| {
@@ -74,6 +75,8 @@ async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
     let mut turns = guarded("Guard probe headless");
     turns.extend(guarded("Guard probe tui"));
     turns.extend(guarded("Guard probe codex"));
+    turns.extend(guarded("Guard probe copilot"));
+    turns.extend(guarded("Guard probe pi"));
     turns.extend([
         turn(prompt("Guard probe off"), shell(FORCE_PUSH)),
         turn(tool_result("push-ran"), shell(READ_TOKEN)),
@@ -82,6 +85,13 @@ async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
     ]);
     let server = model(&ns, turns).await;
     let _hops = HopsOnPanic(&ns, &server);
+    let (pi, pi_template) = pi_runtime(&ns, &server, "headless").await;
+    agent(
+        &ns,
+        "pi",
+        json!({"runtime": pi, "prompt": "Guard probe pi", "podTemplate": pi_template}),
+    )
+    .await;
     for (name, runtime, probe, guards) in [
         (
             "headless",
@@ -94,6 +104,12 @@ async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
             "codex",
             codex_runtime(&server, "headless"),
             "Guard probe codex",
+            json!({}),
+        ),
+        (
+            "copilot",
+            copilot_runtime("tui"),
+            "Guard probe copilot",
             json!({}),
         ),
         (
@@ -111,7 +127,8 @@ async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
         .await;
     }
 
-    for name in ["headless", "tui", "codex"] {
+    let guarded = ["headless", "tui", "codex", "copilot", "pi"];
+    for name in guarded {
         let escalated = agent_where(&ns, name, "three blocks and an escalation", |a| {
             blocked(a) >= 3
                 && a.status.as_ref().is_some_and(|s| {
@@ -162,13 +179,20 @@ async fn the_real_claude_is_stopped_by_its_guards_in_tui_and_headless_mode() {
                 })
                 .collect();
             let told = |reason: &str| results.iter().filter(|r| r.contains(reason)).count();
-            reasons.iter().all(|r| told(r) >= 3).then_some(results)
+            reasons
+                .iter()
+                .all(|r| told(r) >= guarded.len())
+                .then_some(results)
         },
     )
     .await;
     for reason in reasons {
         let told = results.iter().filter(|r| r.contains(reason)).count();
-        assert_eq!(told, 3, "told to each guarded CLI once: {reason}");
+        assert_eq!(
+            told,
+            guarded.len(),
+            "told to each guarded CLI once: {reason}"
+        );
     }
     for ran in MARKERS {
         // codex's block quotes the command, which names the marker: not a run.

@@ -115,7 +115,7 @@ pub(crate) fn claude_runtime(mode: &str) -> serde_json::Value {
 }
 
 /// Copilot's runtime: its provider comes from the `model` Secret's environment.
-fn copilot_runtime(mode: &str) -> serde_json::Value {
+pub(crate) fn copilot_runtime(mode: &str) -> serde_json::Value {
     json!({"name": "copilot", "mode": mode, "image": copilot_image(), "model": "claude-standin"})
 }
 
@@ -123,7 +123,7 @@ fn copilot_runtime(mode: &str) -> serde_json::Value {
 /// `~/.pi/agent/models.json` only, mounted here from the ConfigMap `pi-models` (created
 /// here, pointing at `server`) into the directory the agent image makes the agent
 /// user's (so pi still writes its sessions).
-async fn pi_runtime(
+pub(crate) async fn pi_runtime(
     ns: &TestNamespace,
     server: &Server,
     mode: &str,
