@@ -55,7 +55,8 @@ pub enum Command {
     #[command(hide = true)]
     Result,
     /// In an agent's pod: the CLI's pre-tool hook; judges the tool call on stdin
-    /// against the agent's guards (exit 2 blocks it, the reason on stderr).
+    /// against the agent's guards (exit 2 blocks it, the reason on stderr; for copilot a
+    /// deny on stdout).
     #[command(hide = true)]
     Guard {
         #[arg(long, value_enum)]
@@ -250,6 +251,9 @@ pub enum Command {
         #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
         tail: Option<i64>,
     },
+    /// The console in the browser: every swarm, goal and agent you can read, live, and
+    /// what you may do to them, served on 127.0.0.1 with your own kubeconfig.
+    Ui(crate::console::UiArgs),
     /// Take over AGENT's session: a terminal in its tmux (TUI agents). Detach with
     /// the tmux prefix then `d` (C-b d): the agent goes on running. Needs kubectl.
     Attach {
@@ -302,8 +306,11 @@ pub enum Command {
 
 #[derive(Subcommand, Debug)]
 pub enum GoalCommand {
-    /// Resume a paused goal from its checkpoint (sets the overseer.dev/resume annotation).
+    /// Resume a paused goal from its checkpoint: clears `spec.paused` when set, and sets
+    /// the overseer.dev/resume annotation (which resumes a goal paused on a failure).
     Resume { name: String },
+    /// Pause a goal (`spec.paused`): no new step starts; a running step finishes.
+    Pause { name: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -537,6 +544,12 @@ async fn in_pod_command(command: Command, namespace: Option<&str>) -> crate::Res
     }
 }
 
+/// Prints what a command did.
+fn say(done: crate::Result<String>) -> crate::Result<()> {
+    println!("{}", done?);
+    Ok(())
+}
+
 async fn loop_command(
     command: LoopCommand,
     socket: &std::path::Path,
@@ -555,10 +568,10 @@ async fn loop_command(
             crate::shim::client::exit(ExitOutcome::Blocked, Some(reason), socket).await
         }
         LoopCommand::Release { agent, reason } => {
-            commands::release(namespace, &agent, &reason).await
+            say(commands::release(namespace, &agent, &reason).await)
         }
-        LoopCommand::Add { agent } => commands::set_loop(namespace, &agent, true).await,
-        LoopCommand::Remove { agent } => commands::set_loop(namespace, &agent, false).await,
+        LoopCommand::Add { agent } => say(commands::set_loop(namespace, &agent, true).await),
+        LoopCommand::Remove { agent } => say(commands::set_loop(namespace, &agent, false).await),
     }
 }
 
@@ -621,7 +634,10 @@ async fn person_command(command: Command, namespace: Option<&str>) -> crate::Res
     match command {
         Command::Goal {
             command: GoalCommand::Resume { name },
-        } => crate::commands::goal::resume(&name, namespace).await,
+        } => say(crate::commands::goal::resume(&name, namespace).await),
+        Command::Goal {
+            command: GoalCommand::Pause { name },
+        } => say(crate::commands::goal::pause(&name, namespace).await),
         Command::Send {
             agent: name,
             message,
@@ -652,6 +668,7 @@ async fn person_command(command: Command, namespace: Option<&str>) -> crate::Res
             tail,
         } => session::logs(namespace, &name, follow, tail).await,
         Command::Attach { agent: name } => session::attach(namespace, &name).await,
+        Command::Ui(args) => crate::console::run(args, namespace).await,
         Command::Completion { shell } => {
             crate::completion::print_script(shell, <Cli as clap::CommandFactory>::command());
             Ok(())

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod completion;
 pub mod conditions;
+pub mod console;
 pub mod controller;
 pub mod crd;
 pub mod delivery;

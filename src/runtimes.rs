@@ -35,6 +35,10 @@ pub struct Runtime {
     /// Dialogs a first run shows before the prompt (folder trust, theme, accepting the
     /// autonomy mode), and the keys that answer each, typed by the shim.
     pub first_run_dialogs: &'static [Dialog],
+    /// What the TUI shows once it takes input, when its first quiet screen is not yet
+    /// that (None: the first quiet screen is ready). The shim types the first prompt
+    /// only then.
+    pub ready_pattern: Option<&'static str>,
     /// How a headless run reports its token usage, when the CLI can: the flags that make
     /// it print JSON events, and their shape (read by the shim into `status.activity.usage`).
     pub usage: Option<UsageOutput>,
@@ -130,6 +134,7 @@ pub const REGISTRY: &[Runtime] = &[
                 keys: &["Down", "Enter"],
             },
         ],
+        ready_pattern: None,
         usage: Some(UsageOutput {
             flags: &["--output-format", "stream-json", "--verbose"],
             format: UsageFormat::ClaudeStreamJson,
@@ -162,6 +167,7 @@ pub const REGISTRY: &[Runtime] = &[
             pattern: "Trust this folder?",
             keys: &["Enter"],
         }],
+        ready_pattern: None,
         usage: Some(UsageOutput {
             flags: &["--json"],
             format: UsageFormat::CodexJsonl,
@@ -182,6 +188,7 @@ pub const REGISTRY: &[Runtime] = &[
         supervised_flags: &[],
         seed: Seed::None,
         first_run_dialogs: &[],
+        ready_pattern: None,
         usage: Some(UsageOutput {
             flags: &["--mode", "json"],
             format: UsageFormat::PiJson,
@@ -211,6 +218,9 @@ pub const REGISTRY: &[Runtime] = &[
             pattern: "Do you trust the files in this folder?",
             keys: &["Enter"],
         }],
+        // It loads its plugins (the guard's among them) after its first quiet screen
+        // and drops what is typed meanwhile; its status bar shows once it takes input.
+        ready_pattern: Some("Interactive · "),
         usage: None,
     },
     Runtime {
@@ -229,6 +239,7 @@ pub const REGISTRY: &[Runtime] = &[
             pattern: "Trust this workspace",
             keys: &["Enter"],
         }],
+        ready_pattern: None,
         usage: None,
     },
     Runtime {
@@ -244,6 +255,7 @@ pub const REGISTRY: &[Runtime] = &[
         supervised_flags: &[],
         seed: Seed::None,
         first_run_dialogs: &[],
+        ready_pattern: None,
         usage: None,
     },
 ];
@@ -407,6 +419,20 @@ mod tests {
             let custom = runtime.name == RuntimeName::Custom;
             assert_eq!(runtime.tui.is_empty(), custom, "{:?}", runtime.name);
             assert_eq!(runtime.headless.is_empty(), custom, "{:?}", runtime.name);
+        }
+    }
+
+    #[test]
+    fn copilot_is_ready_once_its_status_bar_shows() {
+        // Recorded from copilot 1.0.102: its ready screen, and the screen it shows while
+        // it still loads a plugin (what is typed then is dropped).
+        let pattern = lookup(RuntimeName::Copilot).ready_pattern.unwrap();
+        let screen = |name: &str| {
+            std::fs::read_to_string(format!("tests/screens/copilot-1.0.102/{name}")).unwrap()
+        };
+        assert!(screen("ready.txt").contains(pattern));
+        for loading in ["loading-plugins.txt", "trust-dialog.txt"] {
+            assert!(!screen(loading).contains(pattern), "{loading}");
         }
     }
 

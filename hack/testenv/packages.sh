@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Machine packages the tests need (tmux for the shim; openssl, curl, unzip for the
 # control plane's build; shellcheck for actionlint's check of the workflows' scripts;
-# file for the release binaries' check), installed from apt when missing. Idempotent
-# and quick.
+# file for the release binaries' check; chromium and its driver for the console's
+# browser tests), installed from apt when missing. Idempotent and quick.
 set -euo pipefail
 missing=()
-for tool in openssl tmux curl unzip shellcheck file; do
-  command -v "$tool" >/dev/null || missing+=("$tool")
+for pair in openssl tmux curl unzip shellcheck file chromium chromedriver:chromium-driver; do
+  tool="${pair%%:*}" package="${pair#*:}"
+  command -v "$tool" >/dev/null || missing+=("$package")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "packages: installing ${missing[*]}" >&2

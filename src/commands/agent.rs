@@ -178,8 +178,7 @@ pub fn enqueue(agent: &Agent, from: &str, text: &str, now: Timestamp) -> Result<
     Ok(inbox)
 }
 
-/// `overseer send AGENT`: queues `text` on the agent (optimistic concurrency on its
-/// resourceVersion, so concurrent senders never lose a message), then waits up to
+/// `overseer send AGENT`: queues `text` on the agent (see [`queue`]), then waits up to
 /// `wait` for the operator to report its delivery.
 pub async fn send(
     namespace: Option<&str>,
@@ -189,9 +188,40 @@ pub async fn send(
     wait: Duration,
 ) -> Result<()> {
     let api = agents(namespace).await?;
+    let seq = queue(&api, agent, from, text).await?;
+    if wait.is_zero() {
+        println!("message #{seq} queued for {agent}");
+        return Ok(());
+    }
+    let Some(result) = await_result(&api, agent, seq, wait).await? else {
+        return Err(Error::NotReady(format!(
+            "message #{seq} is still queued for {agent} after {}s (is its pod ready?); it is delivered once the pod can take it, or reported failed (the operator's --send-expiry)",
+            wait.as_secs(),
+        )));
+    };
+    match result {
+        Some(SendResult {
+            outcome: SendOutcome::Delivered,
+            ..
+        }) => {
+            println!("message #{seq} delivered to {agent}");
+            Ok(())
+        }
+        Some(result) => Err(Error::NotDelivered(format!(
+            "message #{seq} was not delivered to {agent}: {}",
+            result.reason.unwrap_or_default()
+        ))),
+        None => Err(Error::NotFound(format!("{agent} was deleted"))),
+    }
+}
+
+/// Queues `text` from `from` on the agent's inbox (optimistic concurrency on its
+/// resourceVersion, so concurrent senders never lose a message); returns its seq, by
+/// which the operator reports its delivery. The operator delivers it at most once.
+pub async fn queue(api: &Api<Agent>, agent: &str, from: &str, text: &str) -> Result<i64> {
     let mut seq = None;
     for _ in 0..WRITE_TRIES {
-        let current = get(&api, "send to", agent).await?;
+        let current = get(api, "send to", agent).await?;
         let inbox = enqueue(&current, from, text, Timestamp::now())?;
         // A message answers the agent's open escalations.
         let mut status = super::escalation::answer_fields(
@@ -221,35 +251,11 @@ pub async fn send(
             Err(error) => return Err(refused("send to", agent, error)),
         }
     }
-    let seq = seq.ok_or_else(|| {
+    seq.ok_or_else(|| {
         Error::Busy(format!(
             "{agent} changed too often to queue the message; try again"
         ))
-    })?;
-    if wait.is_zero() {
-        println!("message #{seq} queued for {agent}");
-        return Ok(());
-    }
-    let Some(result) = await_result(&api, agent, seq, wait).await? else {
-        return Err(Error::NotReady(format!(
-            "message #{seq} is still queued for {agent} after {}s (is its pod ready?); it is delivered once the pod can take it, or reported failed (the operator's --send-expiry)",
-            wait.as_secs(),
-        )));
-    };
-    match result {
-        Some(SendResult {
-            outcome: SendOutcome::Delivered,
-            ..
-        }) => {
-            println!("message #{seq} delivered to {agent}");
-            Ok(())
-        }
-        Some(result) => Err(Error::NotDelivered(format!(
-            "message #{seq} was not delivered to {agent}: {}",
-            result.reason.unwrap_or_default()
-        ))),
-        None => Err(Error::NotFound(format!("{agent} was deleted"))),
-    }
+    })
 }
 
 /// Waits up to `wait` for message `seq`'s result: None when the time ran out,
@@ -302,13 +308,15 @@ fn result_of(agent: Option<&Agent>, seq: i64) -> Option<SendResult> {
 
 /// `overseer loop release AGENT --reason R`: its overseer stops driving it; the
 /// loop of its current attempt ends with outcome `released`.
-pub async fn release(namespace: Option<&str>, agent: &str, reason: &str) -> Result<()> {
+pub async fn release(namespace: Option<&str>, agent: &str, reason: &str) -> Result<String> {
     let api = agents(namespace).await?;
     let current = get(&api, "release", agent).await?;
     let status = current.status.clone().unwrap_or_default();
     if let Some(exit) = status.current_exit() {
-        println!("{agent} already ended its loop ({:?})", exit.outcome);
-        return Ok(());
+        return Ok(format!(
+            "{agent} already ended its loop ({:?})",
+            exit.outcome
+        ));
     }
     let attempt = status
         .attempt
@@ -325,8 +333,7 @@ pub async fn release(namespace: Option<&str>, agent: &str, reason: &str) -> Resu
     api.patch_status(agent, &loop_params(), &Patch::Merge(&patch))
         .await
         .map_err(|e| refused("release", agent, e))?;
-    println!("{agent} released: its loop has ended");
-    Ok(())
+    Ok(format!("{agent} released: its loop has ended"))
 }
 
 /// `overseer watch-pr URL [--stop]`, in an agent pod: asks the operator to watch the
@@ -399,7 +406,7 @@ fn loop_params() -> PatchParams {
 /// `overseer loop add|remove AGENT`: turns the agent's loop on or off through the
 /// `overseer.dev/loop` annotation (the CLI never writes spec). Adding also takes back
 /// an exit of the current attempt (done, block, release), so the agent is driven again.
-pub async fn set_loop(namespace: Option<&str>, agent: &str, enabled: bool) -> Result<()> {
+pub async fn set_loop(namespace: Option<&str>, agent: &str, enabled: bool) -> Result<String> {
     let api = agents(namespace).await?;
     let current = get(&api, "change the loop of", agent).await?;
     let switch = if enabled { "on" } else { "off" };
@@ -426,11 +433,12 @@ pub async fn set_loop(namespace: Option<&str>, agent: &str, enabled: bool) -> Re
         api.patch_status(agent, &loop_params(), &Patch::Merge(&patch))
             .await
             .map_err(|e| refused("take back the exit of", agent, e))?;
-        println!("{agent}: loop on; its earlier exit was taken back");
-    } else {
-        println!("{agent}: loop {}", if enabled { "on" } else { "off" });
+        return Ok(format!("{agent}: loop on; its earlier exit was taken back"));
     }
-    Ok(())
+    Ok(format!(
+        "{agent}: loop {}",
+        if enabled { "on" } else { "off" }
+    ))
 }
 
 #[cfg(test)]

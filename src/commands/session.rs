@@ -2,7 +2,7 @@
 //! CLI shows (the pod's log, which the shim mirrors), and `overseer attach AGENT` is a
 //! terminal in its tmux, to answer a prompt the agent waits on or to take over.
 
-use futures::{AsyncBufReadExt, TryStreamExt};
+use futures::{AsyncBufReadExt, Stream, TryStreamExt};
 use kube::ResourceExt;
 use kube::api::LogParams;
 
@@ -20,6 +20,24 @@ pub async fn logs(
     tail: Option<i64>,
 ) -> Result<()> {
     use std::io::Write;
+    let mut lines = std::pin::pin!(lines(namespace, agent, follow, tail).await?);
+    let mut out = std::io::stdout().lock();
+    while let Some(line) = lines.try_next().await? {
+        writeln!(out, "{line}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// The lines of the agent's current pod log (what `overseer logs` prints, and the
+/// console's session view shows): the last `tail` or all, then with `follow` each new
+/// one until the pod ends.
+pub async fn lines(
+    namespace: Option<&str>,
+    agent: &str,
+    follow: bool,
+    tail: Option<i64>,
+) -> Result<impl Stream<Item = Result<String>> + Send + use<>> {
     let (_, pods, pod) = current_pod(namespace, agent).await?;
     let params = LogParams {
         container: Some(CONTAINER.into()),
@@ -27,13 +45,11 @@ pub async fn logs(
         tail_lines: tail,
         ..Default::default()
     };
-    let mut lines = pods.log_stream(&pod, &params).await?.lines();
-    let mut out = std::io::stdout().lock();
-    while let Some(line) = lines.try_next().await? {
-        writeln!(out, "{line}")?;
-        out.flush()?;
-    }
-    Ok(())
+    Ok(pods
+        .log_stream(&pod, &params)
+        .await?
+        .lines()
+        .map_err(Error::from))
 }
 
 /// `overseer attach AGENT`: kubectl's interactive exec (it owns the terminal: raw

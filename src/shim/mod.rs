@@ -48,6 +48,8 @@ const POLL: Duration = Duration::from_millis(250);
 const RETRY: Duration = Duration::from_secs(1);
 /// Where a container sees its own cgroup.
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+/// How long the first prompt waits for a TUI to show its ready pattern.
+const READY_WAIT: Duration = Duration::from_secs(60);
 
 enum Driver {
     Tui(tmux::Tmux),
@@ -65,8 +67,10 @@ struct Shim {
     /// The last write failed (the API server is away, or the Agent does not exist yet).
     report_failed: bool,
     last_report: tokio::time::Instant,
-    /// The TUI's first prompt, typed once the agent first sits idle.
+    /// The TUI's first prompt, typed once the agent first sits idle (and says it is
+    /// ready, when its runtime says how).
     pending_prompt: Option<String>,
+    started: tokio::time::Instant,
     /// The pane as last seen, to tell a change.
     last_screen: Option<String>,
     /// What of the pane has been mirrored to the container log.
@@ -132,6 +136,7 @@ pub async fn run(args: ShimArgs) -> crate::Result<i32> {
         report_failed: false,
         last_report: tokio::time::Instant::now(),
         pending_prompt,
+        started: tokio::time::Instant::now(),
         last_screen: None,
         mirror: mirror::Mirror::default(),
         delivered: delivered::Delivered::default(),
@@ -327,6 +332,16 @@ impl Shim {
 
     async fn type_first_prompt(&mut self) {
         if self.tracker.state != ActivityState::Idle {
+            return;
+        }
+        // A TUI that says when it takes input gets its prompt then; one that never
+        // says so gets it after READY_WAIT all the same.
+        let ready = self.runtime.ready_pattern.is_none_or(|pattern| {
+            self.last_screen
+                .as_deref()
+                .is_some_and(|screen| screen.contains(pattern))
+        });
+        if !ready && self.started.elapsed() < READY_WAIT {
             return;
         }
         if let Some(prompt) = self.pending_prompt.take() {

@@ -10,6 +10,7 @@ mod api_server;
 mod chart;
 mod claims;
 mod cli;
+mod console;
 mod crash;
 mod escalation;
 mod exec;

@@ -1,6 +1,7 @@
 // Each test binary uses a part of the support code.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod cases;
 pub mod chaos;
 pub mod cluster;

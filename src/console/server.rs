@@ -1,0 +1,349 @@
+//! The console's HTTP side: the page and its assets, the live views as server-sent
+//! events, an agent's session, and the actions. Served on loopback only; every request
+//! is checked for the Host it names (no DNS rebinding), every action for the page's
+//! CSRF token, its Origin and a JSON body (so no other site's form can post one), and
+//! every answer carries a strict Content Security Policy. The console holds no rights
+//! of its own: reads and actions run with the person's client.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{RawQuery, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+use super::actions::{self, Action};
+use super::live::Live;
+use super::view::{self, Page, Snapshot};
+
+const INDEX: &str = include_str!("assets/index.html");
+const SCRIPT: &str = include_str!("assets/console.js");
+const STYLE: &str = include_str!("assets/console.css");
+
+/// Every answer's policy: only this origin's script and style, no inline code, no
+/// frames, no forms posted anywhere.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/// Changes closer together than this are shown as one.
+const SETTLE: Duration = Duration::from_millis(100);
+/// Actions remembered by their key, so that a second click or a retried request is
+/// answered, not done again.
+const REMEMBERED: usize = 1024;
+
+/// What the handlers share.
+pub struct Console {
+    pub live: Live,
+    pub client: kube::Client,
+    /// The token every action must carry (in the page, never in a URL).
+    pub csrf: String,
+    /// The hosts the console answers to: `127.0.0.1:PORT` and `localhost:PORT`.
+    pub hosts: Vec<String>,
+    /// The namespace of an object that names none (the kubeconfig's).
+    pub default_namespace: String,
+    done: Mutex<HashMap<String, Arc<OnceCell<(StatusCode, Value)>>>>,
+}
+
+impl Console {
+    pub fn new(live: Live, client: kube::Client, port: u16, default_namespace: String) -> Self {
+        Console {
+            live,
+            client,
+            csrf: token(),
+            hosts: vec![format!("127.0.0.1:{port}"), format!("localhost:{port}")],
+            default_namespace,
+            done: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// 32 random bytes, hex.
+fn token() -> String {
+    use ring::rand::{SecureRandom, SystemRandom};
+    let mut bytes = [0u8; 32];
+    SystemRandom::new()
+        .fill(&mut bytes)
+        .expect("the system's random source works");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn router(console: Arc<Console>) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route(
+            "/console.js",
+            get(|| asset(SCRIPT, "text/javascript; charset=utf-8")),
+        )
+        .route(
+            "/console.css",
+            get(|| asset(STYLE, "text/css; charset=utf-8")),
+        )
+        .route("/api/live", get(live))
+        .route("/api/session", get(session))
+        .route("/api/rights", get(rights))
+        .route("/api/action", post(action))
+        .layer(middleware::from_fn_with_state(console.clone(), guard))
+        .with_state(console)
+}
+
+/// Refuses a request for another host; adds the security headers to every answer.
+async fn guard(State(console): State<Arc<Console>>, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if !console.hosts.iter().any(|h| h == host) {
+        return (
+            StatusCode::MISDIRECTED_REQUEST,
+            "not a host of this console",
+        )
+            .into_response();
+    }
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_SECURITY_POLICY, CSP),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::CACHE_CONTROL, "no-store"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    headers.insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    headers.insert(
+        "cross-origin-resource-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    response
+}
+
+async fn index(State(console): State<Arc<Console>>) -> Response {
+    let page = INDEX.replace("{{CSRF}}", &console.csrf);
+    asset_owned(page, "text/html; charset=utf-8")
+}
+
+async fn asset(text: &'static str, kind: &'static str) -> Response {
+    asset_owned(text.to_string(), kind)
+}
+
+fn asset_owned(text: String, kind: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, kind)], text).into_response()
+}
+
+/// The query's pairs.
+fn query(raw: Option<String>) -> HashMap<String, String> {
+    form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect()
+}
+
+/// The page a query names: `view=runs`, or `view=swarm|agent|goal` with `namespace`
+/// and `name`.
+pub fn page_of(query: &HashMap<String, String>) -> Result<Page, String> {
+    let named = |make: fn(String, String) -> Page| match (query.get("namespace"), query.get("name"))
+    {
+        (Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => {
+            Ok(make(ns.clone(), name.clone()))
+        }
+        _ => Err("namespace and name are required".to_string()),
+    };
+    match query.get("view").map(String::as_str) {
+        Some("runs") | None => Ok(Page::Runs),
+        Some("swarm") => named(|namespace, name| Page::Swarm { namespace, name }),
+        Some("agent") => named(|namespace, name| Page::Agent { namespace, name }),
+        Some("goal") => named(|namespace, name| Page::Goal { namespace, name }),
+        Some(other) => Err(format!("no view {other:?}")),
+    }
+}
+
+/// The page as server-sent events: the whole view at once, then again after each
+/// change that alters it (changes 100 ms apart and closer are one).
+async fn live(State(console): State<Arc<Console>>, RawQuery(raw): RawQuery) -> Response {
+    let page = match page_of(&query(raw)) {
+        Ok(page) => page,
+        Err(reason) => return (StatusCode::BAD_REQUEST, reason).into_response(),
+    };
+    let changes = console.live.changes.clone();
+    let state = (console, page, changes, None::<String>, true);
+    let stream = futures::stream::unfold(
+        state,
+        |(console, page, mut changes, last, first)| async move {
+            loop {
+                if !first || last.is_some() {
+                    changes.changed().await.ok()?;
+                    tokio::time::sleep(SETTLE).await;
+                }
+                changes.borrow_and_update();
+                let text = render(&console, &page).to_string();
+                if last.as_deref() != Some(text.as_str()) {
+                    let event = SseEvent::default().event("view").data(text.clone());
+                    return Some((
+                        Ok::<_, Infallible>(event),
+                        (console, page, changes, Some(text), false),
+                    ));
+                }
+            }
+        },
+    );
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+fn render(console: &Console, page: &Page) -> Value {
+    let live = &console.live;
+    let swarms = valid(live.swarms.state());
+    let goals = valid(live.goals.state());
+    let agents = valid(live.agents.state());
+    let events: Vec<_> = live.events.state().iter().map(|e| (**e).clone()).collect();
+    let trouble = live.trouble.lock().expect("not poisoned").clone();
+    view::page(
+        page,
+        &Snapshot {
+            swarms: &swarms,
+            goals: &goals,
+            agents: &agents,
+            events: &events,
+            trouble: trouble.as_deref(),
+            now: jiff::Timestamp::now(),
+        },
+    )
+}
+
+/// The objects of a cache that parsed (a malformed one is left out, not fatal).
+fn valid<K: Clone>(objects: Vec<Arc<kube::core::DeserializeGuard<K>>>) -> Vec<K> {
+    objects
+        .iter()
+        .filter_map(|o| o.0.as_ref().ok().cloned())
+        .collect()
+}
+
+/// An agent's session as `overseer logs -f` shows it: its pod's last lines, then each
+/// new one, as events (`line`), and why it ended (`end`).
+async fn session(RawQuery(raw): RawQuery) -> Response {
+    let query = query(raw);
+    let (Some(namespace), Some(name)) = (query.get("namespace"), query.get("name")) else {
+        return (StatusCode::BAD_REQUEST, "namespace and name are required").into_response();
+    };
+    // The last 500 lines, then each new one; the stream ends when the pod does.
+    let events = match crate::commands::session::lines(Some(namespace), name, true, Some(500)).await
+    {
+        Ok(lines) => lines
+            .map(|line| match line {
+                Ok(line) => SseEvent::default().event("line").data(line),
+                Err(error) => SseEvent::default().event("end").data(error.to_string()),
+            })
+            .chain(futures::stream::once(async {
+                SseEvent::default().event("end").data("the session ended")
+            }))
+            .boxed(),
+        Err(error) => futures::stream::once(async move {
+            SseEvent::default().event("end").data(error.to_string())
+        })
+        .boxed(),
+    };
+    let events = events.map(Ok::<_, Infallible>);
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// What the person may do in a namespace, as the API server answers for them.
+async fn rights(State(console): State<Arc<Console>>, RawQuery(raw): RawQuery) -> Response {
+    let query = query(raw);
+    let Some(namespace) = query.get("namespace") else {
+        return (StatusCode::BAD_REQUEST, "namespace is required").into_response();
+    };
+    let rights = actions::rights(&console.client, namespace).await;
+    json_answer(StatusCode::OK, &rights)
+}
+
+/// One action, once per key: checked for the page's token, its origin and a JSON body.
+async fn action(State(console): State<Arc<Console>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(reason) = same_page(&console, &headers) {
+        return json_answer(
+            StatusCode::FORBIDDEN,
+            &json!({"error": reason, "causes": []}),
+        );
+    }
+    let action: Action = match serde_json::from_slice(&body) {
+        Ok(action) => action,
+        Err(error) => {
+            let reason = format!("the action is not understood: {error}");
+            return json_answer(
+                StatusCode::BAD_REQUEST,
+                &json!({"error": reason, "causes": []}),
+            );
+        }
+    };
+    let cell = {
+        let mut done = console.done.lock().expect("not poisoned");
+        if done.len() >= REMEMBERED && !done.contains_key(action.key()) {
+            done.clear();
+        }
+        done.entry(action.key().to_string()).or_default().clone()
+    };
+    let (status, answer) = cell
+        .get_or_init(|| async {
+            match actions::run(&console.client, &console.default_namespace, &action).await {
+                Ok(answer) => (StatusCode::OK, answer),
+                Err(answer) => (StatusCode::UNPROCESSABLE_ENTITY, answer),
+            }
+        })
+        .await
+        .clone();
+    json_answer(status, &answer)
+}
+
+/// Whether `headers` come from the console's own page: its CSRF token, a JSON body,
+/// and (when the browser says it) its own origin.
+pub fn same_page(console: &Console, headers: &HeaderMap) -> Result<(), String> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let token = text("x-csrf-token").unwrap_or_default();
+    if !equal_in_constant_time(token.as_bytes(), console.csrf.as_bytes()) {
+        return Err(
+            "this action did not come from the console's page (no valid CSRF token)".into(),
+        );
+    }
+    if !text("content-type").is_some_and(|t| t.starts_with("application/json")) {
+        return Err("an action's body is JSON".into());
+    }
+    if let Some(origin) = text("origin") {
+        let ours = console
+            .hosts
+            .iter()
+            .any(|h| origin == format!("http://{h}"));
+        if !ours {
+            return Err(format!("an action from {origin} is not the console's"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `a` and `b` are equal, in a time that does not say where they differ.
+fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+fn json_answer(status: StatusCode, value: &Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
