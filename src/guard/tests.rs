@@ -242,17 +242,27 @@ fn the_pod_carries_its_policy_read_only_and_its_clis_hook_settings() {
         codex_pod.metadata.annotations.unwrap()[pod::CODEX_REQUIREMENTS_ANNOTATION],
         codex::requirements()
     );
-    // copilot and pi load their hook from the volume by a flag on the agent's command,
-    // after the user's args; no mount of their own.
-    let with_command = || {
-        let mut pod = bare();
-        pod.spec.as_mut().unwrap().containers[0].command = Some(vec![
-            "overseer".into(),
-            "shim".into(),
-            "--".into(),
-            "cli".into(),
-        ]);
-        pod
+}
+
+#[test]
+fn copilot_and_pi_load_their_hook_by_a_flag_after_the_users_args() {
+    use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+    let policy = policy_with(Guards::default());
+    let with_command = || Pod {
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "agent".into(),
+                command: Some(vec![
+                    "overseer".into(),
+                    "shim".into(),
+                    "--".into(),
+                    "cli".into(),
+                ]),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
     };
     for (runtime, files, flags) in [
         (
@@ -363,6 +373,27 @@ fn copilot_hook_input_as_the_cli_sends_it() {
             cwd: "/workspace".into()
         }]
     );
+    let policy = policy_with(Guards::default());
+    let token = input(serde_json::json!({"cwd": "/w", "toolName": "grep",
+        "toolArgs": {"pattern": "x", "paths": ["src", "/run/secrets/kubernetes.io"]}}));
+    assert!(
+        copilot::calls(&token)
+            .iter()
+            .any(|call| matches!(judge(&policy, "grep", call), Verdict::Block(_))),
+        "a search that names the token's folder among others is blocked"
+    );
+    insta::assert_snapshot!(format!(
+        "plugin.json: {}\nhooks/hooks.json: {}\ndeny: {}",
+        copilot::manifest(),
+        copilot::hooks(),
+        copilot::deny("overseer guard: a force push is not allowed for this agent")
+    ));
+}
+
+#[test]
+fn copilot_file_and_search_tools_by_their_paths() {
+    let input =
+        |value: serde_json::Value| -> copilot::HookInput { serde_json::from_value(value).unwrap() };
     let at = |path: &str| path.to_string();
     let rows = [
         (
@@ -426,21 +457,6 @@ fn copilot_hook_input_as_the_cli_sends_it() {
         let call = input(serde_json::json!({"cwd": "/w", "toolName": tool, "toolArgs": args}));
         assert_eq!(copilot::calls(&call), expected, "{tool}");
     }
-    let policy = policy_with(Guards::default());
-    let token = input(serde_json::json!({"cwd": "/w", "toolName": "grep",
-        "toolArgs": {"pattern": "x", "paths": ["src", "/run/secrets/kubernetes.io"]}}));
-    assert!(
-        copilot::calls(&token)
-            .iter()
-            .any(|call| matches!(judge(&policy, "grep", call), Verdict::Block(_))),
-        "a search that names the token's folder among others is blocked"
-    );
-    insta::assert_snapshot!(format!(
-        "plugin.json: {}\nhooks/hooks.json: {}\ndeny: {}",
-        copilot::manifest(),
-        copilot::hooks(),
-        copilot::deny("overseer guard: a force push is not allowed for this agent")
-    ));
 }
 
 #[test]

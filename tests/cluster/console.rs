@@ -4,72 +4,17 @@
 //! the test writes the objects and their status itself, so what the page shows is the
 //! console's doing alone.
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::Api;
 use overseer::agent::Agent;
 use overseer::goal::Goal;
 use serde_json::json;
 
-use crate::support::browser::Browser;
+use crate::support::browser::{Browser, Console};
 use crate::support::cluster::{
-    TestNamespace, create_agent, create_simple_goal, free_port, kubeconfig_path, kubectl, setup,
-    wait_in,
+    TestNamespace, create_agent, create_simple_goal, kubectl, setup, wait_in,
 };
-
-/// `overseer -n NS ui` as a subprocess (as `user`, impersonated, when given); killed
-/// when dropped.
-struct Console {
-    child: Child,
-    url: String,
-}
-
-impl Console {
-    async fn start(ns: &TestNamespace, user: Option<&str>) -> Console {
-        let port = free_port();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_overseer"));
-        command
-            .args([
-                "-n",
-                &ns.name,
-                "ui",
-                "--no-open",
-                "--port",
-                &port.to_string(),
-            ])
-            .env("KUBECONFIG", kubeconfig_path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if let Some(user) = user {
-            command.env("KUBE_RS_DEBUG_IMPERSONATE_USER", user);
-        }
-        let child = command.spawn().expect("start overseer ui");
-        let started = Instant::now();
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "overseer ui did not listen in 20 s"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        Console {
-            child,
-            url: format!("http://127.0.0.1:{port}/"),
-        }
-    }
-}
-
-impl Drop for Console {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Where the pages' screenshots go: docs/images when OVERSEER_SCREENSHOTS names it (to
 /// refresh the docs' pictures), else target/console-screenshots.

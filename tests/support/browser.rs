@@ -264,3 +264,56 @@ mod base64_png {
         out
     }
 }
+
+/// `overseer -n NS ui` as a subprocess (as `user`, impersonated, when given); killed
+/// when dropped.
+pub struct Console {
+    pub child: Child,
+    pub url: String,
+}
+
+impl Console {
+    pub async fn start(ns: &super::cluster::TestNamespace, user: Option<&str>) -> Console {
+        let port = super::cluster::free_port();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_overseer"));
+        command
+            .args([
+                "-n",
+                &ns.name,
+                "ui",
+                "--no-open",
+                "--port",
+                &port.to_string(),
+            ])
+            .env("KUBECONFIG", super::cluster::kubeconfig_path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(user) = user {
+            command.env("KUBE_RS_DEBUG_IMPERSONATE_USER", user);
+        }
+        let child = command.spawn().expect("start overseer ui");
+        let started = Instant::now();
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "overseer ui did not listen in 20 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Console {
+            child,
+            url: format!("http://127.0.0.1:{port}/"),
+        }
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

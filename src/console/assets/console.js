@@ -268,9 +268,11 @@ function agentView(namespace, name) {
     actions.append(el("label", { for: "reason", text: "Reason for a release" }), reason, ...release, ...on, ...off, acted);
   });
   const session = sessionPane(namespace, name);
-  const live = el("div");
+  // The agent as it is now above the boxes, its messages and Events below them.
+  const top = el("div");
+  const bottom = el("div");
   const stop = follow({ view: "agent", namespace, name }, (view) => {
-    if (!view.found) { live.replaceChildren(el("p", { text: view.message })); return; }
+    if (!view.found) { top.replaceChildren(el("p", { text: view.message })); bottom.replaceChildren(); return; }
     const messages = el("table", {}, el("caption", { text: "Messages to it, newest first" }));
     const head = el("tr");
     ["#", "FROM", "STATE", "WHEN", "TEXT OR REASON"].forEach((h) => head.append(el("th", { scope: "col", text: h })));
@@ -285,12 +287,12 @@ function agentView(namespace, name) {
     messages.append(body);
     const crumbs = el("p", { class: "crumbs" }, `namespace ${namespace}`);
     if (view.swarm) crumbs.append(" · swarm ", el("a", { href: `#/swarm/${namespace}/${view.swarm}`, text: view.swarm }));
-    live.replaceChildren(crumbs, table("The agent", view.summary),
+    top.replaceChildren(crumbs, table("The agent", view.summary),
       el("p", { text: `Progress: ${view.progress || "none reported"}` }),
-      el("p", { text: view.loopEnded ? `Its loop has ended (${view.loopEnded}).` : "Its loop runs." }),
-      el("h2", { text: "Messages" }), messages, ...timeline(view));
+      el("p", { text: view.loopEnded ? `Its loop has ended (${view.loopEnded}).` : "Its loop runs." }));
+    bottom.replaceChildren(el("h2", { text: "Messages" }), messages, ...timeline(view));
   });
-  main.replaceChildren(el("h1", { text: `Agent ${name}` }), live, form, actions,
+  main.replaceChildren(el("h1", { text: `Agent ${name}` }), top, form, actions, bottom,
     el("h2", { text: "Session" }), ...session.nodes);
   return () => { stop(); session.close(); };
 }
@@ -333,6 +335,7 @@ spec:
 
 function newView() {
   document.title = "New run · overseer";
+  connection("");
   const yaml = el("textarea", { id: "yaml", class: "yaml", spellcheck: "false", "aria-describedby": "yaml-causes" });
   yaml.value = EXAMPLE;
   const causes = el("ul", { id: "yaml-causes", class: "causes", "aria-live": "polite" });
