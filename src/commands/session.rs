@@ -84,14 +84,7 @@ pub async fn attach(namespace: Option<&str>, agent: &str) -> Result<()> {
 /// kubectl's arguments for a terminal in the tmux session of `pod`, with the
 /// person's terminal type (tmux refuses to start a client without one).
 fn attach_args(namespace: &str, pod: &str, term: &str) -> Vec<String> {
-    let socket = std::path::Path::new(crate::shim::protocol::DEFAULT_SOCKET)
-        .with_file_name(crate::shim::tmux::SOCKET_FILE);
-    let term = if term.is_empty() || term == "dumb" {
-        "xterm-256color"
-    } else {
-        term
-    };
-    [
+    let mut args: Vec<String> = [
         "exec",
         "--stdin",
         "--tty",
@@ -101,17 +94,34 @@ fn attach_args(namespace: &str, pod: &str, term: &str) -> Vec<String> {
         "--container",
         CONTAINER,
         "--",
-        "env",
-        &format!("TERM={term}"),
-        "tmux",
-        "-S",
-        &socket.display().to_string(),
-        "attach-session",
-        "-t",
-        crate::shim::tmux::TARGET,
     ]
     .map(String::from)
-    .to_vec()
+    .to_vec();
+    args.extend(tmux_attach(term));
+    args
+}
+
+/// The command, in the agent's container, that joins its tmux session with the
+/// terminal type `term` (xterm-256color when there is none): `overseer attach`'s, and
+/// the console's attach page's.
+pub(crate) fn tmux_attach(term: &str) -> Vec<String> {
+    let socket = std::path::Path::new(crate::shim::protocol::DEFAULT_SOCKET)
+        .with_file_name(crate::shim::tmux::SOCKET_FILE);
+    let term = if term.is_empty() || term == "dumb" {
+        "xterm-256color"
+    } else {
+        term
+    };
+    vec![
+        "env".into(),
+        format!("TERM={term}"),
+        "tmux".into(),
+        "-S".into(),
+        socket.display().to_string(),
+        "attach-session".into(),
+        "-t".into(),
+        crate::shim::tmux::TARGET.into(),
+    ]
 }
 
 #[cfg(test)]

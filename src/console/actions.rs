@@ -196,13 +196,13 @@ pub async fn rights(client: &Client, namespace: &str) -> Value {
         ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
     };
     let reviews: Api<SelfSubjectAccessReview> = Api::all(client.clone());
-    let ask = |verb: &str, resource: &str, sub: Option<&str>| {
+    let ask = |verb: &str, (group, resource): (&str, &str), sub: Option<&str>| {
         let review = SelfSubjectAccessReview {
             spec: SelfSubjectAccessReviewSpec {
                 resource_attributes: Some(ResourceAttributes {
                     namespace: Some(namespace.to_string()),
                     verb: Some(verb.to_string()),
-                    group: Some(crate::api::GROUP.to_string()),
+                    group: Some(group.to_string()),
                     resource: Some(resource.to_string()),
                     subresource: sub.map(str::to_string),
                     ..Default::default()
@@ -221,11 +221,13 @@ pub async fn rights(client: &Client, namespace: &str) -> Value {
                 .is_some_and(|s| s.allowed)
         }
     };
-    let (send, switch, goals, create) = tokio::join!(
-        ask("patch", "agents", Some("status")),
-        ask("patch", "agents", None),
-        ask("patch", "goals", None),
-        ask("create", "swarms", None),
+    let ours = |resource| (crate::api::GROUP, resource);
+    let (send, switch, goals, create, exec) = tokio::join!(
+        ask("patch", ours("agents"), Some("status")),
+        ask("patch", ours("agents"), None),
+        ask("patch", ours("goals"), None),
+        ask("create", ours("swarms"), None),
+        ask("create", ("", "pods"), Some("exec")),
     );
-    json!({"send": send, "loop": switch, "goal": goals, "create": create})
+    json!({"send": send, "loop": switch, "goal": goals, "create": create, "exec": exec})
 }

@@ -5,6 +5,7 @@
 //! no rights of its own (docs/console.md).
 
 pub mod actions;
+pub mod attach;
 pub mod live;
 pub mod server;
 pub mod view;

@@ -29,11 +29,21 @@ use super::view::{self, Page, Snapshot};
 const INDEX: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/console.js");
 const STYLE: &str = include_str!("assets/console.css");
+const ATTACH: &str = include_str!("assets/attach.html");
+const ATTACH_SCRIPT: &str = include_str!("assets/attach.js");
+const XTERM: &str = include_str!("assets/vendor/xterm/xterm.js");
+const XTERM_STYLE: &str = include_str!("assets/vendor/xterm/xterm.css");
 
 /// Every answer's policy: only this origin's script and style, no inline code, no
 /// frames, no forms posted anywhere.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/// The attach page's policy: the same, but xterm.js sizes and colours its terminal with
+/// `<style>` elements it makes, which need inline styles. Scripts stay this origin's
+/// only, and images, fonts and connections too, so a style cannot send anything away.
+const ATTACH_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+                          img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+                          frame-ancestors 'none'";
 /// Changes closer together than this are shown as one.
 const SETTLE: Duration = Duration::from_millis(100);
 /// Actions remembered by their key, so that a second click or a retried request is
@@ -87,6 +97,20 @@ pub fn router(console: Arc<Console>) -> Router {
             "/console.css",
             get(|| asset(STYLE, "text/css; charset=utf-8")),
         )
+        .route("/attach", get(attach_page))
+        .route(
+            "/attach.js",
+            get(|| asset(ATTACH_SCRIPT, "text/javascript; charset=utf-8")),
+        )
+        .route(
+            "/vendor/xterm.js",
+            get(|| asset(XTERM, "text/javascript; charset=utf-8")),
+        )
+        .route(
+            "/vendor/xterm.css",
+            get(|| asset(XTERM_STYLE, "text/css; charset=utf-8")),
+        )
+        .route("/api/attach", get(super::attach::upgrade))
         .route("/api/live", get(live))
         .route("/api/session", get(session))
         .route("/api/rights", get(rights))
@@ -111,8 +135,11 @@ async fn guard(State(console): State<Arc<Console>>, request: Request, next: Next
     }
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
+    // A page with a policy of its own (the attach page's) keeps it.
+    headers
+        .entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(CSP));
     for (name, value) in [
-        (header::CONTENT_SECURITY_POLICY, CSP),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (header::REFERRER_POLICY, "no-referrer"),
         (header::X_FRAME_OPTIONS, "DENY"),
@@ -134,6 +161,18 @@ async fn guard(State(console): State<Arc<Console>>, request: Request, next: Next
 async fn index(State(console): State<Arc<Console>>) -> Response {
     let page = INDEX.replace("{{CSRF}}", &console.csrf);
     asset_owned(page, "text/html; charset=utf-8")
+}
+
+async fn attach_page(State(console): State<Arc<Console>>) -> Response {
+    let mut page = asset_owned(
+        ATTACH.replace("{{CSRF}}", &console.csrf),
+        "text/html; charset=utf-8",
+    );
+    page.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(ATTACH_CSP),
+    );
+    page
 }
 
 async fn asset(text: &'static str, kind: &'static str) -> Response {
@@ -335,7 +374,7 @@ pub fn same_page(console: &Console, headers: &HeaderMap) -> Result<(), String> {
 }
 
 /// Whether `a` and `b` are equal, in a time that does not say where they differ.
-fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 

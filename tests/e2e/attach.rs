@@ -137,3 +137,70 @@ pub async fn attach_type_and_detach(ns: &TestNamespace, agent: &str, pod: &str) 
         ns.name
     );
 }
+
+/// The console's attach page in a real browser, as a person with `pods/exec` uses it:
+/// the agent's screen in the page's terminal, a line typed there reaches the agent CLI,
+/// and closing the page leaves the agent's session running.
+pub async fn attach_in_the_browser(ns: &TestNamespace, agent: &str, pod: &str) {
+    use crate::support::browser::{Browser, Console};
+    let console = Console::start(ns, None).await;
+    let browser = Browser::start().await;
+    browser
+        .goto(&format!("{}#/agent/{}/{agent}", console.url, ns.name))
+        .await;
+    browser
+        .wait_for_text("Attach: a terminal in its session", Duration::from_secs(30))
+        .await;
+    browser
+        .goto(&format!("{}attach#{}/{agent}", console.url, ns.name))
+        .await;
+    browser
+        .wait_for_text("thinking", Duration::from_secs(30))
+        .await;
+    browser
+        .send_keys(".xterm-helper-textarea", "typed in the browser\u{E007}")
+        .await;
+    wait_in(
+        ns,
+        "the line typed in the browser reached the agent CLI",
+        Duration::from_secs(30),
+        || async {
+            read_in_pod(ns, pod, "/tmp/fake/fake.log")
+                .contains("typed in the browser")
+                .then_some(())
+        },
+    )
+    .await;
+    browser
+        .screenshot(
+            &repo_root()
+                .join(
+                    std::env::var("OVERSEER_SCREENSHOTS")
+                        .unwrap_or_else(|_| "target/console-screenshots".into()),
+                )
+                .join("console-attach.png"),
+        )
+        .await;
+    browser.goto("about:blank").await;
+    drop(browser);
+    let alive = exec(
+        ns,
+        pod,
+        &[
+            "tmux",
+            "-S",
+            "/overseer/run/tmux.sock",
+            "has-session",
+            "-t",
+            "agent",
+        ],
+    );
+    assert!(
+        alive.status.success(),
+        "the agent's session after the page closed: {alive:?}"
+    );
+    println!(
+        "e2e[{}]: the console's attach page showed {agent}'s screen and took a typed line",
+        ns.name
+    );
+}

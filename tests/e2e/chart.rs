@@ -77,6 +77,7 @@ async fn the_chart_runs_from_its_image_under_restricted_pod_security() {
     })
     .await;
     crate::attach::attach_type_and_detach(&ns, "solo", "solo-1").await;
+    crate::attach::attach_in_the_browser(&ns, "solo", "solo-1").await;
     let goals: Api<Goal> = ns.api();
     let goal = succeeded(&ns, "one").await;
     let init = &agent_pod.status.unwrap().init_container_statuses.unwrap()[0];

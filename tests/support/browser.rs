@@ -189,6 +189,18 @@ impl Browser {
         .await;
     }
 
+    /// Sends `keys` to the element `css` selects, as typed (WebDriver's key codes: Enter
+    /// is "\u{E007}").
+    pub async fn send_keys(&self, css: &str, keys: &str) {
+        let element = self.find(css).await;
+        self.session_call(
+            "POST",
+            &format!("/element/{element}/value"),
+            Some(json!({"text": keys})),
+        )
+        .await;
+    }
+
     /// Saves a PNG of the page to `path`.
     pub async fn screenshot(&self, path: &std::path::Path) {
         use base64_png::decode;

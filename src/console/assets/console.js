@@ -265,7 +265,11 @@ function agentView(namespace, name) {
       if (!confirm(`Turn ${name}'s loop off?`)) return;
       answer(acted, await post({ key: key(), action: "loop", namespace, name, enabled: false }));
     }, can.loop, "");
-    actions.append(el("label", { for: "reason", text: "Reason for a release" }), reason, ...release, ...on, ...off, acted);
+    const attach = can.exec
+      ? el("a", { href: `/attach#${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`, text: "Attach: a terminal in its session" })
+      : el("span", { class: "why", text: "Attaching needs create on pods/exec." });
+    actions.append(el("label", { for: "reason", text: "Reason for a release" }), reason, ...release, ...on, ...off,
+      el("p", {}, attach), acted);
   });
   const session = sessionPane(namespace, name);
   // The agent as it is now above the boxes, its messages and Events below them.
