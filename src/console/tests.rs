@@ -285,3 +285,44 @@ fn an_action_is_one_of_those_known_and_nothing_more() {
         );
     }
 }
+
+#[test]
+fn a_goal_before_its_first_status_shows_the_steps_of_its_spec() {
+    let goals: Vec<Goal> = objects(
+        "- metadata: {name: new, namespace: a}\n  spec: {steps: [{name: build, action: Build it.}, {name: ship, role: guardian, action: Ship it.}]}\n",
+    );
+    let view = page(
+        &Page::Goal {
+            namespace: "a".into(),
+            name: "new".into(),
+        },
+        &Snapshot {
+            swarms: &[],
+            goals: &goals,
+            agents: &[],
+            events: &[],
+            trouble: Some("watching Agents failed: 403; retrying"),
+            now: now(),
+        },
+    );
+    let rows: Vec<(String, String, String)> = view["steps"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let cell = |i: usize| r["cells"][i].as_str().unwrap().to_string();
+            (cell(0), cell(1), cell(2))
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("build".into(), "-".into(), "Pending".into()),
+            ("ship".into(), "guardian".into(), "Pending".into())
+        ]
+    );
+    assert_eq!(
+        view["trouble"],
+        json!("watching Agents failed: 403; retrying")
+    );
+}

@@ -200,6 +200,16 @@ fn goal_page(goal: &Goal, snapshot: &Snapshot) -> Value {
     let name = goal.name_any();
     let status = goal.status.clone().unwrap_or_default();
     let dash = || "-".to_string();
+    // Before its first status, the steps of its spec, none begun.
+    let planned: Vec<Value> = goal
+        .spec
+        .steps
+        .iter()
+        .map(|s| {
+            json!({"cells": [s.name.clone(), s.role.clone().unwrap_or_else(dash), "Pending",
+                             "0", dash(), dash(), dash()]})
+        })
+        .collect();
     let steps: Vec<Value> = status
         .steps
         .iter()
@@ -228,7 +238,7 @@ fn goal_page(goal: &Goal, snapshot: &Snapshot) -> Value {
         "paused": goal.spec.paused,
         "summary": table(std::slice::from_ref(goal), true, GOALS, snapshot.now),
         "steps": {"header": ["STEP", "ROLE", "PHASE", "ATTEMPTS", "DURATION", "RESULT", "MESSAGE"],
-                  "rows": steps},
+                  "rows": if status.steps.is_empty() { planned } else { steps }},
         "message": status.message,
         "events": timeline(snapshot, &namespace, &[("Goal", name.clone())]),
     })

@@ -74,7 +74,55 @@ async fn the_console_shows_runs_live_sends_once_and_leaves_a_viewer_only_reading
                          "agents": [{"name": "builder", "role": "builder", "prompt": "Build it."}]}}),
     );
     create_agent(&ns, "team-builder", json!({"swarm": "team"})).await;
+    // What its shim and the operator would have written: activity, and an Event.
+    let status = json!({"status": {"phase": "Running", "attempt": 1, "activity": {
+        "state": "working", "attempt": 1, "since": "2026-12-07T10:00:00Z",
+        "summary": "adding proration to the invoice totals"}}});
+    let patched = kubectl(
+        &[
+            "-n",
+            &ns.name,
+            "patch",
+            "agent",
+            "team-builder",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &status.to_string(),
+        ],
+        "",
+    );
+    assert!(patched.status.success(), "{patched:?}");
+    apply(
+        &ns,
+        &json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "team.escalated"},
+                "involvedObject": {"apiVersion": "overseer.dev/v1alpha1", "kind": "Swarm",
+                                   "name": "team", "namespace": ns.name},
+                "reason": "MemberStarted", "message": "team-builder started (attempt 1)",
+                "type": "Normal", "lastTimestamp": "2026-12-07T10:00:00Z", "count": 1,
+                "source": {"component": "overseer"}}),
+    );
     create_simple_goal(&ns, "ship", &["build", "test"]).await;
+    let progress = json!({"status": {"phase": "Running", "completedSteps": 1, "steps": [
+        {"name": "build", "phase": "Succeeded", "attempts": 1, "startedAt": "2026-12-07T10:00:00Z",
+         "finishedAt": "2026-12-07T10:02:05Z", "result": "built in 2m, 0 warnings"},
+        {"name": "test", "phase": "Running", "attempts": 2, "startedAt": "2026-12-07T10:03:00Z",
+         "message": "retrying after a failure"}]}});
+    let patched = kubectl(
+        &[
+            "-n",
+            &ns.name,
+            "patch",
+            "goal",
+            "ship",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &progress.to_string(),
+        ],
+        "",
+    );
+    assert!(patched.status.success(), "{patched:?}");
     let console = Console::start(&ns, None).await;
     let browser = Browser::start().await;
 

@@ -104,7 +104,7 @@ function actionButton(label, run, allowed, why) {
     button.disabled = true;
     try { await run(); } finally { button.disabled = false; }
   });
-  return [button, note];
+  return note ? [button, note] : [button];
 }
 
 function key() {
@@ -303,7 +303,6 @@ function agentView(namespace, name) {
 
 function goalView(namespace, name) {
   document.title = `Goal ${name} · overseer`;
-  const live = el("div");
   const controls = el("div", { class: "panel", role: "group", "aria-label": "Pause or resume" });
   const acted = el("p", { class: "answer", role: "status", "aria-live": "polite" });
   rights(namespace).then((can) => {
@@ -315,15 +314,18 @@ function goalView(namespace, name) {
     }, can.goal, "");
     controls.append(...pause, ...resume, acted);
   });
+  const top = el("div");
+  const bottom = el("div");
   const stop = follow({ view: "goal", namespace, name }, (view) => {
-    if (!view.found) { live.replaceChildren(el("p", { text: view.message })); return; }
+    if (!view.found) { top.replaceChildren(el("p", { text: view.message })); bottom.replaceChildren(); return; }
     const crumbs = el("p", { class: "crumbs" }, `namespace ${namespace}`);
     if (view.swarm) crumbs.append(" · swarm ", el("a", { href: `#/swarm/${namespace}/${view.swarm}`, text: view.swarm }));
-    live.replaceChildren(crumbs, table("The goal", view.summary),
-      el("p", { text: view.paused ? "Paused by a person: no new step starts." : (view.message || "") }),
-      el("h2", { text: "Steps" }), table("Each step and its checkpoint", view.steps), ...timeline(view));
+    top.replaceChildren(crumbs, table("The goal", view.summary),
+      el("p", { text: view.paused ? "Paused by a person: no new step starts." : (view.message || "") }));
+    bottom.replaceChildren(el("h2", { text: "Steps" }), table("Each step and its checkpoint", view.steps),
+      ...timeline(view));
   });
-  main.replaceChildren(el("h1", { text: `Goal ${name}` }), live, controls);
+  main.replaceChildren(el("h1", { text: `Goal ${name}` }), top, controls, bottom);
   return stop;
 }
 
