@@ -84,11 +84,7 @@ async fn measure(ns: &TestNamespace, browser: &Browser, last: &str, agent: &str)
     };
     let runs = load(String::new(), last.to_string()).await;
     let swarm_of = agent.rsplit_once("-agent-").map_or(agent, |(s, _)| s);
-    let swarm = load(
-        format!("#/swarm/{}/{swarm_of}", ns.name),
-        format!("{agent}"),
-    )
-    .await;
+    let swarm = load(format!("#/swarm/{}/{swarm_of}", ns.name), agent.to_string()).await;
     let agent_page = load(
         format!("#/agent/{}/{agent}", ns.name),
         format!("Message to {agent}"),

@@ -22,7 +22,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
-use super::server::Console;
+use super::context::{Console, equal_in_constant_time};
 use crate::kinds::agent_pod::CONTAINER;
 
 /// The subprotocol prefix that carries the page's CSRF token.
@@ -54,7 +54,7 @@ pub fn from_the_page(console: &Console, headers: &HeaderMap) -> Result<String, S
         .unwrap_or_default()
         .split(',')
         .map(str::trim)
-        .find(|p| super::server::equal_in_constant_time(p.as_bytes(), wanted.as_bytes()))
+        .find(|p| equal_in_constant_time(p.as_bytes(), wanted.as_bytes()))
         .map(str::to_string)
         .ok_or_else(|| {
             "this terminal did not come from the console's page (no valid CSRF token)".into()

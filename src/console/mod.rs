@@ -6,6 +6,7 @@
 
 pub mod actions;
 pub mod attach;
+pub mod context;
 pub mod live;
 pub mod server;
 pub mod view;
@@ -60,7 +61,7 @@ pub async fn run(args: UiArgs, namespace: Option<&str>) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
     let port = listener.local_addr()?.port();
     let live = live::start(&client, &scope);
-    let console = Arc::new(server::Console::new(live, client, port, default_namespace));
+    let console = Arc::new(context::Console::new(live, client, port, default_namespace));
     let url = format!("http://127.0.0.1:{port}/");
     let shown = match &scope {
         live::Scope::All => "every namespace".to_string(),

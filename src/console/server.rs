@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -20,10 +20,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
 
 use super::actions::{self, Action};
-use super::live::Live;
+use super::context::{Console, equal_in_constant_time};
 use super::view::{self, Page, Snapshot};
 
 const INDEX: &str = include_str!("assets/index.html");
@@ -49,42 +48,6 @@ const SETTLE: Duration = Duration::from_millis(100);
 /// Actions remembered by their key, so that a second click or a retried request is
 /// answered, not done again.
 const REMEMBERED: usize = 1024;
-
-/// What the handlers share.
-pub struct Console {
-    pub live: Live,
-    pub client: kube::Client,
-    /// The token every action must carry (in the page, never in a URL).
-    pub csrf: String,
-    /// The hosts the console answers to: `127.0.0.1:PORT` and `localhost:PORT`.
-    pub hosts: Vec<String>,
-    /// The namespace of an object that names none (the kubeconfig's).
-    pub default_namespace: String,
-    done: Mutex<HashMap<String, Arc<OnceCell<(StatusCode, Value)>>>>,
-}
-
-impl Console {
-    pub fn new(live: Live, client: kube::Client, port: u16, default_namespace: String) -> Self {
-        Console {
-            live,
-            client,
-            csrf: token(),
-            hosts: vec![format!("127.0.0.1:{port}"), format!("localhost:{port}")],
-            default_namespace,
-            done: Mutex::new(HashMap::new()),
-        }
-    }
-}
-
-/// 32 random bytes, hex.
-fn token() -> String {
-    use ring::rand::{SecureRandom, SystemRandom};
-    let mut bytes = [0u8; 32];
-    SystemRandom::new()
-        .fill(&mut bytes)
-        .expect("the system's random source works");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 pub fn router(console: Arc<Console>) -> Router {
     Router::new()
@@ -371,11 +334,6 @@ pub fn same_page(console: &Console, headers: &HeaderMap) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Whether `a` and `b` are equal, in a time that does not say where they differ.
-pub(crate) fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
 fn json_answer(status: StatusCode, value: &Value) -> Response {

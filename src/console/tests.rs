@@ -2,7 +2,8 @@ use jiff::Timestamp;
 use serde_json::json;
 
 use super::actions::{Action, What, parse};
-use super::server::{Console, page_of, same_page};
+use super::context::Console;
+use super::server::{page_of, same_page};
 use super::view::{Page, Snapshot, page};
 use crate::agent::Agent;
 use crate::goal::Goal;
@@ -325,4 +326,47 @@ fn a_goal_before_its_first_status_shows_the_steps_of_its_spec() {
         view["trouble"],
         json!("watching Agents failed: 403; retrying")
     );
+}
+
+#[test]
+fn a_websocket_upgrade_is_answered_as_rfc_6455_says() {
+    // The RFC's own example (section 1.3).
+    assert_eq!(
+        super::attach::accept("dGhlIHNhbXBsZSBub25jZQ=="),
+        "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+    );
+}
+
+#[tokio::test]
+async fn a_terminal_is_joined_only_from_the_consoles_own_page() {
+    let console = console();
+    let ours = format!("overseer.csrf.{}", console.csrf);
+    let headers = |origin: &str, protocols: &str| {
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert("origin", origin.parse().unwrap());
+        headers.insert("sec-websocket-protocol", protocols.parse().unwrap());
+        headers
+    };
+    let rows = [
+        (headers("http://127.0.0.1:8765", &ours), Ok(ours.clone())),
+        (
+            headers("http://localhost:8765", &format!("chat, {ours}")),
+            Ok(ours.clone()),
+        ),
+        (
+            headers("http://evil.example", &ours),
+            Err("a terminal from \"http://evil.example\" is not the console's".to_string()),
+        ),
+        (
+            headers("http://127.0.0.1:8765", "overseer.csrf.0000"),
+            Err("this terminal did not come from the console's page (no valid CSRF token)".into()),
+        ),
+    ];
+    for (headers, expected) in rows {
+        assert_eq!(
+            super::attach::from_the_page(&console, &headers),
+            expected,
+            "{headers:?}"
+        );
+    }
 }
