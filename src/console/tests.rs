@@ -37,6 +37,7 @@ fn agents() -> Vec<Agent> {
   spec: {role: builder, swarm: team, runtime: {name: pi}}
   status:
     attempt: 1
+    activity: {state: working, attempt: 1, usage: {runs: 2, inputTokens: 1000, cachedInputTokens: 0, outputTokens: 234, totalTokens: 1234}}
     inbox:
       - {seq: 3, from: user, text: "queued one", sentTime: "2026-12-07T09:59:00Z"}
       - {seq: 2, from: team-lead, text: "in flight", sentTime: "2026-12-07T09:58:00Z"}

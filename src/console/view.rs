@@ -93,14 +93,49 @@ const SWARMS: (&str, &str) = ("swarm", "SWARM");
 const GOALS: (&str, &str) = ("goal", "GOAL");
 const AGENTS: (&str, &str) = ("agent", "AGENT");
 
-/// Every Swarm and Goal.
+/// Every Swarm (with the tokens its members' current attempts used) and Goal.
 fn runs(snapshot: &Snapshot) -> Value {
+    let mut swarms = table(snapshot.swarms, false, SWARMS, snapshot.now);
+    with_tokens(&mut swarms, snapshot.agents);
     json!({
         "found": true,
         "title": "Runs",
-        "swarms": table(snapshot.swarms, false, SWARMS, snapshot.now),
+        "swarms": swarms,
         "goals": table(snapshot.goals, false, GOALS, snapshot.now),
     })
+}
+
+/// Adds a TOKENS column to a table of swarms: what their members reported using in
+/// their current attempts (headless runs report it; `-` when none did).
+fn with_tokens(swarms: &mut Value, agents: &[Agent]) {
+    let mut used: std::collections::BTreeMap<(String, String), i64> = Default::default();
+    for agent in agents {
+        let (Some(namespace), Some(swarm)) = (agent.namespace(), agent.spec.swarm.clone()) else {
+            continue;
+        };
+        let tokens = agent
+            .status
+            .as_ref()
+            .and_then(|s| s.activity.as_ref())
+            .and_then(|a| a.usage.as_ref())
+            .map(|u| u.total_tokens);
+        if let Some(tokens) = tokens {
+            *used.entry((namespace, swarm)).or_default() += tokens;
+        }
+    }
+    if let Some(header) = swarms["header"].as_array_mut() {
+        header.push(json!("TOKENS"));
+    }
+    for row in swarms["rows"].as_array_mut().into_iter().flatten() {
+        let key = (
+            row["cells"][0].as_str().unwrap_or_default().to_string(),
+            row["cells"][1].as_str().unwrap_or_default().to_string(),
+        );
+        let cell = used.get(&key).map_or("-".to_string(), i64::to_string);
+        if let Some(cells) = row["cells"].as_array_mut() {
+            cells.push(json!(cell));
+        }
+    }
 }
 
 fn swarm_page(swarm: &Swarm, snapshot: &Snapshot) -> Value {

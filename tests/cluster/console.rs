@@ -26,6 +26,24 @@ fn screenshot_path(page: &str) -> std::path::PathBuf {
         .join(format!("console-{page}.png"))
 }
 
+/// What on the page a screen reader could not name: a field without a label, a table
+/// without a caption, a button or link without text.
+async fn unnamed(browser: &Browser) -> serde_json::Value {
+    browser
+        .run(
+            r#"const out = [];
+               for (const f of document.querySelectorAll('textarea, input'))
+                 if (!(f.id && document.querySelector(`label[for="${f.id}"]`)) && !f.getAttribute('aria-label')) out.push(f.outerHTML);
+               for (const t of document.querySelectorAll('table'))
+                 if (!t.querySelector('caption')) out.push('table without a caption');
+               for (const b of document.querySelectorAll('button, a'))
+                 if (!b.textContent.trim() && !b.getAttribute('aria-label')) out.push(b.outerHTML);
+               return out;"#,
+            json!([]),
+        )
+        .await
+}
+
 fn apply(ns: &TestNamespace, object: &serde_json::Value) {
     let applied = kubectl(&["-n", &ns.name, "apply", "-f", "-"], &object.to_string());
     assert!(applied.status.success(), "{applied:?}");
@@ -260,6 +278,11 @@ async fn the_console_shows_runs_live_sends_once_and_leaves_a_viewer_only_reading
         .wait_for_text("spec.maxParallel", Duration::from_secs(10))
         .await;
     browser.screenshot(&screenshot_path("new")).await;
+    assert_eq!(
+        unnamed(&browser).await,
+        json!([]),
+        "everything on New run is named"
+    );
     assert!(
         goals.get_opt("bad").await.unwrap().is_none(),
         "nothing was created"
