@@ -22,7 +22,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
-use super::context::{Console, equal_in_constant_time};
+use super::context::{Console, equal_in_constant_time, named, query};
 use crate::kinds::agent_pod::CONTAINER;
 
 /// The subprotocol prefix that carries the page's CSRF token.
@@ -42,11 +42,7 @@ struct Size {
 pub fn from_the_page(console: &Console, headers: &HeaderMap) -> Result<String, String> {
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     let origin = text(header::ORIGIN).unwrap_or_default();
-    if !console
-        .hosts
-        .iter()
-        .any(|h| origin == format!("http://{h}"))
-    {
+    if !console.is_own_origin(origin) {
         return Err(format!("a terminal from {origin:?} is not the console's"));
     }
     let wanted = format!("{PROTOCOL}{}", console.csrf);
@@ -92,12 +88,9 @@ pub async fn upgrade(
     let (true, Some(answer)) = (upgrading, key) else {
         return (StatusCode::BAD_REQUEST, "a WebSocket upgrade is expected").into_response();
     };
-    let query: std::collections::HashMap<String, String> =
-        form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
-            .into_owned()
-            .collect();
-    let (Some(namespace), Some(name)) = (query.get("namespace"), query.get("name")) else {
-        return (StatusCode::BAD_REQUEST, "namespace and name are required").into_response();
+    let (namespace, name) = match named(&query(raw)) {
+        Ok(named) => named,
+        Err(reason) => return (StatusCode::BAD_REQUEST, reason).into_response(),
     };
     let Some(on_upgrade) = request
         .extensions_mut()
@@ -105,7 +98,6 @@ pub async fn upgrade(
     else {
         return (StatusCode::BAD_REQUEST, "the connection cannot be upgraded").into_response();
     };
-    let (namespace, name) = (namespace.clone(), name.clone());
     tokio::spawn(async move {
         if let Ok(upgraded) = on_upgrade.await {
             let socket =

@@ -41,6 +41,30 @@ impl Console {
     }
 }
 
+impl Console {
+    /// Whether `origin` is the console's own page's.
+    pub fn is_own_origin(&self, origin: &str) -> bool {
+        self.hosts.iter().any(|h| origin == format!("http://{h}"))
+    }
+}
+
+/// A request's query pairs.
+pub(crate) fn query(raw: Option<String>) -> HashMap<String, String> {
+    form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect()
+}
+
+/// The object a query names by `namespace` and `name`, both required.
+pub(crate) fn named(query: &HashMap<String, String>) -> Result<(String, String), String> {
+    match (query.get("namespace"), query.get("name")) {
+        (Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => {
+            Ok((ns.clone(), name.clone()))
+        }
+        _ => Err("namespace and name are required".to_string()),
+    }
+}
+
 /// 32 random bytes, hex.
 fn token() -> String {
     use ring::rand::{SecureRandom, SystemRandom};

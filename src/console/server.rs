@@ -22,7 +22,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::actions::{self, Action};
-use super::context::{Console, equal_in_constant_time};
+use super::context::{Console, equal_in_constant_time, named, query};
 use super::view::{self, Page, Snapshot};
 
 const INDEX: &str = include_str!("assets/index.html");
@@ -49,30 +49,28 @@ const SETTLE: Duration = Duration::from_millis(100);
 /// answered, not done again.
 const REMEMBERED: usize = 1024;
 
+/// The files the pages load, each with its type.
+const ASSETS: [(&str, &str, &str); 5] = [
+    ("/console.js", SCRIPT, "text/javascript; charset=utf-8"),
+    ("/console.css", STYLE, "text/css; charset=utf-8"),
+    (
+        "/attach.js",
+        ATTACH_SCRIPT,
+        "text/javascript; charset=utf-8",
+    ),
+    ("/vendor/xterm.js", XTERM, "text/javascript; charset=utf-8"),
+    ("/vendor/xterm.css", XTERM_STYLE, "text/css; charset=utf-8"),
+];
+
 pub fn router(console: Arc<Console>) -> Router {
-    Router::new()
+    let assets = ASSETS
+        .into_iter()
+        .fold(Router::new(), |router, (path, text, kind)| {
+            router.route(path, get(move || asset(text, kind)))
+        });
+    assets
         .route("/", get(index))
-        .route(
-            "/console.js",
-            get(|| asset(SCRIPT, "text/javascript; charset=utf-8")),
-        )
-        .route(
-            "/console.css",
-            get(|| asset(STYLE, "text/css; charset=utf-8")),
-        )
         .route("/attach", get(attach_page))
-        .route(
-            "/attach.js",
-            get(|| asset(ATTACH_SCRIPT, "text/javascript; charset=utf-8")),
-        )
-        .route(
-            "/vendor/xterm.js",
-            get(|| asset(XTERM, "text/javascript; charset=utf-8")),
-        )
-        .route(
-            "/vendor/xterm.css",
-            get(|| asset(XTERM_STYLE, "text/css; charset=utf-8")),
-        )
         .route("/api/attach", get(super::attach::upgrade))
         .route("/api/live", get(live))
         .route("/api/session", get(session))
@@ -146,28 +144,15 @@ fn asset_owned(text: String, kind: &'static str) -> Response {
     ([(header::CONTENT_TYPE, kind)], text).into_response()
 }
 
-/// The query's pairs.
-fn query(raw: Option<String>) -> HashMap<String, String> {
-    form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
-        .into_owned()
-        .collect()
-}
-
 /// The page a query names: `view=runs`, or `view=swarm|agent|goal` with `namespace`
 /// and `name`.
 pub fn page_of(query: &HashMap<String, String>) -> Result<Page, String> {
-    let named = |make: fn(String, String) -> Page| match (query.get("namespace"), query.get("name"))
-    {
-        (Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => {
-            Ok(make(ns.clone(), name.clone()))
-        }
-        _ => Err("namespace and name are required".to_string()),
-    };
+    let object = |make: fn(String, String) -> Page| named(query).map(|(ns, name)| make(ns, name));
     match query.get("view").map(String::as_str) {
         Some("runs") | None => Ok(Page::Runs),
-        Some("swarm") => named(|namespace, name| Page::Swarm { namespace, name }),
-        Some("agent") => named(|namespace, name| Page::Agent { namespace, name }),
-        Some("goal") => named(|namespace, name| Page::Goal { namespace, name }),
+        Some("swarm") => object(|namespace, name| Page::Swarm { namespace, name }),
+        Some("agent") => object(|namespace, name| Page::Agent { namespace, name }),
+        Some("goal") => object(|namespace, name| Page::Goal { namespace, name }),
         Some(other) => Err(format!("no view {other:?}")),
     }
 }
@@ -180,27 +165,25 @@ async fn live(State(console): State<Arc<Console>>, RawQuery(raw): RawQuery) -> R
         Err(reason) => return (StatusCode::BAD_REQUEST, reason).into_response(),
     };
     let changes = console.live.changes.clone();
-    let state = (console, page, changes, None::<String>, true);
-    let stream = futures::stream::unfold(
-        state,
-        |(console, page, mut changes, last, first)| async move {
-            loop {
-                if !first || last.is_some() {
-                    changes.changed().await.ok()?;
-                    tokio::time::sleep(SETTLE).await;
-                }
-                changes.borrow_and_update();
-                let text = render(&console, &page).to_string();
-                if last.as_deref() != Some(text.as_str()) {
-                    let event = SseEvent::default().event("view").data(text.clone());
-                    return Some((
-                        Ok::<_, Infallible>(event),
-                        (console, page, changes, Some(text), false),
-                    ));
-                }
+    // Nothing sent yet (`last` None): the view goes at once; then after each change.
+    let state = (console, page, changes, None::<String>);
+    let stream = futures::stream::unfold(state, |(console, page, mut changes, last)| async move {
+        loop {
+            if last.is_some() {
+                changes.changed().await.ok()?;
+                tokio::time::sleep(SETTLE).await;
             }
-        },
-    );
+            changes.borrow_and_update();
+            let text = render(&console, &page).to_string();
+            if last.as_deref() != Some(text.as_str()) {
+                let event = SseEvent::default().event("view").data(text.clone());
+                return Some((
+                    Ok::<_, Infallible>(event),
+                    (console, page, changes, Some(text)),
+                ));
+            }
+        }
+    });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
@@ -237,27 +220,27 @@ fn valid<K: Clone>(objects: Vec<Arc<kube::core::DeserializeGuard<K>>>) -> Vec<K>
 /// An agent's session as `overseer logs -f` shows it: its pod's last lines, then each
 /// new one, as events (`line`), and why it ended (`end`).
 async fn session(RawQuery(raw): RawQuery) -> Response {
-    let query = query(raw);
-    let (Some(namespace), Some(name)) = (query.get("namespace"), query.get("name")) else {
-        return (StatusCode::BAD_REQUEST, "namespace and name are required").into_response();
+    let (namespace, name) = match named(&query(raw)) {
+        Ok(named) => named,
+        Err(reason) => return (StatusCode::BAD_REQUEST, reason).into_response(),
     };
     // The last 500 lines, then each new one; the stream ends when the pod does.
-    let events = match crate::commands::session::lines(Some(namespace), name, true, Some(500)).await
-    {
-        Ok(lines) => lines
-            .map(|line| match line {
-                Ok(line) => SseEvent::default().event("line").data(line),
-                Err(error) => SseEvent::default().event("end").data(error.to_string()),
+    let events =
+        match crate::commands::session::lines(Some(&namespace), &name, true, Some(500)).await {
+            Ok(lines) => lines
+                .map(|line| match line {
+                    Ok(line) => SseEvent::default().event("line").data(line),
+                    Err(error) => SseEvent::default().event("end").data(error.to_string()),
+                })
+                .chain(futures::stream::once(async {
+                    SseEvent::default().event("end").data("the session ended")
+                }))
+                .boxed(),
+            Err(error) => futures::stream::once(async move {
+                SseEvent::default().event("end").data(error.to_string())
             })
-            .chain(futures::stream::once(async {
-                SseEvent::default().event("end").data("the session ended")
-            }))
             .boxed(),
-        Err(error) => futures::stream::once(async move {
-            SseEvent::default().event("end").data(error.to_string())
-        })
-        .boxed(),
-    };
+        };
     let events = events.map(Ok::<_, Infallible>);
     Sse::new(events)
         .keep_alive(KeepAlive::default())
@@ -324,14 +307,10 @@ pub fn same_page(console: &Console, headers: &HeaderMap) -> Result<(), String> {
     if !text("content-type").is_some_and(|t| t.starts_with("application/json")) {
         return Err("an action's body is JSON".into());
     }
-    if let Some(origin) = text("origin") {
-        let ours = console
-            .hosts
-            .iter()
-            .any(|h| origin == format!("http://{h}"));
-        if !ours {
-            return Err(format!("an action from {origin} is not the console's"));
-        }
+    if let Some(origin) = text("origin")
+        && !console.is_own_origin(origin)
+    {
+        return Err(format!("an action from {origin} is not the console's"));
     }
     Ok(())
 }

@@ -138,23 +138,29 @@ fn with_tokens(swarms: &mut Value, agents: &[Agent]) {
     }
 }
 
+/// Those of `objects` that belong to the swarm `name` in `namespace`, by `swarm_of`.
+fn in_swarm<K: ResourceExt + Clone>(
+    objects: &[K],
+    namespace: &str,
+    name: &str,
+    swarm_of: impl Fn(&K) -> Option<&str>,
+) -> Vec<K> {
+    objects
+        .iter()
+        .filter(|o| o.namespace().as_deref() == Some(namespace) && swarm_of(o) == Some(name))
+        .cloned()
+        .collect()
+}
+
 fn swarm_page(swarm: &Swarm, snapshot: &Snapshot) -> Value {
     let namespace = swarm.namespace().unwrap_or_default();
     let name = swarm.name_any();
-    let members: Vec<Agent> = snapshot
-        .agents
-        .iter()
-        .filter(|a| a.namespace().as_deref() == Some(&namespace))
-        .filter(|a| a.spec.swarm.as_deref() == Some(&name))
-        .cloned()
-        .collect();
-    let goals: Vec<Goal> = snapshot
-        .goals
-        .iter()
-        .filter(|g| g.namespace().as_deref() == Some(&namespace))
-        .filter(|g| g.spec.swarm.as_deref() == Some(&name))
-        .cloned()
-        .collect();
+    let members = in_swarm(snapshot.agents, &namespace, &name, |a| {
+        a.spec.swarm.as_deref()
+    });
+    let goals = in_swarm(snapshot.goals, &namespace, &name, |g| {
+        g.spec.swarm.as_deref()
+    });
     let escalations: Vec<Value> = members
         .iter()
         .flat_map(|m| {

@@ -11,20 +11,10 @@ use overseer::agent::Agent;
 use overseer::goal::Goal;
 use serde_json::json;
 
-use crate::support::browser::{Browser, Console};
+use crate::support::browser::{Browser, Console, screenshot_path};
 use crate::support::cluster::{
     TestNamespace, create_agent, create_simple_goal, kubectl, setup, wait_in,
 };
-
-/// Where the pages' screenshots go: docs/images when OVERSEER_SCREENSHOTS names it (to
-/// refresh the docs' pictures), else target/console-screenshots.
-fn screenshot_path(page: &str) -> std::path::PathBuf {
-    let dir = std::env::var("OVERSEER_SCREENSHOTS")
-        .unwrap_or_else(|_| "target/console-screenshots".into());
-    crate::support::cluster::repo_root()
-        .join(dir)
-        .join(format!("console-{page}.png"))
-}
 
 /// What on the page a screen reader could not name: a field without a label, a table
 /// without a caption, a button or link without text.

@@ -76,6 +76,41 @@ impl Drop for Terminal {
     }
 }
 
+/// Waits until `line`, typed by a person, shows in the fake agent CLI's log in `pod`.
+async fn reaches_the_cli(ns: &TestNamespace, pod: &str, line: &str) {
+    wait_in(
+        ns,
+        &format!("{line:?} reached the agent CLI"),
+        Duration::from_secs(30),
+        || async {
+            read_in_pod(ns, pod, "/tmp/fake/fake.log")
+                .contains(line)
+                .then_some(())
+        },
+    )
+    .await;
+}
+
+/// The agent's tmux session in `pod` still runs (`when`: after what).
+fn assert_session_runs(ns: &TestNamespace, pod: &str, when: &str) {
+    let alive = exec(
+        ns,
+        pod,
+        &[
+            "tmux",
+            "-S",
+            "/overseer/run/tmux.sock",
+            "has-session",
+            "-t",
+            "agent",
+        ],
+    );
+    assert!(
+        alive.status.success(),
+        "the agent's session {when}: {alive:?}"
+    );
+}
+
 /// Attaches to the TUI agent `agent` (pod `pod`, at its prompt), types a line as a
 /// person would, and detaches.
 pub async fn attach_type_and_detach(ns: &TestNamespace, agent: &str, pod: &str) {
@@ -99,39 +134,14 @@ pub async fn attach_type_and_detach(ns: &TestNamespace, agent: &str, pod: &str) 
         "the agent's tmux session:\n{screen}"
     );
     terminal.keys(&["take over from here", "Enter"]);
-    wait_in(
-        ns,
-        "the typed line reached the agent CLI",
-        Duration::from_secs(30),
-        || async {
-            read_in_pod(ns, pod, "/tmp/fake/fake.log")
-                .contains("take over from here")
-                .then_some(())
-        },
-    )
-    .await;
+    reaches_the_cli(ns, pod, "take over from here").await;
     terminal.keys(&["C-b", "d"]);
     let screen = terminal
         .shows(ns, "attach ended by the detach", "attach exited")
         .await;
     assert!(screen.contains("attach exited 0"), "{screen}");
     // Detaching left the agent's session running.
-    let alive = exec(
-        ns,
-        pod,
-        &[
-            "tmux",
-            "-S",
-            "/overseer/run/tmux.sock",
-            "has-session",
-            "-t",
-            "agent",
-        ],
-    );
-    assert!(
-        alive.status.success(),
-        "the agent's session after the detach: {alive:?}"
-    );
+    assert_session_runs(ns, pod, "after the detach");
     println!(
         "e2e[{}]: attach showed {agent}'s screen, typed a line into it, detached",
         ns.name
@@ -142,7 +152,7 @@ pub async fn attach_type_and_detach(ns: &TestNamespace, agent: &str, pod: &str) 
 /// the agent's screen in the page's terminal, a line typed there reaches the agent CLI,
 /// and closing the page leaves the agent's session running.
 pub async fn attach_in_the_browser(ns: &TestNamespace, agent: &str, pod: &str) {
-    use crate::support::browser::{Browser, Console};
+    use crate::support::browser::{Browser, Console, screenshot_path};
     let console = Console::start(ns, None).await;
     let browser = Browser::start().await;
     browser
@@ -160,45 +170,11 @@ pub async fn attach_in_the_browser(ns: &TestNamespace, agent: &str, pod: &str) {
     browser
         .send_keys(".xterm-helper-textarea", "typed in the browser\u{E007}")
         .await;
-    wait_in(
-        ns,
-        "the line typed in the browser reached the agent CLI",
-        Duration::from_secs(30),
-        || async {
-            read_in_pod(ns, pod, "/tmp/fake/fake.log")
-                .contains("typed in the browser")
-                .then_some(())
-        },
-    )
-    .await;
-    browser
-        .screenshot(
-            &repo_root()
-                .join(
-                    std::env::var("OVERSEER_SCREENSHOTS")
-                        .unwrap_or_else(|_| "target/console-screenshots".into()),
-                )
-                .join("console-attach.png"),
-        )
-        .await;
+    reaches_the_cli(ns, pod, "typed in the browser").await;
+    browser.screenshot(&screenshot_path("attach")).await;
     browser.goto("about:blank").await;
     drop(browser);
-    let alive = exec(
-        ns,
-        pod,
-        &[
-            "tmux",
-            "-S",
-            "/overseer/run/tmux.sock",
-            "has-session",
-            "-t",
-            "agent",
-        ],
-    );
-    assert!(
-        alive.status.success(),
-        "the agent's session after the page closed: {alive:?}"
-    );
+    assert_session_runs(ns, pod, "after the page closed");
     println!(
         "e2e[{}]: the console's attach page showed {agent}'s screen and took a typed line",
         ns.name

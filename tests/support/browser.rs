@@ -181,12 +181,7 @@ impl Browser {
             Some(json!({})),
         )
         .await;
-        self.session_call(
-            "POST",
-            &format!("/element/{element}/value"),
-            Some(json!({"text": text})),
-        )
-        .await;
+        self.send_keys(css, text).await;
     }
 
     /// Sends `keys` to the element `css` selects, as typed (WebDriver's key codes: Enter
@@ -230,6 +225,16 @@ impl Drop for Browser {
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
+}
+
+/// Where the pages' screenshots go: docs/images when OVERSEER_SCREENSHOTS names it (to
+/// refresh the docs' pictures), else target/console-screenshots.
+pub fn screenshot_path(page: &str) -> std::path::PathBuf {
+    let dir = std::env::var("OVERSEER_SCREENSHOTS")
+        .unwrap_or_else(|_| "target/console-screenshots".into());
+    super::cluster::repo_root()
+        .join(dir)
+        .join(format!("console-{page}.png"))
 }
 
 /// The path of `tool`, or a failure that says how to get it.
