@@ -22,9 +22,19 @@ use graph::Run;
 
 mod attempts;
 pub mod graph;
+mod names;
+mod outcome;
+mod readiness;
 mod record;
 mod step;
 mod upkeep;
+
+use names::run_fingerprint;
+pub use names::{fingerprint, pod_name};
+pub use outcome::backoff;
+use outcome::truncate_result;
+use readiness::current_steps;
+pub use readiness::readiness;
 
 /// Annotation whose new value resumes a paused goal.
 pub const RESUME_ANNOTATION: &str = "overseer.dev/resume";
@@ -225,58 +235,6 @@ pub fn plan(input: &Input) -> Plan {
     }
 }
 
-/// The steps running (at most three by name, then how many more), else the first
-/// not done: what `kubectl get` shows as Current.
-fn current_steps(status: &GoalStatus) -> Option<String> {
-    const NAMED: usize = 3;
-    let running: Vec<&str> = status
-        .steps
-        .iter()
-        .filter(|s| s.phase == StepPhase::Running)
-        .map(|s| s.name.as_str())
-        .collect();
-    if running.is_empty() {
-        return status
-            .steps
-            .iter()
-            .find(|s| s.phase != StepPhase::Succeeded)
-            .map(|s| s.name.clone());
-    }
-    let mut current = running[..running.len().min(NAMED)].join(",");
-    if running.len() > NAMED {
-        current.push_str(&format!(",+{}", running.len() - NAMED));
-    }
-    Some(current)
-}
-
-/// The goal's `Ready` condition, for `kubectl wait` and GitOps tools: True once it
-/// succeeded; else why not, from what says most: a spec conflict, a block (a deadlock,
-/// a stalled predecessor), else the phase, with the progress as the message.
-pub fn readiness(status: &GoalStatus) -> (bool, String, String) {
-    let progress = format!("{} steps done", status.progress.as_deref().unwrap_or("0/0"));
-    let holding = |type_: &str, wanted: &str| {
-        status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == type_ && c.status == wanted)
-    };
-    if let Some(conflict) = holding(conditions::PROGRESSING, "False")
-        .filter(|c| c.reason == reasons::SPEC_CONFLICT)
-        .or_else(|| holding(conditions::BLOCKED, "True"))
-    {
-        return (false, conflict.reason.clone(), conflict.message.clone());
-    }
-    let phase = match status.phase.unwrap_or(GoalPhase::Pending) {
-        GoalPhase::Succeeded => return (true, reasons::SUCCEEDED.into(), progress),
-        GoalPhase::Pending => reasons::PENDING,
-        GoalPhase::Waiting => reasons::WAITING,
-        GoalPhase::Running => reasons::RUNNING,
-        GoalPhase::Paused => reasons::PAUSED,
-        GoalPhase::Failed => reasons::FAILED,
-    };
-    (false, phase.into(), progress)
-}
-
 impl Planner<'_> {
     fn run(&mut self) {
         if let Some(conflict) = self.spec_conflict() {
@@ -408,106 +366,4 @@ impl Planner<'_> {
     fn ready(&self, u: usize) -> bool {
         self.runs[u].after.iter().all(|&p| self.done(p))
     }
-}
-
-impl StepStatus {
-    /// A step not started yet whose first attempt comes after `attempts` pods made at
-    /// its position for other steps.
-    fn pending_after(name: &str, attempts: i32) -> StepStatus {
-        StepStatus {
-            attempts,
-            attempt_base: attempts,
-            ..StepStatus::pending(name)
-        }
-    }
-
-    fn pending(name: &str) -> StepStatus {
-        StepStatus {
-            name: name.into(),
-            item: None,
-            role: None,
-            phase: StepPhase::Pending,
-            attempts: 0,
-            pod_name: None,
-            started_at: None,
-            finished_at: None,
-            result: None,
-            message: None,
-            next_retry_time: None,
-            attempt_base: 0,
-            fingerprint: None,
-        }
-    }
-}
-
-/// Wait before the attempt after `failed_attempts` failures: initial × factor^(n-1), at most max.
-pub fn backoff(backoff: &Backoff, failed_attempts: i32) -> Duration {
-    let initial = backoff.initial.get();
-    let max = backoff.max.get();
-    let exponent = failed_attempts.saturating_sub(1).clamp(0, 30) as u32;
-    let factor = (backoff.factor.max(1) as u32).saturating_pow(exponent);
-    initial.saturating_mul(factor).min(max)
-}
-
-/// Deterministic pod name of a step attempt: a retried reconcile never makes a twin.
-pub fn pod_name(goal: &str, step: usize, attempt: i32) -> String {
-    let suffix = format!("-s{step}-a{attempt}");
-    // Cut names end in a hash of the whole: two long goals sharing a beginning must
-    // not share their step pods.
-    format!("{}{suffix}", crate::api::fit_name(goal, 253 - suffix.len()))
-}
-
-/// Stable hash of a step's spec (FNV-1a over its JSON).
-pub fn fingerprint(step: &Step) -> String {
-    let json = serde_json::to_string(step).unwrap_or_default();
-    format!("{:016x}", crate::api::fnv1a(json.as_bytes()))
-}
-
-/// Stable hash of a run: its step's, and for an item, the step without its list (items
-/// may be appended, as steps may) and the item.
-fn run_fingerprint(run: &Run) -> String {
-    let Some(item) = run.item else {
-        return fingerprint(run.step);
-    };
-    let step = Step {
-        for_each: None,
-        ..run.step.clone()
-    };
-    let json = serde_json::to_string(&step).unwrap_or_default();
-    format!(
-        "{:016x}",
-        crate::api::fnv1a(format!("{json}\n{item}").as_bytes())
-    )
-}
-
-/// A step's result cut to `MAX_RESULT_BYTES` at a character boundary.
-fn truncate_result(message: &str) -> String {
-    if message.len() <= MAX_RESULT_BYTES {
-        return message.to_string();
-    }
-    let mut end = MAX_RESULT_BYTES;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    message[..end].to_string()
-}
-
-/// Why a step pod failed, in words: its exit code and the kubelet's reason, and why
-/// its work did not land, when that was why.
-fn failure_message(pod: &StepPod) -> String {
-    let mut message = format!(
-        "exit code {}",
-        pod.exit_code.map_or("unknown".into(), |c| c.to_string())
-    );
-    if let Some(reason) = &pod.reason {
-        message.push_str(&format!(" ({reason})"));
-    }
-    let landing = pod
-        .message
-        .as_deref()
-        .filter(|m| m.starts_with(super::land::FAILED_PREFIX));
-    if let Some(landing) = landing {
-        message.push_str(&format!(": {}", truncate_result(landing)));
-    }
-    message
 }

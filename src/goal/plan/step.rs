@@ -256,3 +256,53 @@ impl Planner<'_> {
             .get()
     }
 }
+
+impl StepStatus {
+    /// A step not started yet whose first attempt comes after `attempts` pods made at
+    /// its position for other steps.
+    pub(super) fn pending_after(name: &str, attempts: i32) -> StepStatus {
+        StepStatus {
+            attempts,
+            attempt_base: attempts,
+            ..StepStatus::pending(name)
+        }
+    }
+
+    pub(super) fn pending(name: &str) -> StepStatus {
+        StepStatus {
+            name: name.into(),
+            item: None,
+            role: None,
+            phase: StepPhase::Pending,
+            attempts: 0,
+            pod_name: None,
+            started_at: None,
+            finished_at: None,
+            result: None,
+            message: None,
+            next_retry_time: None,
+            attempt_base: 0,
+            fingerprint: None,
+        }
+    }
+}
+
+/// Why a step pod failed, in words: its exit code and the kubelet's reason, and why
+/// its work did not land, when that was why.
+fn failure_message(pod: &StepPod) -> String {
+    let mut message = format!(
+        "exit code {}",
+        pod.exit_code.map_or("unknown".into(), |c| c.to_string())
+    );
+    if let Some(reason) = &pod.reason {
+        message.push_str(&format!(" ({reason})"));
+    }
+    let landing = pod
+        .message
+        .as_deref()
+        .filter(|m| m.starts_with(crate::goal::land::FAILED_PREFIX));
+    if let Some(landing) = landing {
+        message.push_str(&format!(": {}", truncate_result(landing)));
+    }
+    message
+}
