@@ -123,14 +123,14 @@ pub fn effective_spec(spec: &AgentSpec, swarm: Option<&Swarm>, member: bool) -> 
     let template = PodTemplate::layered([
         defaults.pod_template.as_ref(),
         role.pod_template.as_ref(),
-        spec.pod_template.as_ref(),
+        spec.pod_template.as_deref(),
     ]);
-    effective.pod_template = (!template.is_empty()).then_some(template);
+    effective.pod_template = (!template.is_empty()).then(|| Box::new(template));
     if effective.notify.is_none() {
         effective.notify = swarm.spec.notify.clone();
     }
     if effective.workspace.is_none() {
-        effective.workspace = swarm.spec.workspace.clone();
+        effective.workspace = swarm.spec.workspace.clone().map(Box::new);
     }
     if effective.guards.is_none() {
         effective.guards = role.guards.or_else(|| defaults.guards.clone());

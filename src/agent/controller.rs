@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::rbac::v1::Role;
 use kube::api::DeleteParams;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -22,6 +21,7 @@ use tracing::{info, instrument};
 
 use super::candidate::OverseerState;
 use super::decide;
+use super::pod::RoleSummary;
 use super::{oversight, pod};
 use crate::api::{MANAGED_BY, label_value};
 use crate::controller::naming_swarm;
@@ -29,7 +29,7 @@ use crate::controller::{Context, Shutdown, deferred, listed, related_trigger, ru
 use crate::delivery::inbox::{self, SendStep};
 use crate::delivery::{escalation, mail};
 use crate::kinds::agent::{Agent, AgentPhase, AgentStatus, Delivery};
-use crate::kinds::agent_pod::{self, AgentPod, PodPhase};
+use crate::kinds::agent_pod::{self, AgentPod, PodPhase, PodSummary};
 use crate::kinds::swarm::MailPolicy;
 use crate::kinds::swarm::Swarm;
 use crate::kubernetes::caches::Subscription;
@@ -135,19 +135,19 @@ pub async fn run(
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
 
-/// The agents' pods: their cache (slim: only what a decision reads), noted in `pods_of`
-/// by agent, and their changes.
+/// The agents' pods: their cache (`PodSummary`: only what a decision reads), noted in
+/// `pods_of` by agent, and their changes.
 fn watch_pods(
     ctx: &Context,
     selector: &str,
     pods_of: Index,
 ) -> (
-    Store<Pod>,
-    impl futures::Stream<Item = std::result::Result<Pod, watcher::Error>> + use<>,
+    Store<PodSummary>,
+    impl futures::Stream<Item = std::result::Result<PodSummary, watcher::Error>> + use<>,
 ) {
     let (pods, pod_writer) = reflector::store();
     let events = watcher(
-        ctx.api::<Pod>(),
+        ctx.api::<PodSummary>(),
         watcher::Config::default().labels(selector),
     )
     .default_backoff()
@@ -157,8 +157,9 @@ fn watch_pods(
         {
             pods_of.note(namespace, agent, &pod.name_any());
         }
-        // Only what a decision reads is kept (pod::slim), for the memory.
-        pod::slim(pod);
+        // Nothing reads them, and the templates' annotations may be large.
+        pod.metadata.managed_fields = None;
+        pod.metadata.annotations = None;
     })
     .reflect(pod_writer)
     .touched_objects();
@@ -167,14 +168,17 @@ fn watch_pods(
 
 /// A cache of the agents' Roles, kept by a task of its own: a Role changing needs no
 /// reconcile, only `sync_role` reads it.
-fn watch_roles(ctx: &Context, selector: &str) -> Store<Role> {
+fn watch_roles(ctx: &Context, selector: &str) -> Store<RoleSummary> {
     let (roles, writer) = reflector::store();
     let events = watcher(
-        ctx.api::<Role>(),
+        ctx.api::<RoleSummary>(),
         watcher::Config::default().labels(selector),
     )
     .default_backoff()
-    .modify(pod::slim_role)
+    .modify(|role| {
+        role.metadata.managed_fields = None;
+        role.metadata.annotations = None;
+    })
     .reflect(writer);
     tokio::spawn(events.for_each(|event| {
         if let Err(error) = event {
@@ -744,7 +748,7 @@ async fn observe_pods(ac: &AgentContext, pods: &Api<Pod>, agent: &Agent) -> Resu
         if let Some(fresh) = pods.get_opt(&name).await?
             && !ac.deleting.hides(&fresh)
         {
-            observed.extend(agent_pod::own_pod(agent, &fresh));
+            observed.extend(agent_pod::own_pod(agent, &(&fresh).into()));
         }
     }
     Ok(observed)

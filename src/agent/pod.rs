@@ -4,9 +4,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, ContainerState, ContainerStateWaiting, ContainerStatus,
-    EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodSpec, PodStatus, ServiceAccount, Volume,
-    VolumeMount,
+    ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodSpec,
+    ServiceAccount, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::api::ObjectMeta;
@@ -15,62 +14,40 @@ use kube::{Resource, ResourceExt};
 use super::preamble;
 use crate::api::{MANAGED_BY, RuntimeMode, fit_name, label_value, pod_env};
 use crate::kinds::agent::{Agent, AgentSpec};
-use crate::kinds::agent_pod::{CONTAINER, image_wait_reason, pod_name};
+use crate::kinds::agent_pod::{CONTAINER, pod_name};
 use crate::labels;
 use crate::pods::env;
 use crate::{pods, runtimes, workspace};
 
-/// What the operator's cache keeps of an agent pod: what `own_pod` reads (its name,
-/// labels, owner references, deletion, phase, conditions and a container's wait on its
-/// image), nothing else. At 10,000 agents the pods' specs, container statuses and
-/// managed fields were most of the operator's memory.
-pub fn slim(pod: &mut Pod) {
-    pod.spec = None;
-    pod.metadata.managed_fields = None;
-    pod.metadata.annotations = None;
-    let image_wait = image_wait_reason(pod);
-    if let Some(status) = pod.status.take() {
-        pod.status = Some(PodStatus {
-            phase: status.phase,
-            conditions: status.conditions,
-            container_statuses: image_wait.map(|reason| vec![waiting_on(reason)]),
-            ..Default::default()
-        });
-    }
+/// What the operator keeps of an agent's Role: its metadata without annotations or
+/// managed fields, and a digest of its rules (`rules_digest`), all `sync_role`
+/// compares. 10,000 agents have 10,000 Roles, and their rules were a good part of the
+/// operator's memory.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+pub struct RoleSummary {
+    pub metadata: ObjectMeta,
+    #[serde(
+        default = "no_rules_digest",
+        rename = "rules",
+        deserialize_with = "digest_of_rules"
+    )]
+    pub rules_digest: u64,
 }
 
-/// A container status that keeps only the kubelet's reason for waiting.
-fn waiting_on(reason: String) -> ContainerStatus {
-    ContainerStatus {
-        state: Some(ContainerState {
-            waiting: Some(ContainerStateWaiting {
-                reason: Some(reason),
-                message: None,
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+crate::kubernetes::summary::summary_of!(RoleSummary, Role);
+
+/// A digest of a Role's rules: equal for equal rules (their JSON, as serialized here).
+pub fn rules_digest(rules: &[PolicyRule]) -> u64 {
+    crate::api::fnv1a(serde_json::to_string(rules).unwrap_or_default().as_bytes())
 }
 
-/// Trims a cached agent Role to what `sync_role` compares: its rules, and its
-/// controller owner (to know it is the agent's own). The rest is dropped, for the
-/// memory: 10,000 agents have 10,000 Roles.
-pub fn slim_role(role: &mut Role) {
-    let owner = role
-        .metadata
-        .owner_references
-        .take()
-        .into_iter()
-        .flatten()
-        .find(|o| o.controller == Some(true));
-    role.metadata = ObjectMeta {
-        name: role.metadata.name.take(),
-        namespace: role.metadata.namespace.take(),
-        resource_version: role.metadata.resource_version.take(),
-        owner_references: owner.map(|o| vec![o]),
-        ..Default::default()
-    };
+fn no_rules_digest() -> u64 {
+    rules_digest(&[])
+}
+
+fn digest_of_rules<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let rules: Option<Vec<PolicyRule>> = serde::Deserialize::deserialize(d)?;
+    Ok(rules_digest(&rules.unwrap_or_default()))
 }
 
 /// Name of the agent's ServiceAccount, Role and RoleBinding.
@@ -283,7 +260,7 @@ pub fn agent_pod(
     env_vars.push(storage.env);
     env_vars.extend(
         spec.workspace
-            .as_ref()
+            .as_deref()
             .map(workspace::git_env)
             .unwrap_or_default(),
     );
@@ -425,7 +402,7 @@ fn storage(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::agent_pod::own_pod;
+    use crate::kinds::agent_pod::{PodPhase, PodSummary, own_pod};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     /// An Agent whose pod template tries to set the labels the operator owns.
@@ -455,7 +432,7 @@ spec:
         );
         assert_eq!(labels["overseer.dev/attempt"], "3");
         assert_eq!(labels["team"], "billing");
-        assert_eq!(own_pod(&agent, &ours).map(|p| p.attempt), Some(3));
+        assert_eq!(own_pod(&agent, &(&ours).into()).map(|p| p.attempt), Some(3));
         let mut foreign = ours.clone();
         foreign.metadata.owner_references = None;
         let mut other_owner = ours.clone();
@@ -477,12 +454,17 @@ spec:
             ("another agent's label", relabelled),
             ("being deleted", deleting),
         ] {
-            assert!(own_pod(&agent, &pod).is_none(), "{what}");
+            assert!(own_pod(&agent, &(&pod).into()).is_none(), "{what}");
         }
     }
 
+    /// The pod's JSON as the API server sends it, read as the cache keeps it.
+    fn as_cached(pod: &Pod) -> PodSummary {
+        serde_json::from_value(serde_json::to_value(pod).unwrap()).unwrap()
+    }
+
     #[test]
-    fn a_slim_pod_is_judged_as_the_whole_one() {
+    fn the_cached_summary_is_judged_as_the_whole_pod() {
         let agent = builder_with_foreign_labels();
         let mut pod = agent_pod(&agent, &agent.spec, 2, "overseer:1", PodShape::default());
         pod.status = serde_json::from_value(serde_json::json!({
@@ -492,11 +474,9 @@ spec:
                 "ready": true, "restartCount": 0}]
         }))
         .unwrap();
-        let mut slimmed = pod.clone();
-        slim(&mut slimmed);
-        assert!(slimmed.spec.is_none());
-        assert_eq!(own_pod(&agent, &slimmed), own_pod(&agent, &pod));
-        assert!(own_pod(&agent, &slimmed).is_some_and(|p| p.ready && p.attempt == 2));
+        let cached = as_cached(&pod);
+        assert_eq!(cached, PodSummary::from(&pod));
+        assert!(own_pod(&agent, &cached).is_some_and(|p| p.ready && p.attempt == 2));
 
         // A container that waits on its image keeps its reason, and only that.
         pod.metadata.creation_timestamp = Some(Time("2026-12-01T00:00:00Z".parse().unwrap()));
@@ -508,19 +488,46 @@ spec:
                     "message": "Back-off pulling image \"x\""}}}]
         }))
         .unwrap();
-        let mut slimmed = pod.clone();
-        slim(&mut slimmed);
-        assert_eq!(own_pod(&agent, &slimmed), own_pod(&agent, &pod));
-        let wait = own_pod(&agent, &slimmed).and_then(|p| p.image_wait);
+        let cached = as_cached(&pod);
+        assert_eq!(cached, PodSummary::from(&pod));
+        let judged = own_pod(&agent, &cached).unwrap();
+        assert!(!judged.ready && judged.phase == PodPhase::Pending);
         assert_eq!(
-            wait.map(|w| (w.reason, w.since.to_string())),
+            judged.image_wait.map(|w| (w.reason, w.since.to_string())),
             Some(("ImagePullBackOff".into(), "2026-12-01T00:00:00Z".into()))
         );
-        let kept = serde_json::to_value(&slimmed.status).unwrap();
-        assert_eq!(
-            kept["containerStatuses"][0]["state"],
-            serde_json::json!({"waiting": {"reason": "ImagePullBackOff"}})
-        );
+        // A pod the kubelet has not reported on yet is Pending and not ready.
+        pod.status = None;
+        let judged = own_pod(&agent, &as_cached(&pod)).unwrap();
+        assert!(!judged.ready && judged.phase == PodPhase::Pending && judged.image_wait.is_none());
+    }
+
+    #[test]
+    fn a_cached_role_keeps_its_owner_and_a_digest_that_tells_its_rules_apart() {
+        let agent = builder_with_foreign_labels();
+        let wanted = role_rules(&agent, &[], &[]);
+        let role = serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "overseer-agent-builder", "namespace": "team",
+                "annotations": {"a": "b"},
+                "ownerReferences": [{"apiVersion": "overseer.dev/v1alpha1", "kind": "Agent",
+                    "name": "builder", "uid": agent.uid().unwrap(), "controller": true}]},
+            "rules": wanted,
+        });
+        let cached: RoleSummary = serde_json::from_value(role.clone()).unwrap();
+        assert!(crate::api::controlled_by(&cached, &agent.uid().unwrap()));
+        assert_eq!(cached.rules_digest, rules_digest(&wanted));
+
+        let mut changed = role.clone();
+        changed["rules"][0]["verbs"] = serde_json::json!(["get"]);
+        let cached: RoleSummary = serde_json::from_value(changed).unwrap();
+        assert_ne!(cached.rules_digest, rules_digest(&wanted));
+
+        let mut none = role;
+        none.as_object_mut().unwrap().remove("rules");
+        let cached: RoleSummary = serde_json::from_value(none).unwrap();
+        assert_eq!(cached.rules_digest, rules_digest(&[]));
+        assert_ne!(cached.rules_digest, rules_digest(&wanted));
     }
 
     #[test]

@@ -120,7 +120,7 @@ pub(crate) async fn current_pod(
         .await
         .map_err(|e| refused("read the pod of", agent, e))?
         .ok_or_else(|| Error::NotReady(format!("agent {agent} has no pod {pod}")))?;
-    if crate::kinds::agent_pod::own_pod(&found, &current).is_none() {
+    if crate::kinds::agent_pod::own_pod(&found, &(&current).into()).is_none() {
         return Err(Error::Refused(format!(
             "pod {pod} is not the operator's pod of agent {agent}: refused"
         )));

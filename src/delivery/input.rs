@@ -19,7 +19,7 @@ pub async fn target(pods: &Api<Pod>, agent: &Agent) -> Result<Option<String>> {
     let Some(found) = pods.get_opt(&pod_name(&agent.name_any(), attempt)).await? else {
         return Ok(None);
     };
-    Ok(own_pod(agent, &found)
+    Ok(own_pod(agent, &(&found).into())
         .filter(|p| p.attempt == attempt && p.phase == PodPhase::Running && p.ready)
         .map(|p| p.name))
 }

@@ -104,7 +104,7 @@ pub fn of_agent(
     policy(
         &spec.guards.clone().unwrap_or_default(),
         workspace,
-        &targets(merge, spec.workspace.as_ref()),
+        &targets(merge, spec.workspace.as_deref()),
     )
 }
 

@@ -91,7 +91,7 @@ pub struct AgentSpec {
     pub prompt: Option<String>,
     /// Settings merged into the generated pod (over its swarm's defaults and role).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pod_template: Option<PodTemplate>,
+    pub pod_template: Option<Box<PodTemplate>>,
     /// The loop: keep the agent working until it declares done or blocked.
     #[serde(default, rename = "loop")]
     pub loop_: LoopSpec,
@@ -120,7 +120,7 @@ pub struct AgentSpec {
     /// Where the agent works: a git source cloned into `/workspace`, and what holds it
     /// (its swarm's when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace: Option<crate::workspace::Workspace>,
+    pub workspace: Option<Box<crate::workspace::Workspace>>,
     /// Webhook told when the agent ends Done, Blocked or Released (its swarm's when
     /// unset); a failed send is an Event only.
     #[serde(default, skip_serializing_if = "Option::is_none")]

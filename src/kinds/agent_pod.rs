@@ -4,8 +4,10 @@
 //! the same rule.
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kube::ResourceExt;
+use kube::api::ObjectMeta;
+use serde::Deserialize;
 
 use crate::api::label_value;
 use crate::conditions;
@@ -25,7 +27,7 @@ pub const CONTAINER: &str = "agent";
 /// One of this agent's own pods: the operator made it for this Agent (its controller
 /// owner reference carries the Agent's uid), it is not being deleted, and it is
 /// labelled with its attempt.
-pub fn own_pod(agent: &Agent, pod: &Pod) -> Option<AgentPod> {
+pub fn own_pod(agent: &Agent, pod: &PodSummary) -> Option<AgentPod> {
     if !crate::api::controlled_by(pod, &agent.uid()?)
         || pod.metadata.deletion_timestamp.is_some()
         || pod.labels().get(labels::AGENT) != Some(&label_value(&agent.name_any()))
@@ -33,34 +35,78 @@ pub fn own_pod(agent: &Agent, pod: &Pod) -> Option<AgentPod> {
         return None;
     }
     let attempt = pod.labels().get(labels::ATTEMPT)?.parse().ok()?;
-    let status = pod.status.as_ref();
-    let phase = match status.and_then(|s| s.phase.as_deref()) {
-        Some("Running") => PodPhase::Running,
-        Some("Succeeded" | "Failed") => PodPhase::Ended,
-        _ => PodPhase::Pending,
-    };
-    let ready = status
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c.type_ == conditions::READY && c.status == "True")
+    let state = pod.status.as_ref();
+    let image_wait = state
+        .and_then(|s| s.image_wait.clone())
+        .map(|reason| ImageWait {
+            reason,
+            since: pod
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map_or(jiff::Timestamp::UNIX_EPOCH, |t| t.0),
         });
-    let image_wait = image_wait_reason(pod).map(|reason| ImageWait {
-        reason,
-        since: pod
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map_or(jiff::Timestamp::UNIX_EPOCH, |t| t.0),
-    });
     Some(AgentPod {
         name: pod.name_any(),
         attempt,
-        phase,
-        ready,
+        phase: state.map_or(PodPhase::Pending, |s| s.phase),
+        ready: state.is_some_and(|s| s.ready),
         image_wait,
     })
 }
+
+/// What the operator keeps of an agent's pod: its metadata and what `own_pod` reads of
+/// its status, deserialized from the API server's answer with nothing else held (the
+/// spec, container statuses and the like are dropped as they are read). At 10,000
+/// agents whole pods were most of the operator's memory, and a `Pod` with its spec
+/// taken out still holds the spec's room.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct PodSummary {
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub status: Option<PodState>,
+}
+
+/// What a decision reads of a pod's status.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(from = "PodStatus")]
+pub struct PodState {
+    pub phase: PodPhase,
+    /// Its Ready condition is True.
+    pub ready: bool,
+    /// The kubelet's reason when a container waits on its image.
+    pub image_wait: Option<String>,
+}
+
+impl From<PodStatus> for PodState {
+    fn from(status: PodStatus) -> Self {
+        let phase = match status.phase.as_deref() {
+            Some("Running") => PodPhase::Running,
+            Some("Succeeded" | "Failed") => PodPhase::Ended,
+            _ => PodPhase::Pending,
+        };
+        let ready = status.conditions.as_ref().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == conditions::READY && c.status == "True")
+        });
+        PodState {
+            phase,
+            ready,
+            image_wait: image_wait_reason(&status),
+        }
+    }
+}
+
+impl From<&Pod> for PodSummary {
+    fn from(pod: &Pod) -> Self {
+        PodSummary {
+            metadata: pod.metadata.clone(),
+            status: pod.status.clone().map(PodState::from),
+        }
+    }
+}
+
+crate::kubernetes::summary::summary_of!(PodSummary, Pod);
 
 /// The kubelet's reasons for a container that waits because its image cannot be had.
 const IMAGE_WAIT_REASONS: [&str; 4] = [
@@ -71,9 +117,10 @@ const IMAGE_WAIT_REASONS: [&str; 4] = [
 ];
 
 /// The reason a container of the pod waits on its image, if one does.
-pub fn image_wait_reason(pod: &Pod) -> Option<String> {
-    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
-    statuses
+fn image_wait_reason(status: &PodStatus) -> Option<String> {
+    status
+        .container_statuses
+        .as_ref()?
         .iter()
         .filter_map(|c| c.state.as_ref()?.waiting.as_ref()?.reason.clone())
         .find(|reason| IMAGE_WAIT_REASONS.contains(&reason.as_str()))

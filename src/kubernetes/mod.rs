@@ -3,7 +3,8 @@
 //! (`timeouts`), the shared watches and caches (`caches`, `index`), when a cached
 //! object is fresh enough to decide on (`fresh`), Events published behind the
 //! reconcile (`events`), fair reconcile slots (`fair`), leader election (`leader`) and
-//! the one way an owned pod is created (`pods`).
+//! the one way an owned pod is created (`pods`), and summaries: cached objects that
+//! keep only what is read of them (`summary`).
 //! Nothing here knows a kind's rules: it imports no kind's folder and no controller.
 
 pub mod caches;
@@ -13,5 +14,6 @@ pub mod fresh;
 pub mod index;
 pub mod leader;
 pub mod pods;
+pub mod summary;
 pub mod timeouts;
 pub mod writes;

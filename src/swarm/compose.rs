@@ -111,7 +111,7 @@ pub fn desired_agents(swarm: &Swarm) -> Vec<DesiredAgent> {
     for member in &swarm.spec.agents {
         let mut spec = base_spec(&name, &member.role);
         spec.prompt = member.prompt.clone();
-        spec.pod_template = member.pod_template.clone();
+        spec.pod_template = member.pod_template.clone().map(Box::new);
         spec.overseer = Some(overseer_name.clone());
         let member_loop = member.loop_.as_ref().or(swarm.spec.defaults.loop_.as_ref());
         if let Some(member_loop) = member_loop {

@@ -373,7 +373,7 @@ fn own_branch(swarm: &Swarm, member: &Agent) -> String {
     member
         .spec
         .workspace
-        .as_ref()
+        .as_deref()
         .or(swarm.spec.workspace.as_ref())
         .and_then(|w| w.git.as_ref()?.branch.clone())
         .unwrap_or_else(|| crate::workspace::default_branch(&member.name_any()))

@@ -444,7 +444,7 @@ impl Operator {
         std::fs::create_dir_all(&log_dir).unwrap();
         let log_path = log_dir.join(format!("operator-{port}.log"));
         let log = std::fs::File::create(&log_path).expect("operator log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_overseer"))
+        let child = Command::new(operator_binary())
             .arg("run")
             .args(["--metrics-addr", &metrics_addr])
             .args(args)
@@ -474,6 +474,13 @@ impl Operator {
     pub async fn metrics(&self) -> Option<String> {
         http_get(&self.metrics_addr, "/metrics").await
     }
+}
+
+/// The operator binary the tests and benchmarks start: cargo's build of this crate, or
+/// `OVERSEER_OPERATOR_BIN` (a benchmark of the image's static musl build, which has
+/// another allocator than the host's glibc build).
+fn operator_binary() -> String {
+    std::env::var("OVERSEER_OPERATOR_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_overseer").into())
 }
 
 /// The user name of agent `agent`'s own ServiceAccount.

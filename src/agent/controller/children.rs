@@ -183,7 +183,8 @@ pub(super) async fn sync_role(
     // consistent first list) answers instead of one read per agent.
     let cached = ac.roles.get(&ObjectRef::new(&name).within(&namespace));
     if cached.is_some_and(|r| {
-        crate::api::controlled_by(&*r, &agent_uid(agent)) && r.rules.as_ref() == Some(&wanted)
+        crate::api::controlled_by(&*r, &agent_uid(agent))
+            && r.rules_digest == pod::rules_digest(&wanted)
     }) {
         ac.applied.record(ROLE, &namespace, &name, &wanted);
         return Ok(());

@@ -6,8 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::rbac::v1::Role;
+use crate::kinds::agent_pod::PodSummary;
 use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
@@ -36,9 +35,9 @@ pub(super) struct AgentContext {
     /// The agents seen controlled by each swarm.
     pub(super) members: Index,
     /// Every agent pod of the agents watched.
-    pub(super) pods: Store<Pod>,
-    /// The agents' Roles, trimmed to their rules and owner (`pod::slim_role`).
-    pub(super) roles: Store<Role>,
+    pub(super) pods: Store<PodSummary>,
+    /// The agents' Roles, as `pod::RoleSummary`.
+    pub(super) roles: Store<crate::agent::pod::RoleSummary>,
     /// The pods seen of each agent.
     pub(super) pods_of: Index,
     pub(super) swarms: Store<Guarded<Swarm>>,
