@@ -35,6 +35,7 @@ use crate::kinds::swarm::Swarm;
 use crate::kubernetes::caches::Subscription;
 use crate::kubernetes::fresh::{Applied, Deleting};
 use crate::kubernetes::index::Index;
+use crate::kubernetes::summary;
 use crate::labels;
 use crate::reasons;
 use crate::{Result, conditions, duration};
@@ -157,9 +158,7 @@ fn watch_pods(
         {
             pods_of.note(namespace, agent, &pod.name_any());
         }
-        // Nothing reads them, and the templates' annotations may be large.
-        pod.metadata.managed_fields = None;
-        pod.metadata.annotations = None;
+        summary::drop_unread_metadata(&mut pod.metadata);
     })
     .reflect(pod_writer)
     .touched_objects();
@@ -175,10 +174,7 @@ fn watch_roles(ctx: &Context, selector: &str) -> Store<RoleSummary> {
         watcher::Config::default().labels(selector),
     )
     .default_backoff()
-    .modify(|role| {
-        role.metadata.managed_fields = None;
-        role.metadata.annotations = None;
-    })
+    .modify(|role| summary::drop_unread_metadata(&mut role.metadata))
     .reflect(writer);
     tokio::spawn(events.for_each(|event| {
         if let Err(error) = event {

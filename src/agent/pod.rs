@@ -36,9 +36,9 @@ pub struct RoleSummary {
 
 crate::kubernetes::summary::summary_of!(RoleSummary, Role);
 
-/// A digest of a Role's rules: equal for equal rules (their JSON, as serialized here).
+/// A digest of a Role's rules: equal for equal rules.
 pub fn rules_digest(rules: &[PolicyRule]) -> u64 {
-    crate::api::fnv1a(serde_json::to_string(rules).unwrap_or_default().as_bytes())
+    crate::kubernetes::fresh::digest(&rules).unwrap_or_default()
 }
 
 fn no_rules_digest() -> u64 {

@@ -99,7 +99,9 @@ impl Versions {
 #[derive(Default)]
 pub struct Applied(Mutex<HashMap<(&'static str, String, String), u64>>);
 
-fn digest(content: &impl Serialize) -> Option<u64> {
+/// A digest of `content`'s JSON: equal for equal content within one build of the
+/// operator (what `Applied` records, and what a cache summary keeps instead of content).
+pub fn digest(content: &impl Serialize) -> Option<u64> {
     let text = serde_json::to_string(content).ok()?;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut hasher);

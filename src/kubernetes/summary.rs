@@ -33,3 +33,10 @@ macro_rules! summary_of {
     };
 }
 pub(crate) use summary_of;
+
+/// Drops what no controller reads of a cached summary's metadata: who wrote which
+/// field, and annotations (a pod template's may be large).
+pub fn drop_unread_metadata(meta: &mut kube::api::ObjectMeta) {
+    meta.managed_fields = None;
+    meta.annotations = None;
+}
