@@ -4,9 +4,9 @@
 # - licences (deny.toml's allow list), bans (wildcards; duplicates are listed) and
 #   sources (crates.io only), always;
 # - advisories (RustSec), against a copy of the advisory database. It comes from
-#   $OVERSEER_ADVISORY_DB (a git URL or path), else GitHub, else this machine's mirror of
-#   GitHub (/work/.mirror, where GitHub itself is out of reach). Where none can be had,
-#   the audit says loudly that advisories were not checked.
+#   $OVERSEER_ADVISORY_DB (a git URL or path, for a machine where GitHub is out of
+#   reach), else GitHub. Where none can be had, the audit says loudly that advisories
+#   were not checked.
 set -euo pipefail
 version=0.20.2
 if ! cargo deny --version 2>/dev/null | grep -qx "cargo-deny $version"; then
@@ -21,7 +21,7 @@ dbs="${XDG_CACHE_HOME:-$HOME/.cache}/overseer-testenv/advisory-dbs"
 db="$dbs/advisory-db-3157b0e258782691"
 sources=()
 [[ -n "${OVERSEER_ADVISORY_DB:-}" ]] && sources+=("$OVERSEER_ADVISORY_DB")
-sources+=(https://github.com/rustsec/advisory-db /work/.mirror/rustsec+advisory-db/repo)
+sources+=(https://github.com/rustsec/advisory-db)
 fetched=""
 for source in "${sources[@]}"; do
   if [[ "$source" != http* && ! -d "$source" ]]; then continue; fi
