@@ -20,6 +20,8 @@ pub struct Browser {
     driver: Child,
     base: String,
     session: String,
+    /// Chromium's profile folder, removed when the browser ends.
+    profile: std::path::PathBuf,
     http: Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
 }
 
@@ -40,6 +42,7 @@ impl Browser {
             driver,
             base: format!("http://127.0.0.1:{port}"),
             session: String::new(),
+            profile: std::env::temp_dir().join(format!("overseer-chromium-{port}")),
             http,
         };
         let started = Instant::now();
@@ -50,7 +53,6 @@ impl Browser {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let profile = std::env::temp_dir().join(format!("overseer-chromium-{port}"));
         // The flags keep chromium off the network it would otherwise reach for at start.
         let capabilities = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
@@ -61,7 +63,7 @@ impl Browser {
                          "--no-first-run", "--disable-background-networking",
                          "--disable-component-update", "--disable-sync",
                          "--disable-dev-shm-usage", "--window-size=1280,900",
-                         format!("--user-data-dir={}", profile.display())],
+                         format!("--user-data-dir={}", browser.profile.display())],
             },
         }}});
         let answer = browser
@@ -224,6 +226,7 @@ impl Drop for Browser {
         }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
     }
 }
 
