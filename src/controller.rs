@@ -6,10 +6,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::kubernetes::guard::Guarded;
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::core::DeserializeGuard;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Client, Resource};
 use tracing::{debug, warn};
@@ -181,7 +181,7 @@ pub async fn reconcile_object<T>(
 pub async fn reconcile_guarded<K, Fut>(
     ctx: Arc<Context>,
     controller: &'static str,
-    object: Arc<DeserializeGuard<K>>,
+    object: Arc<Guarded<K>>,
     reconcile: impl FnOnce(Arc<K>) -> Fut,
 ) -> Result<kube::runtime::controller::Action>
 where
@@ -211,7 +211,7 @@ where
 /// The objects of a guarded store's state that deserialised, borrowed: a reconcile or
 /// a watch mapper that cloned every object of the store each time spent most of the
 /// operator's CPU on copies at 1,000 Goals.
-pub fn readable<K>(objects: &[Arc<DeserializeGuard<K>>]) -> impl Iterator<Item = &K> {
+pub fn readable<K>(objects: &[Arc<Guarded<K>>]) -> impl Iterator<Item = &K> {
     objects.iter().filter_map(|o| o.0.as_ref().ok())
 }
 
@@ -324,7 +324,7 @@ pub trait ControllerContext: Send + Sync + 'static {
 /// fairly between namespaces (src/kubernetes/fair.rs), each reconcile through `reconcile_guarded`, failures through `retry_after_error`, and
 /// what its stream says through `log_outcome`. The wiring all four kinds share.
 pub async fn run_controller<K, C, Fut>(
-    controller: kube::runtime::Controller<DeserializeGuard<K>>,
+    controller: kube::runtime::Controller<Guarded<K>>,
     name: &'static str,
     context: Arc<C>,
     shutdown: Shutdown,
@@ -376,7 +376,7 @@ pub async fn run_controller<K, C, Fut>(
 /// controller's cache, to take the object from once the slot is held.
 struct Slot<K: Resource<DynamicType = ()> + Clone + 'static> {
     slots: Arc<crate::kubernetes::fair::FairSlots>,
-    cache: kube::runtime::reflector::Store<DeserializeGuard<K>>,
+    cache: kube::runtime::reflector::Store<Guarded<K>>,
     name: &'static str,
 }
 
@@ -390,7 +390,7 @@ struct Slot<K: Resource<DynamicType = ()> + Clone + 'static> {
 /// fresh read, 1.4 per goal of 3 steps at 1,000 goals).
 async fn in_slot<K, C, Fut>(
     slot: Slot<K>,
-    object: Arc<DeserializeGuard<K>>,
+    object: Arc<Guarded<K>>,
     context: Arc<C>,
     reconcile: fn(Arc<K>, Arc<C>) -> Fut,
 ) -> Result<kube::runtime::controller::Action>
@@ -420,7 +420,7 @@ where
 pub fn related_trigger<K, R>(
     related: impl Fn(&K) -> Vec<kube::runtime::reflector::ObjectRef<R>>,
 ) -> (
-    impl Fn(&DeserializeGuard<K>),
+    impl Fn(&Guarded<K>),
     futures::channel::mpsc::UnboundedReceiver<kube::runtime::reflector::ObjectRef<R>>,
 )
 where
@@ -428,7 +428,7 @@ where
     R::DynamicType: Eq + std::hash::Hash,
 {
     let (sender, changes) = futures::channel::mpsc::unbounded();
-    let notify = move |changed: &DeserializeGuard<K>| {
+    let notify = move |changed: &Guarded<K>| {
         if let Ok(changed) = &changed.0 {
             for object in related(changed) {
                 // Fails only once the controller has stopped.
@@ -469,10 +469,10 @@ where
 /// The objects in `store` that name `swarm` as theirs (`swarm_of`), to reconcile when
 /// it changes: its agents, its goals.
 pub fn naming_swarm<K>(
-    store: &kube::runtime::reflector::Store<kube::core::DeserializeGuard<K>>,
+    store: &kube::runtime::reflector::Store<crate::kubernetes::guard::Guarded<K>>,
     swarm: &crate::kinds::swarm::Swarm,
     swarm_of: impl Fn(&K) -> Option<&str>,
-) -> Vec<kube::runtime::reflector::ObjectRef<kube::core::DeserializeGuard<K>>>
+) -> Vec<kube::runtime::reflector::ObjectRef<crate::kubernetes::guard::Guarded<K>>>
 where
     K: kube::Resource<DynamicType = ()> + Clone + 'static,
 {
@@ -522,9 +522,9 @@ mod tests {
     #[tokio::test]
     async fn a_reconcile_waiting_for_its_slot_holds_its_place_not_its_future() {
         let context = not_found_context();
-        let object = Arc::new(DeserializeGuard(Ok(
-            k8s_openapi::api::core::v1::ConfigMap::default(),
-        )));
+        let object = Arc::new(Guarded(
+            Ok(k8s_openapi::api::core::v1::ConfigMap::default()),
+        ));
         let slot = Slot {
             slots: crate::kubernetes::fair::FairSlots::new(1),
             cache: kube::runtime::reflector::store().0,
@@ -555,7 +555,7 @@ mod tests {
             map.metadata.name = Some("m".into());
             map.metadata.namespace = Some("n".into());
             map.metadata.resource_version = Some(version.into());
-            DeserializeGuard(Ok(map))
+            Guarded(Ok(map))
         };
         let (cache, mut writer) = kube::runtime::reflector::store();
         writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(at("2")));

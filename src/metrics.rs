@@ -70,24 +70,23 @@ pub struct PhaseLabels {
 pub type PhaseCount = Box<dyn Fn() -> BTreeMap<String, i64> + Send + Sync>;
 
 /// Counts the objects of `store` by `phase` at each call: `None` before the first
-/// status, `Invalid` for an object the operator cannot read.
-pub fn phase_count<K, P>(
-    store: kube::runtime::reflector::Store<kube::core::DeserializeGuard<K>>,
+/// status, `Invalid` for an object the operator cannot read (a cache of guarded
+/// objects: `kubernetes::guard`).
+pub fn phase_count<G, K, E, P>(
+    store: kube::runtime::reflector::Store<G>,
     phase: fn(&K) -> Option<P>,
 ) -> PhaseCount
 where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    G: AsRef<Result<K, E>> + kube::runtime::reflector::Lookup + Clone + Send + Sync + 'static,
+    G::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+    K: 'static,
+    E: 'static,
     P: std::fmt::Debug + 'static,
 {
     Box::new(move || {
         let mut counts = BTreeMap::new();
         for object in store.state() {
-            let phase = match &object.0 {
+            let phase = match (*object).as_ref() {
                 Ok(object) => phase(object).map_or("None".to_string(), |p| format!("{p:?}")),
                 Err(_) => "Invalid".to_string(),
             };

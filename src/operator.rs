@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::kubernetes::guard::Guarded;
 use axum::{Router, extract::State, http::StatusCode, routing::get};
 use clap::Args;
 use futures::FutureExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, api::ListParams};
 use serde::de::DeserializeOwned;

@@ -34,6 +34,7 @@ use crate::kinds::swarm::MailPolicy;
 use crate::kinds::swarm::Swarm;
 use crate::kubernetes::caches::Subscription;
 use crate::kubernetes::fresh::{Applied, Deleting};
+use crate::kubernetes::guard::Guarded;
 use crate::kubernetes::index::Index;
 use crate::kubernetes::summary;
 use crate::labels;
@@ -48,7 +49,6 @@ use context::{
 };
 use delivery::in_flight;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::core::DeserializeGuard as Guarded;
 
 mod children;
 mod context;
@@ -71,8 +71,11 @@ pub async fn run(
     // Agents, their pods and swarms are read from these caches, never listed in a
     // reconcile; an agent's pods and an overseer's agents are found by index.
     let pods_of = Index::default();
-    let (pods, pod_events) = watch_pods(&ctx, &selector, pods_of.clone());
-    let roles = watch_roles(&ctx, &selector);
+    let by_label = watcher::Config::default().labels(&selector);
+    let pod_watch = watcher(ctx.api::<PodSummary>(), by_label.clone()).default_backoff();
+    let (pods, pod_events) = cache_pods(pod_watch, pods_of.clone());
+    let (roles, role_cache) = cache_roles(watcher(ctx.api(), by_label).default_backoff());
+    tokio::spawn(role_cache);
     let store = agents.store.clone();
     let overseen = Index::default();
     let noted = overseen.clone();
@@ -136,54 +139,50 @@ pub async fn run(
     run_controller(controller, CONTROLLER, context, shutdown, reconcile).await;
 }
 
-/// The agents' pods: their cache (`PodSummary`: only what a decision reads), noted in
-/// `pods_of` by agent, and their changes.
-fn watch_pods(
-    ctx: &Context,
-    selector: &str,
+/// The agents' pods, from their `watch`: their cache (`PodSummary`: only what a decision
+/// reads), noted in `pods_of` by agent, and their changes.
+pub fn cache_pods(
+    watch: impl futures::Stream<Item = WatchEvent<PodSummary>> + Send + 'static,
     pods_of: Index,
 ) -> (
     Store<PodSummary>,
-    impl futures::Stream<Item = std::result::Result<PodSummary, watcher::Error>> + use<>,
+    impl futures::Stream<Item = std::result::Result<PodSummary, watcher::Error>>,
 ) {
     let (pods, pod_writer) = reflector::store();
-    let events = watcher(
-        ctx.api::<PodSummary>(),
-        watcher::Config::default().labels(selector),
-    )
-    .default_backoff()
-    .modify(move |pod| {
-        if let (Some(namespace), Some(agent)) =
-            (&pod.metadata.namespace, pod.labels().get(labels::AGENT))
-        {
-            pods_of.note(namespace, agent, &pod.name_any());
-        }
-        summary::drop_unread_metadata(&mut pod.metadata);
-    })
-    .reflect(pod_writer)
-    .touched_objects();
+    let events = watch
+        .modify(move |pod| {
+            if let (Some(namespace), Some(agent)) =
+                (&pod.metadata.namespace, pod.labels().get(labels::AGENT))
+            {
+                pods_of.note(namespace, agent, &pod.name_any());
+            }
+            summary::drop_unread_metadata(&mut pod.metadata);
+        })
+        .reflect(pod_writer)
+        .touched_objects();
     (pods, events)
 }
 
-/// A cache of the agents' Roles, kept by a task of its own: a Role changing needs no
-/// reconcile, only `sync_role` reads it.
-fn watch_roles(ctx: &Context, selector: &str) -> Store<RoleSummary> {
+/// A cache of the agents' Roles from their `watch`, and the task that keeps it (it ends
+/// with the watch): a Role changing needs no reconcile, only `sync_role` reads it.
+pub fn cache_roles(
+    watch: impl futures::Stream<Item = WatchEvent<RoleSummary>> + Send + 'static,
+) -> (Store<RoleSummary>, impl Future<Output = ()> + Send) {
     let (roles, writer) = reflector::store();
-    let events = watcher(
-        ctx.api::<RoleSummary>(),
-        watcher::Config::default().labels(selector),
-    )
-    .default_backoff()
-    .modify(|role| summary::drop_unread_metadata(&mut role.metadata))
-    .reflect(writer);
-    tokio::spawn(events.for_each(|event| {
-        if let Err(error) = event {
-            tracing::warn!(kind = "Role", %error, "watch error");
-        }
-        futures::future::ready(())
-    }));
-    roles
+    let keep = watch
+        .modify(|role| summary::drop_unread_metadata(&mut role.metadata))
+        .reflect(writer)
+        .for_each(|event| {
+            if let Err(error) = event {
+                tracing::warn!(kind = "Role", %error, "watch error");
+            }
+            futures::future::ready(())
+        });
+    (roles, keep)
 }
+
+/// What a watch of `K` yields.
+type WatchEvent<K> = std::result::Result<watcher::Event<K>, watcher::Error>;
 
 /// The agents `changed` oversees, and its own overseer.
 fn related(

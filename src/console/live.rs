@@ -5,9 +5,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::kubernetes::guard::Guarded;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Event;
-use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
@@ -21,9 +21,9 @@ use crate::swarm::Swarm;
 /// The console's caches and the signal of their changes.
 #[derive(Clone)]
 pub struct Live {
-    pub swarms: Store<DeserializeGuard<Swarm>>,
-    pub goals: Store<DeserializeGuard<Goal>>,
-    pub agents: Store<DeserializeGuard<Agent>>,
+    pub swarms: Store<Guarded<Swarm>>,
+    pub goals: Store<Guarded<Goal>>,
+    pub agents: Store<Guarded<Agent>>,
     pub events: Store<Event>,
     /// Moves on every change of any cache (and of `trouble`).
     pub changes: watch::Receiver<u64>,

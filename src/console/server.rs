@@ -210,7 +210,7 @@ fn render(console: &Console, page: &Page) -> Value {
 }
 
 /// The objects of a cache that parsed (a malformed one is left out, not fatal).
-fn valid<K: Clone>(objects: Vec<Arc<kube::core::DeserializeGuard<K>>>) -> Vec<K> {
+fn valid<K: Clone>(objects: Vec<Arc<crate::kubernetes::guard::Guarded<K>>>) -> Vec<K> {
     objects
         .iter()
         .filter_map(|o| o.0.as_ref().ok().cloned())

@@ -24,9 +24,9 @@ use crate::kinds::goal::Goal;
 use crate::kinds::swarm::Swarm;
 use crate::kubernetes::caches::Subscription;
 use crate::kubernetes::fresh::Creating;
+use crate::kubernetes::guard::Guarded;
 use crate::labels;
 use crate::reasons;
-use kube::core::DeserializeGuard as Guarded;
 
 mod act;
 mod context;

@@ -11,6 +11,7 @@ pub mod caches;
 pub mod events;
 pub mod fair;
 pub mod fresh;
+pub mod guard;
 pub mod index;
 pub mod leader;
 pub mod pods;

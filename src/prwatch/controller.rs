@@ -24,10 +24,10 @@ use crate::api::{CONTROLLER_MANAGER, apply_status};
 use crate::controller::{Context, Shutdown, readable, run_controller};
 use crate::kinds::prwatch::{PRWatch, WakeInFlight};
 use crate::kubernetes::caches::Subscription;
+use crate::kubernetes::guard::Guarded;
 use crate::metrics::{OriginLabels, PollLabels};
 use crate::reasons;
 use crate::{Result, duration};
-use kube::core::DeserializeGuard as Guarded;
 
 const CONTROLLER: &str = "prwatch";
 

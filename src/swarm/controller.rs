@@ -25,8 +25,8 @@ use crate::goal::Goal;
 use crate::kinds::swarm::Swarm;
 use crate::kubernetes::caches::Subscription;
 use crate::kubernetes::fresh::{Applied, Versions};
+use crate::kubernetes::guard::Guarded;
 use crate::reasons;
-use kube::core::DeserializeGuard as Guarded;
 
 const CONTROLLER: &str = "swarm";
 const NETWORK_POLICY: &str = "NetworkPolicy";

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::kinds::agent_pod::PodSummary;
-use kube::core::DeserializeGuard as Guarded;
+use crate::kubernetes::guard::Guarded;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 use tracing::instrument;

@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
+use crate::kubernetes::guard::Guarded;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::kubernetes::guard::Guarded;
 use k8s_openapi::api::core::v1::Pod;
-use kube::core::DeserializeGuard as Guarded;
 use kube::runtime::reflector::Store;
 
 use crate::controller::Context;

@@ -1,0 +1,222 @@
+//! What the operator's caches hold for each quiet agent: its Agent (the shared watch of
+//! Agents, src/kubernetes/caches.rs), its pod (a `PodSummary`) and its Role (a
+//! `RoleSummary`), each through the same watch pipeline the operator runs, fed objects
+//! recorded from a real API server (tests/fixtures/cache/README.md). An allocator that
+//! tallies what is allocated and not yet freed gives the bytes each object keeps, and
+//! how many blocks: malloc adds its own header and rounding to each block, so both are
+//! shown. At 10,000 agents every byte here is 10 KB of the operator's RSS; the
+//! budgets below hold the figures of docs/agent.md to what they are, so a change that
+//! makes a cached object bigger fails here instead of in a 10,000-agent benchmark.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+
+use futures::StreamExt;
+use kube::runtime::watcher::Event;
+use overseer::agent::Agent;
+use overseer::agent::controller::{cache_pods, cache_roles};
+use overseer::kubernetes::caches::SharedWatch;
+use overseer::kubernetes::guard::Guarded;
+use overseer::kubernetes::index::Index;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Bytes and blocks allocated and not yet freed, by every thread.
+static BYTES: AtomicIsize = AtomicIsize::new(0);
+static BLOCKS: AtomicIsize = AtomicIsize::new(0);
+
+struct Tally;
+
+// SAFETY: every call is passed to the system allocator as it came; the tally only counts.
+unsafe impl GlobalAlloc for Tally {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let block = unsafe { System.alloc(layout) };
+        if !block.is_null() {
+            BYTES.fetch_add(layout.size() as isize, Relaxed);
+            BLOCKS.fetch_add(1, Relaxed);
+        }
+        block
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let block = unsafe { System.alloc_zeroed(layout) };
+        if !block.is_null() {
+            BYTES.fetch_add(layout.size() as isize, Relaxed);
+            BLOCKS.fetch_add(1, Relaxed);
+        }
+        block
+    }
+
+    unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(block, layout) };
+        BYTES.fetch_sub(layout.size() as isize, Relaxed);
+        BLOCKS.fetch_sub(1, Relaxed);
+    }
+
+    unsafe fn realloc(&self, block: *mut u8, layout: Layout, size: usize) -> *mut u8 {
+        let moved = unsafe { System.realloc(block, layout, size) };
+        if !moved.is_null() {
+            BYTES.fetch_add(size as isize - layout.size() as isize, Relaxed);
+        }
+        moved
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Tally = Tally;
+
+/// Objects of each kind cached: enough that the caches' own tables are averaged in.
+const OBJECTS: usize = 2000;
+
+/// What one cached object keeps.
+#[derive(Debug)]
+struct Kept {
+    bytes: f64,
+    blocks: f64,
+}
+
+impl Kept {
+    /// Bytes with malloc's 16-byte header and rounding of each block, as glibc keeps them.
+    fn with_malloc(&self) -> f64 {
+        self.bytes + 16.0 * self.blocks
+    }
+}
+
+/// Runs `fill` (which must keep what it caches alive in what it returns) and gives what
+/// it kept per object, with the cache it returns.
+fn kept_by<T>(fill: impl FnOnce() -> T) -> (Kept, T) {
+    let (bytes, blocks) = (BYTES.load(Relaxed), BLOCKS.load(Relaxed));
+    let cache = fill();
+    let kept = Kept {
+        bytes: (BYTES.load(Relaxed) - bytes) as f64 / OBJECTS as f64,
+        blocks: (BLOCKS.load(Relaxed) - blocks) as f64 / OBJECTS as f64,
+    };
+    (kept, cache)
+}
+
+fn recorded(file: &str) -> Value {
+    let path = format!("{}/tests/fixtures/cache/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// `OBJECTS` copies of a recorded object as the API server would send them: each its
+/// own name (`agent` names the agent it belongs to), uid and version. They live as long as
+/// the test, as the watches take them: allocated before and freed after what is counted.
+fn copies(recorded: &Value, agent_label: bool) -> &'static [Vec<u8>] {
+    let copies: Vec<Vec<u8>> = (0..OBJECTS)
+        .map(|i| {
+            let mut object = recorded.clone();
+            let meta = &mut object["metadata"];
+            let name = format!("{}-{i:05}", meta["name"].as_str().unwrap());
+            meta["uid"] = format!("0b5e6f0e-1111-2222-3333-{i:012}").into();
+            meta["resourceVersion"] = (1_000_000 + i).to_string().into();
+            if agent_label {
+                meta["labels"]["overseer.dev/agent"] = format!("a-{i:05}").into();
+            }
+            meta["name"] = name.into();
+            serde_json::to_vec(&object).unwrap()
+        })
+        .collect();
+    copies.leak()
+}
+
+/// The first list of a watch, as the watcher yields it from the API server's answer.
+fn first_list<K: DeserializeOwned>(
+    answer: &'static [Vec<u8>],
+) -> impl futures::Stream<Item = Result<Event<K>, kube::runtime::watcher::Error>> {
+    let objects = answer
+        .iter()
+        .map(|bytes| Event::InitApply(serde_json::from_slice(bytes).unwrap()));
+    futures::stream::iter(
+        std::iter::once(Event::Init)
+            .chain(objects)
+            .chain(std::iter::once(Event::InitDone))
+            .map(Ok),
+    )
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_quiet_agents_cached_objects_keep_what_docs_agent_md_says() {
+    let runtime = runtime();
+    let agents = copies(&recorded("agent.json"), false);
+    let pods = copies(&recorded("pod.json"), true);
+    let roles = copies(&recorded("role.json"), true);
+
+    let (agent, _agent_cache) = kept_by(|| {
+        let mut watch = SharedWatch::<Guarded<Agent>>::default();
+        // A subscriber keeps the versions; its events are not taken here.
+        let subscription = watch.subscribe();
+        drop(subscription.events);
+        let store = subscription.store;
+        runtime.block_on(watch.run("Agent", first_list(agents)));
+        assert_eq!(store.state().len(), OBJECTS);
+        let cached = store.state();
+        assert!(cached.iter().all(|a| a.0.is_ok()), "every Agent decodes");
+        drop(cached);
+        (store, subscription.versions)
+    });
+    let (pod, _pod_cache) = kept_by(|| {
+        let pods_of = Index::default();
+        let (store, events) = cache_pods(first_list(pods), pods_of.clone());
+        runtime.block_on(events.for_each(|_| futures::future::ready(())));
+        assert_eq!(store.state().len(), OBJECTS);
+        let pod = recorded("pod.json");
+        let (namespace, name) = (
+            pod["metadata"]["namespace"].as_str(),
+            pod["metadata"]["name"].as_str(),
+        );
+        assert_eq!(
+            pods_of.named(namespace.unwrap(), "a-00042"),
+            [format!("{}-00042", name.unwrap())]
+        );
+        (store, pods_of)
+    });
+    let (role, _role_cache) = kept_by(|| {
+        let (store, keep) = cache_roles(first_list(roles));
+        runtime.block_on(keep);
+        assert_eq!(store.state().len(), OBJECTS);
+        store
+    });
+
+    let mut table = String::from("| cached | bytes | blocks | with malloc's headers |\n");
+    for (name, kept) in [("Agent", &agent), ("pod", &pod), ("Role", &role)] {
+        table += &format!(
+            "| {name} | {:.0} | {:.1} | {:.0} |\n",
+            kept.bytes,
+            kept.blocks,
+            kept.with_malloc()
+        );
+    }
+    println!("{table}");
+    println!(
+        "inline: Agent {} (spec {}, status {}, metadata {})",
+        std::mem::size_of::<Agent>(),
+        std::mem::size_of::<overseer::agent::AgentSpec>(),
+        std::mem::size_of::<overseer::agent::AgentStatus>(),
+        std::mem::size_of::<kube::api::ObjectMeta>(),
+    );
+    for (name, kept, budget) in [
+        ("Agent", &agent, AGENT_BUDGET),
+        ("pod", &pod, POD_BUDGET),
+        ("Role", &role, ROLE_BUDGET),
+    ] {
+        assert!(
+            kept.with_malloc() <= budget,
+            "a cached {name} keeps {:.0} bytes, over its budget of {budget:.0}\n{table}",
+            kept.with_malloc()
+        );
+    }
+}
+
+/// Each kind's budget: bytes with malloc's headers, per cached object, about 10% above
+/// what was measured on 2026-12-07 (Agent 4,929, pod 2,495, Role 1,910).
+const AGENT_BUDGET: f64 = 5_400.0;
+const POD_BUDGET: f64 = 2_750.0;
+const ROLE_BUDGET: f64 = 2_100.0;
