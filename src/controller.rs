@@ -6,7 +6,6 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::kubernetes::guard::Guarded;
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -14,6 +13,7 @@ use kube::runtime::events::{Event, EventType};
 use kube::{Api, Client, Resource};
 use tracing::{debug, warn};
 
+use crate::kubernetes::guard::Guarded;
 use crate::metrics::Metrics;
 use crate::reasons;
 use crate::{Error, Result};
@@ -469,10 +469,10 @@ where
 /// The objects in `store` that name `swarm` as theirs (`swarm_of`), to reconcile when
 /// it changes: its agents, its goals.
 pub fn naming_swarm<K>(
-    store: &kube::runtime::reflector::Store<crate::kubernetes::guard::Guarded<K>>,
+    store: &kube::runtime::reflector::Store<Guarded<K>>,
     swarm: &crate::kinds::swarm::Swarm,
     swarm_of: impl Fn(&K) -> Option<&str>,
-) -> Vec<kube::runtime::reflector::ObjectRef<crate::kubernetes::guard::Guarded<K>>>
+) -> Vec<kube::runtime::reflector::ObjectRef<Guarded<K>>>
 where
     K: kube::Resource<DynamicType = ()> + Clone + 'static,
 {

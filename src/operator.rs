@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::kubernetes::guard::Guarded;
 use axum::{Router, extract::State, http::StatusCode, routing::get};
 use clap::Args;
 use futures::FutureExt;
@@ -20,6 +19,7 @@ use tracing::{error, info, warn};
 
 use crate::controller::{Context, Failures, Shutdown, scoped_api};
 use crate::kubernetes::caches::SharedWatch;
+use crate::kubernetes::guard::Guarded;
 use crate::kubernetes::leader::{Fence, FenceWrites, LeaderElector, LeaseTiming};
 use crate::kubernetes::writes::CountWrites;
 use crate::metrics::Metrics;

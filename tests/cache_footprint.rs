@@ -27,24 +27,23 @@ static BLOCKS: AtomicIsize = AtomicIsize::new(0);
 
 struct Tally;
 
+/// Counts `block` as `size` bytes taken (when the allocation succeeded), and gives it back.
+fn taken(block: *mut u8, size: usize) -> *mut u8 {
+    if !block.is_null() {
+        BYTES.fetch_add(size as isize, Relaxed);
+        BLOCKS.fetch_add(1, Relaxed);
+    }
+    block
+}
+
 // SAFETY: every call is passed to the system allocator as it came; the tally only counts.
 unsafe impl GlobalAlloc for Tally {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let block = unsafe { System.alloc(layout) };
-        if !block.is_null() {
-            BYTES.fetch_add(layout.size() as isize, Relaxed);
-            BLOCKS.fetch_add(1, Relaxed);
-        }
-        block
+        taken(unsafe { System.alloc(layout) }, layout.size())
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let block = unsafe { System.alloc_zeroed(layout) };
-        if !block.is_null() {
-            BYTES.fetch_add(layout.size() as isize, Relaxed);
-            BLOCKS.fetch_add(1, Relaxed);
-        }
-        block
+        taken(unsafe { System.alloc_zeroed(layout) }, layout.size())
     }
 
     unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
@@ -145,9 +144,18 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn a_quiet_agents_cached_objects_keep_what_docs_agent_md_says() {
     let runtime = runtime();
+    let recorded_pod = recorded("pod.json");
     let agents = copies(&recorded("agent.json"), false);
-    let pods = copies(&recorded("pod.json"), true);
+    let pods = copies(&recorded_pod, true);
     let roles = copies(&recorded("role.json"), true);
+    // The copy of pod 42 is noted under agent 42 (`copies` gives each its own agent).
+    let (pod_namespace, pod_42) = (
+        recorded_pod["metadata"]["namespace"].as_str().unwrap(),
+        format!(
+            "{}-00042",
+            recorded_pod["metadata"]["name"].as_str().unwrap()
+        ),
+    );
 
     let (agent, _agent_cache) = kept_by(|| {
         let mut watch = SharedWatch::<Guarded<Agent>>::default();
@@ -156,8 +164,8 @@ fn a_quiet_agents_cached_objects_keep_what_docs_agent_md_says() {
         drop(subscription.events);
         let store = subscription.store;
         runtime.block_on(watch.run("Agent", first_list(agents)));
-        assert_eq!(store.state().len(), OBJECTS);
         let cached = store.state();
+        assert_eq!(cached.len(), OBJECTS);
         assert!(cached.iter().all(|a| a.0.is_ok()), "every Agent decodes");
         drop(cached);
         (store, subscription.versions)
@@ -167,14 +175,9 @@ fn a_quiet_agents_cached_objects_keep_what_docs_agent_md_says() {
         let (store, events) = cache_pods(first_list(pods), pods_of.clone());
         runtime.block_on(events.for_each(|_| futures::future::ready(())));
         assert_eq!(store.state().len(), OBJECTS);
-        let pod = recorded("pod.json");
-        let (namespace, name) = (
-            pod["metadata"]["namespace"].as_str(),
-            pod["metadata"]["name"].as_str(),
-        );
         assert_eq!(
-            pods_of.named(namespace.unwrap(), "a-00042"),
-            [format!("{}-00042", name.unwrap())]
+            pods_of.named(pod_namespace, "a-00042"),
+            std::slice::from_ref(&pod_42)
         );
         (store, pods_of)
     });

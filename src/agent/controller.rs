@@ -142,7 +142,7 @@ pub async fn run(
 /// The agents' pods, from their `watch`: their cache (`PodSummary`: only what a decision
 /// reads), noted in `pods_of` by agent, and their changes.
 pub fn cache_pods(
-    watch: impl futures::Stream<Item = WatchEvent<PodSummary>> + Send + 'static,
+    watch: impl futures::Stream<Item = WatchItem<PodSummary>> + Send + 'static,
     pods_of: Index,
 ) -> (
     Store<PodSummary>,
@@ -166,7 +166,7 @@ pub fn cache_pods(
 /// A cache of the agents' Roles from their `watch`, and the task that keeps it (it ends
 /// with the watch): a Role changing needs no reconcile, only `sync_role` reads it.
 pub fn cache_roles(
-    watch: impl futures::Stream<Item = WatchEvent<RoleSummary>> + Send + 'static,
+    watch: impl futures::Stream<Item = WatchItem<RoleSummary>> + Send + 'static,
 ) -> (Store<RoleSummary>, impl Future<Output = ()> + Send) {
     let (roles, writer) = reflector::store();
     let keep = watch
@@ -182,7 +182,7 @@ pub fn cache_roles(
 }
 
 /// What a watch of `K` yields.
-type WatchEvent<K> = std::result::Result<watcher::Event<K>, watcher::Error>;
+type WatchItem<K> = std::result::Result<watcher::Event<K>, watcher::Error>;
 
 /// The agents `changed` oversees, and its own overseer.
 fn related(

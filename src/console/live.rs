@@ -5,7 +5,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::kubernetes::guard::Guarded;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Event;
 use kube::runtime::reflector::{self, Store};
@@ -16,6 +15,7 @@ use tokio::sync::watch;
 
 use crate::agent::Agent;
 use crate::goal::Goal;
+use crate::kubernetes::guard::Guarded;
 use crate::swarm::Swarm;
 
 /// The console's caches and the signal of their changes.

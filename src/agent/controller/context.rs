@@ -6,8 +6,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::kinds::agent_pod::PodSummary;
-use crate::kubernetes::guard::Guarded;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 use tracing::instrument;
@@ -18,8 +16,10 @@ use crate::agent::{decide, oversight};
 use crate::api::{self, CONTROLLER_MANAGER};
 use crate::controller::Context;
 use crate::kinds::agent::{Agent, AgentSpec, AgentStatus};
+use crate::kinds::agent_pod::PodSummary;
 use crate::kinds::swarm::Swarm;
 use crate::kubernetes::fresh::{Applied, Deleting, Versions};
+use crate::kubernetes::guard::Guarded;
 use crate::kubernetes::index::Index;
 use crate::reasons;
 

@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use crate::kubernetes::guard::Guarded;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -21,6 +20,7 @@ use crate::agent::oversight::swarm_owner;
 use crate::agent::pod::Overseen;
 use crate::kinds::agent::{Agent, AgentSpec};
 use crate::kinds::swarm::Swarm;
+use crate::kubernetes::guard::Guarded;
 use crate::kubernetes::index::Index;
 use crate::reasons;
 

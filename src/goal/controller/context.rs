@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use crate::kubernetes::guard::Guarded;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::Store;
 
@@ -13,6 +12,7 @@ use crate::goal::progress::ProgressEvents;
 use crate::kinds::goal::Goal;
 use crate::kinds::swarm::Swarm;
 use crate::kubernetes::fresh::{Applied, Creating, Versions};
+use crate::kubernetes::guard::Guarded;
 
 pub(super) const CONTROLLER: &str = "goal";
 
