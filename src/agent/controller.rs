@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DeleteParams;
 use kube::runtime::controller::{Action, Controller};
@@ -36,7 +36,6 @@ use crate::kubernetes::caches::Subscription;
 use crate::kubernetes::fresh::{Applied, Deleting};
 use crate::kubernetes::guard::Guarded;
 use crate::kubernetes::index::Index;
-use crate::kubernetes::summary;
 use crate::labels;
 use crate::reasons;
 use crate::{Result, conditions, duration};
@@ -49,6 +48,7 @@ use context::{
 };
 use delivery::in_flight;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use roles_at_start::RolesAtStart;
 
 mod children;
 mod context;
@@ -56,6 +56,7 @@ mod delivery;
 mod dispatch;
 mod mailroom;
 mod patrol;
+pub mod roles_at_start;
 
 const CONTROLLER: &str = "agent";
 
@@ -74,8 +75,12 @@ pub async fn run(
     let by_label = watcher::Config::default().labels(&selector);
     let pod_watch = watcher(ctx.api::<PodSummary>(), by_label.clone()).default_backoff();
     let (pods, pod_events) = cache_pods(pod_watch, pods_of.clone());
-    let (roles, role_cache) = cache_roles(watcher(ctx.api(), by_label).default_backoff());
-    tokio::spawn(role_cache);
+    let roles = Arc::new(RolesAtStart::default());
+    let role_list = watcher(ctx.api::<RoleSummary>(), by_label).default_backoff();
+    tokio::spawn({
+        let roles = roles.clone();
+        async move { roles.fill(role_list).await }
+    });
     let store = agents.store.clone();
     let overseen = Index::default();
     let noted = overseen.clone();
@@ -151,34 +156,13 @@ pub fn cache_pods(
     let (pods, pod_writer) = reflector::store();
     let events = watch
         .modify(move |pod| {
-            if let (Some(namespace), Some(agent)) =
-                (&pod.metadata.namespace, pod.labels().get(labels::AGENT))
-            {
+            if let (Some(namespace), Some(agent)) = (&pod.metadata.namespace, &pod.agent) {
                 pods_of.note(namespace, agent, &pod.name_any());
             }
-            summary::drop_unread_metadata(&mut pod.metadata);
         })
         .reflect(pod_writer)
         .touched_objects();
     (pods, events)
-}
-
-/// A cache of the agents' Roles from their `watch`, and the task that keeps it (it ends
-/// with the watch): a Role changing needs no reconcile, only `sync_role` reads it.
-pub fn cache_roles(
-    watch: impl futures::Stream<Item = WatchItem<RoleSummary>> + Send + 'static,
-) -> (Store<RoleSummary>, impl Future<Output = ()> + Send) {
-    let (roles, writer) = reflector::store();
-    let keep = watch
-        .modify(|role| summary::drop_unread_metadata(&mut role.metadata))
-        .reflect(writer)
-        .for_each(|event| {
-            if let Err(error) = event {
-                tracing::warn!(kind = "Role", %error, "watch error");
-            }
-            futures::future::ready(())
-        });
-    (roles, keep)
 }
 
 /// What a watch of `K` yields.
@@ -302,7 +286,7 @@ async fn reconcile_agent(cached: Arc<Agent>, ac: Arc<AgentContext>) -> Result<Ac
     // Decisions read the pod and swarm caches: never before their first full list,
     // or a restarted operator would take every pod for lost and every swarm for gone;
     // nor before the Roles' first list, or each agent's Role would be read one by one.
-    if !listed(&ac.pods) || !listed(&ac.swarms) || !listed(&ac.roles) {
+    if !listed(&ac.pods) || !listed(&ac.swarms) || !ac.roles.listed() {
         return Ok(deferred(&ac.ctx, CONTROLLER));
     }
     let namespace = cached.namespace().unwrap_or_default();

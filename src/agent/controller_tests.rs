@@ -85,7 +85,7 @@ fn agent_context(client: kube::Client) -> AgentContext {
         overseen: Index::default(),
         members: Index::default(),
         pods: reflector::store().0,
-        roles: reflector::store().0,
+        roles: Default::default(),
         pods_of: Index::default(),
         swarms: reflector::store().0,
         versions: Default::default(),

@@ -5,7 +5,6 @@
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Patch, PatchParams};
-use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 use tracing::info;
 
@@ -179,11 +178,12 @@ pub(super) async fn sync_role(
     if ac.applied.holds(ROLE, &namespace, &name, &wanted) {
         return Ok(());
     }
-    // After a restart nothing is known as applied: the cache of agent Roles (a
-    // consistent first list) answers instead of one read per agent.
-    let cached = ac.roles.get(&ObjectRef::new(&name).within(&namespace));
-    if cached.is_some_and(|r| {
-        crate::api::controlled_by(&*r, &agent_uid(agent))
+    // After a restart nothing is known as applied: the Roles' first list (consistent)
+    // answers instead of one read per agent.
+    let seen = ac.roles.take(&namespace, &name);
+    if seen.is_some_and(|r| {
+        r.controller.is_some()
+            && r.controller == agent.uid()
             && r.rules_digest == pod::rules_digest(&wanted)
     }) {
         ac.applied.record(ROLE, &namespace, &name, &wanted);

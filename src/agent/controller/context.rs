@@ -36,8 +36,8 @@ pub(super) struct AgentContext {
     pub(super) members: Index,
     /// Every agent pod of the agents watched.
     pub(super) pods: Store<PodSummary>,
-    /// The agents' Roles, as `pod::RoleSummary`.
-    pub(super) roles: Store<crate::agent::pod::RoleSummary>,
+    /// The agents' Roles as the first list after the start found them, until compared.
+    pub(super) roles: Arc<super::RolesAtStart>,
     /// The pods seen of each agent.
     pub(super) pods_of: Index,
     pub(super) swarms: Store<Guarded<Swarm>>,
