@@ -156,12 +156,12 @@ fn a_finished_agent_is_ready_and_an_unfinished_one_is_left_as_decided() {
         ],
     );
     done.attempt = Some(1);
-    done.exit = Some(crate::kinds::agent::AgentExit {
+    done.exit = Some(Box::new(crate::kinds::agent::AgentExit {
         outcome: ExitOutcome::Released,
         reason: Some("the overseer's own words".into()),
         attempt: 1,
         time: None,
-    });
+    }));
     settle_agent("a", &mut done, &[], Some(2), &at());
     let ready = condition(&done.conditions, conditions::READY).unwrap();
     assert!(!ready.message.contains("own words"), "{}", ready.message);

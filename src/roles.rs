@@ -133,7 +133,10 @@ pub fn effective_spec(spec: &AgentSpec, swarm: Option<&Swarm>, member: bool) -> 
         effective.workspace = swarm.spec.workspace.clone().map(Box::new);
     }
     if effective.guards.is_none() {
-        effective.guards = role.guards.or_else(|| defaults.guards.clone());
+        effective.guards = role
+            .guards
+            .or_else(|| defaults.guards.clone())
+            .map(Box::new);
     }
     for (name, value) in &swarm.spec.vars {
         effective

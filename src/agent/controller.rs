@@ -75,12 +75,8 @@ pub async fn run(
     let by_label = watcher::Config::default().labels(&selector);
     let pod_watch = watcher(ctx.api::<PodSummary>(), by_label.clone()).default_backoff();
     let (pods, pod_events) = cache_pods(pod_watch, pods_of.clone());
-    let roles = Arc::new(RolesAtStart::default());
-    let role_list = watcher(ctx.api::<RoleSummary>(), by_label).default_backoff();
-    tokio::spawn({
-        let roles = roles.clone();
-        async move { roles.fill(role_list).await }
-    });
+    let roles =
+        RolesAtStart::listing(watcher(ctx.api::<RoleSummary>(), by_label).default_backoff());
     let store = agents.store.clone();
     let overseen = Index::default();
     let noted = overseen.clone();

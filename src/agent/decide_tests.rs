@@ -770,12 +770,12 @@ fn a_current_exit_ends_the_loop_and_a_stale_one_is_ignored() {
     let spec = spec("{enabled: true, autoNudgeWithoutOverseer: true}");
     let mut status = running_status(Some(activity(ActivityState::Idle, 0, 2)));
     status.attempt = Some(2);
-    status.exit = Some(AgentExit {
+    status.exit = Some(Box::new(AgentExit {
         outcome: ExitOutcome::Done,
         reason: Some("shipped".into()),
         time: None,
         attempt: 1,
-    });
+    }));
     let stale = run(
         &spec,
         Some(&status),
@@ -806,12 +806,12 @@ fn a_current_exit_ends_the_loop_and_a_stale_one_is_ignored() {
 fn a_release_ends_the_loop_and_taking_an_exit_back_resumes_it() {
     let spec = spec("{enabled: true, autoNudgeWithoutOverseer: true}");
     let mut status = running_status(Some(activity(ActivityState::Idle, 0, 1)));
-    status.exit = Some(AgentExit {
+    status.exit = Some(Box::new(AgentExit {
         outcome: ExitOutcome::Released,
         reason: Some("merged by hand".into()),
         time: None,
         attempt: 1,
-    });
+    }));
     let released = run(
         &spec,
         Some(&status),
@@ -1437,7 +1437,7 @@ fn each_end_of_the_loop_is_told_to_the_webhook_once() {
         (
             "done",
             AgentStatus {
-                exit: Some(exit(ExitOutcome::Done)),
+                exit: Some(Box::new(exit(ExitOutcome::Done))),
                 ..idle.clone()
             },
             Some(("Done", "Done")),
@@ -1445,7 +1445,7 @@ fn each_end_of_the_loop_is_told_to_the_webhook_once() {
         (
             "blocked by the agent",
             AgentStatus {
-                exit: Some(exit(ExitOutcome::Blocked)),
+                exit: Some(Box::new(exit(ExitOutcome::Blocked))),
                 ..idle.clone()
             },
             Some(("Blocked", "Blocked")),
@@ -1453,7 +1453,7 @@ fn each_end_of_the_loop_is_told_to_the_webhook_once() {
         (
             "released by its overseer",
             AgentStatus {
-                exit: Some(exit(ExitOutcome::Released)),
+                exit: Some(Box::new(exit(ExitOutcome::Released))),
                 ..idle.clone()
             },
             Some(("Released", "Released")),
@@ -1518,12 +1518,12 @@ fn each_end_of_the_loop_is_told_to_the_webhook_once() {
 fn an_ended_agents_pod_goes_after_the_retention() {
     let spec = spec("{enabled: true}");
     let mut status = running_status(Some(activity(ActivityState::Idle, 0, 1)));
-    status.exit = Some(AgentExit {
+    status.exit = Some(Box::new(AgentExit {
         outcome: ExitOutcome::Done,
         reason: None,
         time: Some(Time(at(10))),
         attempt: 1,
-    });
+    }));
     let pods = [running_pod(1)];
     let plan_at = |status: &AgentStatus, retention: Option<u64>, now: i64| {
         plan(&Input {

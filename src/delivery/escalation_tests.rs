@@ -34,12 +34,12 @@ fn request(seq: i64, severity: Severity, reason: &str) -> EscalationRequest {
 }
 
 fn blocked_exit(status: &mut AgentStatus, attempt: i64) {
-    status.exit = Some(AgentExit {
+    status.exit = Some(Box::new(AgentExit {
         outcome: ExitOutcome::Blocked,
         reason: Some("need the staging password".into()),
         time: Some(Time(at(0))),
         attempt,
-    });
+    }));
 }
 
 fn waiting_since(status: &mut AgentStatus, since: i64) {
@@ -71,11 +71,11 @@ fn blocked_by(status: &mut AgentStatus, reason: &str) {
 }
 
 fn ack(status: &mut AgentStatus, through: i64, time: i64) {
-    status.escalation_ack = Some(EscalationAck {
+    status.escalation_ack = Some(Box::new(EscalationAck {
         through,
         by: "lead".into(),
         time: Time(at(time)),
-    });
+    }));
 }
 
 #[test]
@@ -231,7 +231,7 @@ fn an_ack_covers_only_escalations_up_to_its_id_opened_before_it() {
             .through,
         2
     );
-    status.escalation_ack = Some(answer);
+    status.escalation_ack = Some(Box::new(answer));
     step(&mut status, &limits(false), at(40));
     assert!(super::answer(&status, None, "lead", at(50)).is_none());
 }

@@ -111,7 +111,7 @@ pub struct AgentSpec {
     /// GitHub access for the pull request watches the agent opens itself (`overseer
     /// watch-pr URL`); without it, those requests are refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pull_requests: Option<PullRequestAccess>,
+    pub pull_requests: Option<Box<PullRequestAccess>>,
     /// More destinations the agent's pod may connect to, besides DNS, the API server
     /// and the public internet that its sandbox allows (docs/security.md): an internal
     /// git host, a model proxy inside the cluster.
@@ -128,7 +128,7 @@ pub struct AgentSpec {
     /// Guards on the agent's tool calls (docs/guards.md); unset: its swarm role's, else
     /// its swarm's defaults, else on with the built-in denials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guards: Option<crate::kinds::guard::Guards>,
+    pub guards: Option<Box<crate::kinds::guard::Guards>>,
     /// Values for `{{vars.NAME}}` in prompts, instructions layers and step actions
     /// (docs/variables.md): quality gates, the tracker's command.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -332,7 +332,7 @@ pub struct AgentStatus {
     /// Written by the agent through `overseer loop done|block`, or by its overseer
     /// through `overseer loop release`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit: Option<AgentExit>,
+    pub exit: Option<Box<AgentExit>>,
     /// Messages waiting for delivery, written by senders (`overseer send`); the
     /// operator delivers them in `seq` order, each at most once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -364,7 +364,7 @@ pub struct AgentStatus {
     /// person's `overseer ack`, `send`, `loop release` or `loop add` (field manager
     /// `overseer-ack`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub escalation_ack: Option<EscalationAck>,
+    pub escalation_ack: Option<Box<EscalationAck>>,
     /// Mail this agent sent (`overseer mail send`, field manager `overseer-mail`),
     /// waiting for the operator to route it, in `seq` order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -414,7 +414,7 @@ pub struct AgentStatus {
     pub instructions_digest: Option<String>,
     /// The last message delivered to this agent (a send, nudge or wake), for `overseer ps`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_message: Option<LastMessage>,
+    pub last_message: Option<Box<LastMessage>>,
     /// The operator's record of the loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(rename = "loop")]
@@ -468,7 +468,7 @@ impl AgentStatus {
     /// The exit of the current attempt; an exit of an earlier attempt is stale.
     pub fn current_exit(&self) -> Option<&AgentExit> {
         let attempt = self.attempt?;
-        self.exit.as_ref().filter(|e| e.attempt == attempt)
+        self.exit.as_deref().filter(|e| e.attempt == attempt)
     }
 }
 

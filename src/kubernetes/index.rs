@@ -8,24 +8,30 @@
 //! them, so an index is never pruned on a read: a lookup is a superset, and the caller
 //! keeps the names whose cached object still refers to the key.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// A namespace and the name that objects refer to.
 type Key = (String, String);
 
-/// Names of objects by (namespace, the name they refer to).
+/// Names of objects by (namespace, the name they refer to), each list sorted. A list
+/// is a `Vec` the size of its names: nearly every key has one name (an agent's pod),
+/// and a `BTreeSet` of one name takes a node of eleven (0.3 KB an agent at 10,000).
 #[derive(Clone, Default)]
-pub struct Index(Arc<Mutex<HashMap<Key, BTreeSet<String>>>>);
+pub struct Index(Arc<Mutex<HashMap<Key, Vec<String>>>>);
 
 impl Index {
-    /// Notes that object `name` in `namespace` refers to `key`.
+    /// Notes that object `name` in `namespace` refers to `key` (every watch event of the
+    /// object notes it again; a name is kept once).
     pub fn note(&self, namespace: &str, key: &str, name: &str) {
         let mut index = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        index
+        let names = index
             .entry((namespace.to_string(), key.to_string()))
-            .or_default()
-            .insert(name.to_string());
+            .or_default();
+        if let Err(at) = names.binary_search_by(|n| n.as_str().cmp(name)) {
+            names.insert(at, name.to_string());
+            names.shrink_to_fit();
+        }
     }
 
     /// The names of the objects in `namespace` ever seen referring to `key`, sorted.
@@ -33,7 +39,7 @@ impl Index {
         let index = self.0.lock().unwrap_or_else(|p| p.into_inner());
         index
             .get(&(namespace.to_string(), key.to_string()))
-            .map(|names| names.iter().cloned().collect())
+            .map(|names| names.to_vec())
             .unwrap_or_default()
     }
 }

@@ -37,7 +37,7 @@ pub(super) struct AgentContext {
     /// Every agent pod of the agents watched.
     pub(super) pods: Store<PodSummary>,
     /// The agents' Roles as the first list after the start found them, until compared.
-    pub(super) roles: Arc<super::RolesAtStart>,
+    pub(super) roles: Arc<super::roles_at_start::RolesAtStart>,
     /// The pods seen of each agent.
     pub(super) pods_of: Index,
     pub(super) swarms: Store<Guarded<Swarm>>,

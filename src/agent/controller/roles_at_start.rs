@@ -7,14 +7,17 @@
 //! 19 MB at 10,000 agents).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use futures::{Stream, StreamExt};
 use kube::ResourceExt;
 use kube::runtime::watcher;
 
 use crate::agent::pod::RoleSummary;
+
+/// What a watch of the agents' Roles yields.
+type ListItem = Result<watcher::Event<RoleSummary>, watcher::Error>;
 
 /// What an agent's first reconcile compares of its Role.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,10 +76,18 @@ impl RolesAtStart {
         self.len() == 0
     }
 
+    /// Lists the Roles of `watch` (`fill`) in a task of their own.
+    pub fn listing(watch: impl Stream<Item = ListItem> + Send + 'static) -> Arc<Self> {
+        let roles = Arc::new(RolesAtStart::default());
+        let filled = roles.clone();
+        tokio::spawn(async move { filled.fill(watch).await });
+        roles
+    }
+
     /// Keeps what `watch` lists first (a consistent list: the watcher's initial pages),
     /// then ends and drops the watch. An error before the list is complete is logged
     /// and the watcher lists again from the start (it backs off as configured).
-    pub async fn fill(&self, watch: impl Stream<Item = super::WatchItem<RoleSummary>>) {
+    pub async fn fill(&self, watch: impl Stream<Item = ListItem>) {
         let mut watch = std::pin::pin!(watch);
         let mut listing = HashMap::new();
         while let Some(event) = watch.next().await {
@@ -122,9 +133,7 @@ mod tests {
         }
     }
 
-    fn events(
-        events: Vec<watcher::Event<RoleSummary>>,
-    ) -> impl Stream<Item = super::super::WatchItem<RoleSummary>> {
+    fn events(events: Vec<watcher::Event<RoleSummary>>) -> impl Stream<Item = ListItem> {
         futures::stream::iter(events.into_iter().map(Ok))
     }
 
