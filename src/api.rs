@@ -2,6 +2,7 @@
 //! references, conditions and how status is written. Field names follow
 //! `docs/DESIGN.md` (the contract).
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{KubeSchema, Resource};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
@@ -17,6 +18,16 @@ pub const SHIM_MANAGER: &str = "overseer-shim";
 pub const LOOP_MANAGER: &str = "overseer-loop";
 /// Field manager of `status.watchRequests` (`overseer watch-pr`).
 pub const WATCH_PR_MANAGER: &str = "overseer-watch-pr";
+
+/// `object`'s controller owner reference (the API server allows at most one).
+pub fn controller_of<K: Resource>(object: &K) -> Option<&OwnerReference> {
+    object
+        .meta()
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+}
 
 /// Whether `object`'s controller owner reference is the object of uid `owner_uid`.
 pub fn controlled_by<K: Resource>(object: &K, owner_uid: &str) -> bool {

@@ -193,7 +193,7 @@ macro_rules! as_written {
 
         impl<'de> serde::Deserialize<'de> for $type {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let text = std::borrow::Cow::<str>::deserialize(deserializer)?;
+                let text = String::deserialize(deserializer)?;
                 text.parse().map_err(serde::de::Error::custom)
             }
         }

@@ -19,10 +19,10 @@ use crate::labels;
 use crate::pods::env;
 use crate::{pods, runtimes, workspace};
 
-/// What the operator keeps of an agent's Role: its metadata without annotations or
-/// managed fields, and a digest of its rules (`rules_digest`), all `sync_role`
-/// compares. 10,000 agents have 10,000 Roles, and their rules were a good part of the
-/// operator's memory.
+/// What the first list after a start reads of an agent's Role: its metadata and a
+/// digest of its rules (`rules_digest`), from which `RolesAtStart` keeps the owner and
+/// the digest, all `sync_role` compares. The rules are never held: 10,000 agents have
+/// 10,000 Roles.
 #[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
 pub struct RoleSummary {
     pub metadata: ObjectMeta,

@@ -200,11 +200,7 @@ impl<T: Clone> Creating<T> {
 
     /// Ends the wait for `child` (by its controller owner), which the cache now shows.
     pub fn shown<K: Resource>(&self, child: &K) {
-        let Some(owner) = child
-            .owner_references()
-            .iter()
-            .find(|o| o.controller == Some(true))
-        else {
+        let Some(owner) = crate::api::controller_of(child) else {
             return;
         };
         self.forget(

@@ -182,8 +182,7 @@ pub(super) async fn sync_role(
     // answers instead of one read per agent.
     let seen = ac.roles.take(&namespace, &name);
     if seen.is_some_and(|r| {
-        r.controller.is_some()
-            && r.controller == agent.uid()
+        r.controller.is_some_and(|uid| uid == agent_uid(agent))
             && r.rules_digest == pod::rules_digest(&wanted)
     }) {
         ac.applied.record(ROLE, &namespace, &name, &wanted);

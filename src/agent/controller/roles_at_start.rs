@@ -31,13 +31,7 @@ pub struct SeenRole {
 impl From<&RoleSummary> for SeenRole {
     fn from(role: &RoleSummary) -> Self {
         SeenRole {
-            controller: role
-                .metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|owner| owner.controller == Some(true))
-                .map(|owner| owner.uid.clone()),
+            controller: crate::api::controller_of(role).map(|owner| owner.uid.clone()),
             rules_digest: role.rules_digest,
         }
     }
@@ -133,25 +127,28 @@ mod tests {
         }
     }
 
-    fn events(events: Vec<watcher::Event<RoleSummary>>) -> impl Stream<Item = ListItem> {
-        futures::stream::iter(events.into_iter().map(Ok))
+    /// What `fill` keeps of a watch that yields `events`.
+    async fn filled(events: Vec<watcher::Event<RoleSummary>>) -> RolesAtStart {
+        let roles = RolesAtStart::default();
+        assert!(!roles.listed());
+        roles
+            .fill(futures::stream::iter(events.into_iter().map(Ok)))
+            .await;
+        roles
     }
 
     #[tokio::test]
     async fn the_first_list_is_kept_whole_and_each_role_given_once() {
         use watcher::Event::*;
-        let roles = RolesAtStart::default();
-        assert!(!roles.listed());
-        roles
-            .fill(events(vec![
-                Init,
-                InitApply(role("overseer-agent-a", Some("uid-a"), 7)),
-                InitApply(role("overseer-agent-b", None, 8)),
-                InitDone,
-                // What a watch would go on with is never read.
-                Apply(role("overseer-agent-c", Some("uid-c"), 9)),
-            ]))
-            .await;
+        let roles = filled(vec![
+            Init,
+            InitApply(role("overseer-agent-a", Some("uid-a"), 7)),
+            InitApply(role("overseer-agent-b", None, 8)),
+            InitDone,
+            // What a watch would go on with is never read.
+            Apply(role("overseer-agent-c", Some("uid-c"), 9)),
+        ])
+        .await;
         assert!(roles.listed());
         assert_eq!(roles.len(), 2);
         assert_eq!(
@@ -176,17 +173,15 @@ mod tests {
     #[tokio::test]
     async fn a_list_started_again_keeps_only_what_the_complete_one_found() {
         use watcher::Event::*;
-        let roles = RolesAtStart::default();
-        roles
-            .fill(events(vec![
-                Init,
-                InitApply(role("overseer-agent-gone", Some("uid-gone"), 1)),
-                // The watcher lists again from the start after an error.
-                Init,
-                InitApply(role("overseer-agent-a", Some("uid-a"), 7)),
-                InitDone,
-            ]))
-            .await;
+        let roles = filled(vec![
+            Init,
+            InitApply(role("overseer-agent-gone", Some("uid-gone"), 1)),
+            // The watcher lists again from the start after an error.
+            Init,
+            InitApply(role("overseer-agent-a", Some("uid-a"), 7)),
+            InitDone,
+        ])
+        .await;
         assert_eq!(roles.len(), 1);
         assert_eq!(roles.take("tenant", "overseer-agent-gone"), None);
     }
@@ -194,13 +189,11 @@ mod tests {
     #[tokio::test]
     async fn a_watch_that_ends_before_its_list_is_complete_leaves_nothing_listed() {
         use watcher::Event::*;
-        let roles = RolesAtStart::default();
-        roles
-            .fill(events(vec![
-                Init,
-                InitApply(role("overseer-agent-a", Some("uid-a"), 7)),
-            ]))
-            .await;
+        let roles = filled(vec![
+            Init,
+            InitApply(role("overseer-agent-a", Some("uid-a"), 7)),
+        ])
+        .await;
         assert!(!roles.listed());
         assert!(roles.is_empty());
     }
