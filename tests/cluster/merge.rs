@@ -457,9 +457,12 @@ async fn a_push_whose_report_was_lost_ends_merged_once_and_a_commit_not_pushed_i
     wait_state(&ns, 1, MergeState::Merged).await;
     assert_eq!(remote.main(), landed, "no second push");
     assert_eq!(remote.merges().len(), 1);
+    // The author is answered in a write after the queue's: wait for it, then give a
+    // second answer time to show before counting.
+    wait_condition(&ns, "team-a", "a's mail", |a| !mail_of(a).is_empty()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let a = agent(&ns, "team-a").await;
     assert_eq!(mail_of(&a).len(), 1, "{:?}", mail_of(&a));
-    tokio::time::sleep(Duration::from_millis(500)).await;
 }
 
 /// Members of the rate test, each with a file of its own (disjoint edits).
