@@ -240,34 +240,6 @@ fn count_by_phase(
     }));
 }
 
-/// Hands freed memory back to the system from now on, where glibc is the allocator.
-fn hand_back_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    tokio::spawn(return_freed_memory());
-}
-
-/// How often freed memory is handed back to the system.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MEMORY_TRIM_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Hands the memory freed since back to the system, every `MEMORY_TRIM_INTERVAL`. glibc's
-/// allocator keeps what a burst freed (the first lists and reconciles after a start, a
-/// thousand agents created at once) for reuse, and within its heap it gives back
-/// nothing by itself: at 3,000 agents, 44 MB in use held 106 MB. (The image's static
-/// musl build has musl's allocator, which unmaps freed memory itself.)
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-async fn return_freed_memory() {
-    let mut every = tokio::time::interval(MEMORY_TRIM_INTERVAL);
-    loop {
-        every.tick().await;
-        // SAFETY: malloc_trim only returns free pages of the allocator's own heaps to
-        // the system; it takes the allocator's locks and touches no memory in use.
-        unsafe {
-            libc::malloc_trim(0);
-        }
-    }
-}
-
 /// Runs the operator until SIGTERM (Ok) or until leadership is lost (Err).
 pub async fn run(args: RunArgs) -> Result<()> {
     let metrics = Arc::new(Metrics::default());
@@ -288,7 +260,6 @@ pub async fn run(args: RunArgs) -> Result<()> {
     info!(addr = %listener.local_addr()?, "serving /healthz, /readyz and /metrics");
     let shutdown = shutdown_signal();
     tokio::spawn(serve_health(listener, health.clone(), shutdown.clone()));
-    hand_back_freed_memory();
     health.ready.store(true, Ordering::Relaxed);
 
     let mut elector = if args.leader_elect {
