@@ -33,10 +33,12 @@ use serde::Serialize;
 
 use kube::{Resource, ResourceExt};
 
-/// Per object (by namespace and name): the resourceVersion a cached object may be
-/// decided on at, and the last version its watch showed.
+use super::key::key_of;
+
+/// Per object (by `key_of` its namespace and name): the resourceVersion a cached object
+/// may be decided on at, and the last version its watch showed.
 #[derive(Default)]
-pub struct Versions(Mutex<HashMap<(String, String), Known>>);
+pub struct Versions(Mutex<HashMap<u64, Known>>);
 
 #[derive(Default)]
 struct Known {
@@ -48,8 +50,12 @@ struct Known {
     streamed: Option<String>,
 }
 
-fn key<K: Resource>(object: &K) -> (String, String) {
-    (object.namespace().unwrap_or_default(), object.name_any())
+fn key<K: Resource>(object: &K) -> u64 {
+    let meta = object.meta();
+    key_of((
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+    ))
 }
 
 impl Versions {
@@ -90,14 +96,14 @@ impl Versions {
     /// Forgets `object` (deleted, or gone).
     pub fn forget(&self, namespace: &str, name: &str) {
         let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        known.remove(&(namespace.to_string(), name.to_string()));
+        known.remove(&key_of((namespace, name)));
     }
 }
 
-/// A digest of the content of each child (by kind, namespace and name) as this
-/// operator last applied it or read it from the API server.
+/// A digest of the content of each child (by `key_of` its kind, namespace and name) as
+/// this operator last applied it or read it from the API server.
 #[derive(Default)]
-pub struct Applied(Mutex<HashMap<(&'static str, String, String), u64>>);
+pub struct Applied(Mutex<HashMap<u64, u64>>);
 
 /// A digest of `content`'s JSON: equal for equal content within one build of the
 /// operator (what `Applied` records, and what a cache summary keeps instead of content).
@@ -118,14 +124,14 @@ impl Applied {
         wanted: &impl Serialize,
     ) -> bool {
         let known = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (kind, namespace.to_string(), name.to_string());
+        let key = key_of((kind, namespace, name));
         digest(wanted).is_some_and(|d| known.get(&key) == Some(&d))
     }
 
     /// Forgets the child (its owner is gone).
     pub fn forget(&self, kind: &'static str, namespace: &str, name: &str) {
         let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        known.remove(&(kind, namespace.to_string(), name.to_string()));
+        known.remove(&key_of((kind, namespace, name)));
     }
 
     /// Records that the child now holds `content` (just applied, or read).
@@ -137,7 +143,7 @@ impl Applied {
         content: &impl Serialize,
     ) {
         let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (kind, namespace.to_string(), name.to_string());
+        let key = key_of((kind, namespace, name));
         match digest(content) {
             Some(d) => known.insert(key, d),
             None => known.remove(&key),
@@ -224,21 +230,18 @@ impl<T: Clone> Creating<T> {
     }
 }
 
-/// Children this operator deleted (by namespace and name) that its cache may still
-/// show as they were, for at most `CACHE_LAG_LIMIT`. A reconcile run before the
-/// cache shows the deletion must not take such a child for alive: an agent whose
+/// Children this operator deleted (by `key_of` their namespace and name) that its cache
+/// may still show as they were, for at most `CACHE_LAG_LIMIT`. A reconcile run before
+/// the cache shows the deletion must not take such a child for alive: an agent whose
 /// stalled pod was just deleted was found stalled again on it and counted twice.
 #[derive(Default)]
-pub struct Deleting(Mutex<HashMap<(String, String), std::time::Instant>>);
+pub struct Deleting(Mutex<HashMap<u64, std::time::Instant>>);
 
 impl Deleting {
     /// Records that `name` was just deleted.
     pub fn deleted(&self, namespace: &str, name: &str) {
         let mut deleting = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        deleting.insert(
-            (namespace.to_string(), name.to_string()),
-            std::time::Instant::now(),
-        );
+        deleting.insert(key_of((namespace, name)), std::time::Instant::now());
     }
 
     /// Whether `cached`, as the cache shows it, is a child deleted since: true while
@@ -339,6 +342,11 @@ mod tests {
         assert!(versions.is_current(&at(Some("8"))), "read fresh, shown");
         versions.streamed(&at(Some("9")));
         assert!(versions.is_current(&at(Some("9"))));
+    }
+
+    #[test]
+    fn an_object_is_keyed_by_its_namespace_and_name() {
+        assert_eq!(key_of(("n", "g")), key(&at(Some("1"))));
     }
 
     #[test]

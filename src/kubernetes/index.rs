@@ -11,23 +11,20 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// A namespace and the name that objects refer to.
-type Key = (String, String);
+use super::key::key_of;
 
-/// Names of objects by (namespace, the name they refer to), each list sorted. A list
+/// Names of objects by `key_of` (namespace, the name they refer to), each list sorted. A list
 /// is a `Vec` the size of its names: nearly every key has one name (an agent's pod),
 /// and a `BTreeSet` of one name takes a node of eleven (0.3 KB an agent at 10,000).
 #[derive(Clone, Default)]
-pub struct Index(Arc<Mutex<HashMap<Key, Vec<String>>>>);
+pub struct Index(Arc<Mutex<HashMap<u64, Vec<String>>>>);
 
 impl Index {
     /// Notes that object `name` in `namespace` refers to `key` (every watch event of the
     /// object notes it again; a name is kept once).
     pub fn note(&self, namespace: &str, key: &str, name: &str) {
         let mut index = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let names = index
-            .entry((namespace.to_string(), key.to_string()))
-            .or_default();
+        let names = index.entry(key_of((namespace, key))).or_default();
         if let Err(at) = names.binary_search_by(|n| n.as_str().cmp(name)) {
             names.insert(at, name.to_string());
             names.shrink_to_fit();
@@ -38,7 +35,7 @@ impl Index {
     pub fn named(&self, namespace: &str, key: &str) -> Vec<String> {
         let index = self.0.lock().unwrap_or_else(|p| p.into_inner());
         index
-            .get(&(namespace.to_string(), key.to_string()))
+            .get(&key_of((namespace, key)))
             .map(|names| names.to_vec())
             .unwrap_or_default()
     }

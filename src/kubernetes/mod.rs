@@ -1,6 +1,6 @@
 //! The Kubernetes plumbing every controller stands on, apart from what they decide:
 //! the one layer all requests pass (`writes`) with a deadline on each answer
-//! (`timeouts`), the shared watches and caches (`caches`, `index`), when a cached
+//! (`timeouts`), the shared watches and caches (`caches`, `index`, keyed by `key`), when a cached
 //! object is fresh enough to decide on (`fresh`), Events published behind the
 //! reconcile (`events`), fair reconcile slots (`fair`), leader election (`leader`) and
 //! the one way an owned pod is created (`pods`), and summaries: cached objects that
@@ -13,6 +13,7 @@ pub mod fair;
 pub mod fresh;
 pub mod guard;
 pub mod index;
+pub mod key;
 pub mod leader;
 pub mod pods;
 pub mod summary;
