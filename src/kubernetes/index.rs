@@ -13,9 +13,11 @@ use std::sync::{Arc, Mutex};
 
 use super::key::key_of;
 
-/// Names of objects by `key_of` (namespace, the name they refer to), each list sorted. A list
-/// is a `Vec` the size of its names: nearly every key has one name (an agent's pod),
-/// and a `BTreeSet` of one name takes a node of eleven (0.3 KB an agent at 10,000).
+/// Names of objects by `key_of` (namespace, the name they refer to), each list sorted.
+/// A list is a `Vec` the size of its names: nearly every key has one name (an agent's
+/// pod), and a `BTreeSet` of one name takes a node of eleven (0.3 KB an agent at
+/// 10,000). Two keys sharing a number would share a list, which a lookup's superset
+/// already allows for.
 #[derive(Clone, Default)]
 pub struct Index(Arc<Mutex<HashMap<u64, Vec<String>>>>);
 
