@@ -4,8 +4,8 @@ use std::hash::{BuildHasher, Hash, RandomState};
 use std::sync::OnceLock;
 
 /// What names an object (its namespace and name; its kind too where one table holds
-/// several kinds) in the tables kept for every object (`fresh::Versions`, `Deleting`,
-/// `fresh::Applied`, `index::Index`): one number, so that an entry keeps no copy of its
+/// several kinds) in the tables kept for every object (`fresh::Versions`,
+/// `fresh::Applied`, `fresh::Deleting`, `index::Index`): one number, so that an entry keeps no copy of its
 /// names (at 10,000 agents, two strings an entry were hundreds of KB a table) and a
 /// lookup allocates none. The hash is keyed at random in each process, so no name can
 /// be chosen to share another's number; two of 100,000 share one by chance with odds
